@@ -1,0 +1,53 @@
+"""Plain-language reasons behind a ratio: per-call overhead against kernel time, serial
+against async. Pure functions over numbers already measured; the report prints them and
+the results record keeps them, so a reader can tell "kernel slower" from "dispatch slower"."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+# An op whose time per call is within this factor of the framework's trivial-op time is
+# dominated by per-call overhead (Python dispatch, launch, sync), not by its kernel.
+DISPATCH_BOUND_FACTOR = 3.0
+# Serial and async per-call times further apart than this mean the sync/launch latency,
+# not the kernel, decides the serial number; worth saying because users compare them.
+MODE_GAP_FACTOR = 3.0
+
+
+def _floor_key(mode: str) -> str:
+    return "dispatch_floor_async_s" if mode.startswith("async") else "dispatch_floor_serial_s"
+
+
+def explain_measurement(mode: str, medians_s: Mapping[str, float],
+                        overhead: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Notes for one measurement: which sides are dispatch-bound in this mode."""
+    notes = []
+    for name, median_s in medians_s.items():
+        floor_s = (overhead.get(name) or {}).get(_floor_key(mode))
+        if not floor_s or median_s <= 0:
+            continue
+        if median_s < DISPATCH_BOUND_FACTOR * floor_s:
+            notes.append(f"{name} is dispatch-bound here: {_us(median_s)} per call against a "
+                         f"{_us(floor_s)} trivial-op floor ({mode}); the ratio measures "
+                         f"per-call overhead more than the kernel")
+    return notes
+
+
+def explain_modes(per_mode_medians_s: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """Notes comparing serial with async for each side (forward or backward alike)."""
+    notes = []
+    for serial_key in [k for k in per_mode_medians_s if k.startswith("serial")]:
+        async_key = "async" + serial_key[len("serial"):]
+        if async_key not in per_mode_medians_s:
+            continue
+        serial, async_ = per_mode_medians_s[serial_key], per_mode_medians_s[async_key]
+        for name in serial:
+            s, a = serial.get(name), async_.get(name)
+            if s and a and s > MODE_GAP_FACTOR * a:
+                notes.append(f"{name}: {serial_key} {_us(s)} is {s / a:.0f}x {async_key} "
+                             f"{_us(a)} per call: waiting for each result (sync latency) "
+                             f"dominates the serial time, not the kernel")
+    return notes
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.3g} us"

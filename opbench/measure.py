@@ -1,0 +1,297 @@
+"""Timing protocol: warm-up, one shared loop count, interleaved rounds, serial or async.
+
+Everything a measurement needs comes through arguments (the callables, the sync, the
+clock, the settings), so the protocol is tested with a fake clock, deterministically.
+No printing, no framework imports: a framework is just a `Side` (a call and its sync).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+Clock = Callable[[], float]
+
+SERIAL = "serial"
+ASYNC = "async"
+MODES = (SERIAL, ASYNC)
+
+# A sample must last far longer than the clock's resolution, or quantisation error shows up
+# in the ratio: 1000 ticks keeps it under 0.1%.
+RESOLUTION_FACTOR = 1000
+# ... and far longer than one sync, so in async mode the single closing sync (which is not
+# part of the work being measured) adds at most ~1% to a sample.
+SYNC_COST_FACTOR = 100
+# Default sample length: long enough that scheduler jitter on a shared machine (~0.1-1 ms)
+# stays a few percent, short enough that 2 sides x 15 rounds of it take well under a second.
+DEFAULT_MIN_SAMPLE_TIME_S = 0.02
+# 15 interleaved rounds give a distribution-free 95% interval for the median ratio from
+# order statistics (n >= 6 is the minimum for 95%; 15 makes it reasonably tight).
+DEFAULT_ROUNDS = 15
+MIN_ROUNDS = 6
+# Warm-up: JIT/kernel selection, allocator pools and caches settle within a few calls; run
+# at least this many calls and at least this long.
+DEFAULT_WARMUP_TIME_S = 0.1
+MIN_WARMUP_CALLS = 3
+# Stop growing the loop count here: an op this cheap is pure dispatch anyway.
+MAX_LOOPS = 1_000_000
+# Calibration grows the loop count by at most this factor per step, so one mis-timed
+# probe (a burst) cannot blow the sample length up by orders of magnitude.
+MAX_GROWTH_PER_STEP = 10.0
+# Aim a bit above the target so ordinary jitter does not put samples under it.
+CALIBRATION_HEADROOM = 1.2
+# A clock that shows no change in this many reads is broken (or a fake that needs time
+# advanced by work); fail rather than spin forever.
+MAX_CLOCK_READS = 1_000_000
+# Per-measurement time budget for the timed rounds: a library of a few hundred instances must
+# time in ~20 minutes on 2 cores. Rounds shrink (never below MIN_ROUNDS) and the loop count is
+# capped so one slow kernel, or a side 1000x slower than the other, cannot stall a run.
+DEFAULT_MAX_TIME_S = 4.0
+
+
+@dataclass(frozen=True)
+class Side:
+    """One framework's callable under test, with the sync that waits for its queued work."""
+
+    name: str
+    call: Callable[[], Any]
+    sync: Callable[[], None]
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    mode: str = SERIAL
+    rounds: int = DEFAULT_ROUNDS
+    min_sample_time_s: float = DEFAULT_MIN_SAMPLE_TIME_S
+    warmup_time_s: float = DEFAULT_WARMUP_TIME_S
+    max_time_s: float = DEFAULT_MAX_TIME_S
+    max_loops: int = MAX_LOOPS
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, not {self.mode!r}")
+        if self.rounds < 1:
+            raise ValueError("rounds must be >= 1")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    loops: int
+    target_sample_time_s: float
+    clock_resolution_s: float
+    sync_cost_s: dict[str, float]
+    probes: tuple[tuple[int, dict[str, float]], ...]  # (loops, {side: sample seconds}) tried
+    capped_by_budget: bool = False   # the slowest side's sample time, not the target, set loops
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Raw result of one interleaved measurement. per_call_s[side][i] is round i's mean
+    time per call; order[i] is the order the sides ran in round i."""
+
+    mode: str
+    loops: int
+    per_call_s: dict[str, tuple[float, ...]]
+    order: tuple[tuple[str, ...], ...]
+    warmup_calls: dict[str, int]
+    calibration: Calibration
+    rounds_requested: int
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def rounds(self) -> int:
+        return len(self.order)
+
+
+def clock_resolution_s(clock: Clock = time.perf_counter, probes: int = 50) -> float:
+    """Smallest non-zero step the clock shows (perf_counter's advertised resolution is
+    often a nominal 1 ns; what matters is what consecutive reads actually return)."""
+    smallest = math.inf
+    for _ in range(probes):
+        t0 = clock()
+        t1 = clock()
+        reads = 0
+        while t1 == t0:
+            reads += 1
+            if reads > MAX_CLOCK_READS:
+                raise RuntimeError("the clock does not advance")
+            t1 = clock()
+        smallest = min(smallest, t1 - t0)
+    return smallest
+
+
+def run_sample(side: Side, loops: int, mode: str, clock: Clock) -> float:
+    """Seconds for `loops` calls. The queue is drained first so earlier work never leaks in.
+    serial: sync after every call (latency, what a user waiting on each result sees).
+    async: launch all calls, sync once (throughput, what a training loop sees)."""
+    call, sync = side.call, side.sync
+    sync()
+    if mode == SERIAL:
+        t0 = clock()
+        for _ in range(loops):
+            call()
+            sync()
+        return clock() - t0
+    t0 = clock()
+    for _ in range(loops):
+        call()
+    sync()
+    return clock() - t0
+
+
+def sync_cost_s(sync: Callable[[], None], clock: Clock, repeats: int = 200) -> float:
+    """Median cost of a sync on an idle queue, from `repeats` single timings."""
+    sync()
+    costs = []
+    for _ in range(repeats):
+        t0 = clock()
+        sync()
+        costs.append(clock() - t0)
+    costs.sort()
+    return costs[len(costs) // 2]
+
+
+def warm_up(side: Side, mode: str, clock: Clock, warmup_time_s: float) -> int:
+    """Run the call until it has run MIN_WARMUP_CALLS times and for warmup_time_s.
+    Returns how many calls that took."""
+    calls = 0
+    start = clock()
+    while calls < MIN_WARMUP_CALLS or clock() - start < warmup_time_s:
+        run_sample(side, 1, mode, clock)
+        calls += 1
+    return calls
+
+
+def sample_time_cap_s(settings: MeasureSettings, n_sides: int) -> float:
+    """The longest a single sample may last: its share of the instance's time budget."""
+    return settings.max_time_s / (settings.rounds * n_sides)
+
+
+def calibrate(sides: Sequence[Side], settings: MeasureSettings, clock: Clock,
+              resolution_s: float | None = None) -> Calibration:
+    """One loop count shared by all sides, so every side's sample covers the same work and
+    the ratio of samples is the ratio of per-call times. The count is set by the *fastest*
+    side: its sample must last min_sample_time_s, RESOLUTION_FACTOR clock ticks and
+    SYNC_COST_FACTOR syncs; slower sides then last longer, which only helps them.
+
+    When the sides differ by orders of magnitude (MindSpore CPU serial calls cost ~1000x a
+    torch call here) that count would make the slow side's samples last minutes, so the
+    count is also capped so the *slowest* sample stays within its share of the time budget;
+    the fast side's samples are then shorter than the target, and `capped_by_budget` says so.
+    """
+    if resolution_s is None:
+        resolution_s = clock_resolution_s(clock)
+    syncs = {s.name: sync_cost_s(s.sync, clock) for s in sides}
+    target = max(settings.min_sample_time_s, RESOLUTION_FACTOR * resolution_s,
+                 SYNC_COST_FACTOR * max(syncs.values()))
+    cap_s = sample_time_cap_s(settings, len(sides))
+    loops = 1
+    capped = False
+    probes: list[tuple[int, dict[str, float]]] = []
+    while True:
+        times = {s.name: run_sample(s, loops, settings.mode, clock) for s in sides}
+        probes.append((loops, times))
+        fastest, slowest = min(times.values()), max(times.values())
+        if fastest >= target or loops >= settings.max_loops:
+            break
+        # Scale towards the target from what this probe showed, within the growth cap.
+        growth = CALIBRATION_HEADROOM * target / fastest if fastest > 0 else MAX_GROWTH_PER_STEP
+        growth = min(max(growth, 2.0), MAX_GROWTH_PER_STEP)
+        wanted = min(settings.max_loops, max(loops + 1, int(math.ceil(loops * growth))))
+        affordable = int(cap_s / (slowest / loops)) if slowest > 0 else wanted
+        if affordable <= loops:
+            capped = True
+            break
+        loops = min(wanted, affordable)
+    return Calibration(loops=loops, target_sample_time_s=target, clock_resolution_s=resolution_s,
+                       sync_cost_s=syncs, probes=tuple(probes), capped_by_budget=capped)
+
+
+def interleaved_order(names: Sequence[str], rounds: int) -> tuple[tuple[str, ...], ...]:
+    """A B, B A, A B, ...: alternating which side goes first cancels any first/second
+    position effect (cache state, turbo decay) and linear drift within a pair of rounds."""
+    forward = tuple(names)
+    backward = tuple(reversed(names))
+    return tuple(forward if i % 2 == 0 else backward for i in range(rounds))
+
+
+def rounds_within_budget(settings: MeasureSettings, sample_time_s: float, n_sides: int) -> int:
+    """Shrink the round count so the timed part fits max_time_s, never below MIN_ROUNDS
+    (fewer rounds cannot give a 95% interval) nor above what was asked."""
+    if sample_time_s <= 0:
+        return settings.rounds
+    affordable = int(settings.max_time_s / (sample_time_s * n_sides))
+    return max(min(settings.rounds, MIN_ROUNDS), min(settings.rounds, affordable))
+
+
+def measure(sides: Sequence[Side], settings: MeasureSettings,
+            clock: Clock = time.perf_counter, resolution_s: float | None = None) -> Measurement:
+    """The whole protocol: warm-up each side, calibrate one loop count, then interleaved
+    rounds. Every raw per-round sample is kept."""
+    if len({s.name for s in sides}) != len(sides) or not sides:
+        raise ValueError("sides need distinct names")
+    warmups = {s.name: warm_up(s, settings.mode, clock, settings.warmup_time_s) for s in sides}
+    calibration = calibrate(sides, settings, clock, resolution_s)
+    slowest_sample_s = max(calibration.probes[-1][1].values())
+    rounds = rounds_within_budget(settings, slowest_sample_s, len(sides))
+    notes = []
+    if rounds < settings.rounds:
+        notes.append(f"rounds cut from {settings.rounds} to {rounds} to stay within "
+                     f"{settings.max_time_s:g} s")
+    if calibration.loops >= settings.max_loops:
+        notes.append(f"loop count capped at {settings.max_loops}")
+    if calibration.capped_by_budget:
+        times = calibration.probes[-1][1]
+        fast = min(times, key=times.get)
+        notes.append(
+            f"loop count held at {calibration.loops} by the time budget: the slowest side is "
+            f"{max(times.values()) / max(min(times.values()), 1e-12):.0f}x slower per call, so "
+            f"{fast}'s samples last {min(times.values()) * 1e3:.3g} ms instead of "
+            f"{calibration.target_sample_time_s * 1e3:.3g} ms (coarser, but the gap dwarfs it)")
+    by_name = {s.name: s for s in sides}
+    per_call: dict[str, list[float]] = {s.name: [] for s in sides}
+    order = interleaved_order([s.name for s in sides], rounds)
+    for round_order in order:
+        for name in round_order:
+            elapsed = run_sample(by_name[name], calibration.loops, settings.mode, clock)
+            per_call[name].append(elapsed / calibration.loops)
+    return Measurement(mode=settings.mode, loops=calibration.loops,
+                       per_call_s={k: tuple(v) for k, v in per_call.items()}, order=order,
+                       warmup_calls=warmups, calibration=calibration,
+                       rounds_requested=settings.rounds, notes=tuple(notes))
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """What a framework costs before any kernel work: the user can tell "kernel slower"
+    from "per-call overhead" by comparing an op's time with these."""
+
+    framework: str
+    sync_cost_s: float
+    dispatch_floor_serial_s: float   # trivial op + sync, per call
+    dispatch_floor_async_s: float    # trivial op launched in a loop, per call
+    first_call_serial_s: float       # one trivial op + sync on a cold-ish queue
+
+
+def measure_overhead(name: str, trivial: Callable[[], Any], sync: Callable[[], None],
+                     clock: Clock = time.perf_counter,
+                     min_sample_time_s: float = DEFAULT_MIN_SAMPLE_TIME_S,
+                     rounds: int = 7, resolution_s: float | None = None) -> Overhead:
+    """Dispatch floor of `name` in both modes (median over rounds) and its sync cost."""
+    side = Side(name, trivial, sync)
+    sync()
+    t0 = clock()
+    trivial()
+    sync()
+    first = clock() - t0
+    floors = {}
+    for mode in MODES:
+        settings = MeasureSettings(mode=mode, rounds=rounds, min_sample_time_s=min_sample_time_s,
+                                   warmup_time_s=min_sample_time_s)
+        m = measure([side], settings, clock, resolution_s)
+        samples = sorted(m.per_call_s[name])
+        floors[mode] = samples[len(samples) // 2]
+    return Overhead(framework=name, sync_cost_s=sync_cost_s(sync, clock),
+                    dispatch_floor_serial_s=floors[SERIAL], dispatch_floor_async_s=floors[ASYNC],
+                    first_call_serial_s=first)

@@ -1,0 +1,225 @@
+"""Human-readable views of a results record: terminal tables (rich), Markdown, HTML.
+
+Everything here reads the record dict (the same one written to JSON), so a report can be
+made later from a saved file (`opbench report run.json`) exactly as at the end of a run.
+"""
+from __future__ import annotations
+
+import html
+from collections import Counter
+from typing import Any, Iterable
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+VERDICT_STYLE = {"PASS": "green", "SLOW": "bold red", "INCONCLUSIVE": "yellow",
+                 "MISMATCH": "bold magenta", "ERROR": "red"}
+VERDICT_ORDER = ("SLOW", "MISMATCH", "ERROR", "INCONCLUSIVE", "PASS")
+
+
+def fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 1e-6:
+        return f"{seconds * 1e9:.0f} ns"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} us"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds:.3g} s"
+
+
+def fmt_ratio(m: dict[str, Any]) -> str:
+    return f"{m['ratio']:.3g} [{m['ci_low']:.3g}, {m['ci_high']:.3g}]"
+
+
+def describe_inputs(inst: dict[str, Any]) -> str:
+    parts = []
+    for spec in inst.get("inputs", []):
+        shape = "x".join(str(d) for d in spec["shape"]) or "scalar"
+        parts.append(f"{spec['name']}:{shape} {spec['dtype']}")
+    return ", ".join(parts)
+
+
+def rows(record: dict[str, Any]) -> Iterable[tuple[dict[str, Any], str | None, dict | None]]:
+    """(instance, measurement key, measurement) for every measured mode; instances without
+    measurements (MISMATCH, ERROR, correctness-only) give one row with None."""
+    for inst in record.get("instances", []):
+        ms = inst.get("measurements") or {}
+        if not ms:
+            yield inst, None, None
+        for key, m in ms.items():
+            yield inst, key, m
+
+
+def verdict_counts(record: dict[str, Any]) -> Counter:
+    return Counter(inst.get("verdict") or "ERROR" for inst in record.get("instances", []))
+
+
+def sorted_rows(record: dict[str, Any]):
+    """Worst first: findings, then by ratio ascending."""
+    def key(row):
+        inst, _, m = row
+        v = (m or {}).get("verdict") or inst.get("verdict") or "ERROR"
+        rank = VERDICT_ORDER.index(v) if v in VERDICT_ORDER else 0
+        return (rank, (m or {}).get("ratio", 0.0))
+    return sorted(rows(record), key=key)
+
+
+def _problem_text(inst: dict[str, Any]) -> str:
+    if inst.get("error"):
+        return inst["error"]
+    check = inst.get("grad_check") if inst.get("grad_check") and not inst[
+        "grad_check"]["ok"] else inst.get("check")
+    if check and not check.get("ok"):
+        what = "gradients" if check is inst.get("grad_check") else "outputs"
+        return (f"{what} differ: max abs err {check.get('max_abs_err')}, max rel err "
+                f"{check.get('max_rel_err')} (rtol {check['rtol']}, atol {check['atol']}); "
+                f"{check.get('detail', '')}")
+    return ""
+
+
+def results_table(record: dict[str, Any], worst_first: bool = False) -> Table:
+    cfg = record["config"]
+    ref, tgt = cfg["reference"], cfg["target"]
+    table = Table(title=f"{tgt} against {ref}: ratio = {ref} time / {tgt} time "
+                        f"(below 1: {tgt} slower), 95% interval",
+                  show_lines=False, header_style="bold")
+    for col, kw in [("instance", {"overflow": "fold"}), ("inputs", {"overflow": "fold"}),
+                    ("mode", {}), (f"{ref} median", {"justify": "right"}),
+                    (f"{tgt} median", {"justify": "right"}), ("ratio [95% CI]", {"justify": "right"}),
+                    ("thr", {"justify": "right"}), ("verdict", {})]:
+        table.add_column(col, **kw)
+    for inst, key, m in (sorted_rows(record) if worst_first else rows(record)):
+        if m is None:
+            v = inst.get("verdict") or "ERROR"
+            table.add_row(Text(inst["id"]), Text(describe_inputs(inst)), "-", "-", "-", "-", "-",
+                          Text(v, style=VERDICT_STYLE.get(v, "")))
+            problem = _problem_text(inst)
+            if problem:
+                table.add_row("", Text(problem, style="dim"), "", "", "", "", "", "")
+            continue
+        v = m["verdict"]
+        # ids hold brackets ("reshape[shape=8x16]") that rich would read as markup: Text()
+        table.add_row(Text(inst["id"]), Text(describe_inputs(inst)), key,
+                      fmt_time(m["summary"][ref]["median_s"]),
+                      fmt_time(m["summary"][tgt]["median_s"]), fmt_ratio(m),
+                      f"{m['threshold']:g}", Text(v, style=VERDICT_STYLE.get(v, "")))
+    return table
+
+
+def overhead_table(record: dict[str, Any]) -> Table | None:
+    overhead = record.get("overhead") or {}
+    if not overhead:
+        return None
+    table = Table(title="Per-call overhead (a trivial 1-element add): an op near its floor is "
+                        "dispatch-bound", header_style="bold")
+    for col in ("framework", "sync (idle)", "floor serial", "floor async", "first call+sync"):
+        table.add_column(col, justify="right" if col != "framework" else "left")
+    for name, o in overhead.items():
+        table.add_row(name, fmt_time(o["sync_cost_s"]), fmt_time(o["dispatch_floor_serial_s"]),
+                      fmt_time(o["dispatch_floor_async_s"]), fmt_time(o["first_call_serial_s"]))
+    return table
+
+
+def header_text(record: dict[str, Any]) -> str:
+    env, cfg, fw = record["environment"], record["config"], record.get("frameworks", {})
+    parts = [f"{n} {i.get('version')} on {i.get('device')} ({i.get('threads')} threads)"
+             for n, i in fw.items()]
+    return (f"opbench {env.get('opbench')} | " + " vs ".join(parts) + f" | {env.get('cpu_model')}"
+            f" ({env.get('cpu_count')} cores) | modes {', '.join(cfg['modes'])}")
+
+
+def notes_lines(record: dict[str, Any]) -> list[str]:
+    lines = []
+    for inst in record.get("instances", []):
+        notes = list(inst.get("explanation") or [])
+        for key, m in (inst.get("measurements") or {}).items():
+            notes += [f"[{key}] {n}" for n in m.get("notes", [])]
+        if inst.get("check", {}).get("expected_mismatch"):
+            notes.append(f"expected mismatch: {inst['check']['expected_mismatch']}")
+        lines += [f"{inst['id']}: {n}" for n in notes]
+    return lines
+
+
+def summary_line(record: dict[str, Any]) -> str:
+    counts = verdict_counts(record)
+    total = sum(counts.values())
+    parts = [f"{counts[v]} {v}" for v in VERDICT_ORDER if counts.get(v)]
+    state = "" if record.get("complete") else " (INTERRUPTED: partial results)"
+    return f"{total} instances: " + ", ".join(parts) + state
+
+
+def render_terminal(record: dict[str, Any], console: Console, worst_first: bool = False,
+                    show_notes: bool = True) -> None:
+    console.print(Text(header_text(record), style="dim"))
+    ot = overhead_table(record)
+    if ot is not None:
+        console.print(ot)
+    console.print(results_table(record, worst_first=worst_first))
+    if show_notes:
+        lines = notes_lines(record)
+        if lines:
+            console.print(Group(Text("What explains these ratios:", style="bold"),
+                                *[Text("  " + ln) for ln in lines]))
+    console.print(Text(summary_line(record), style="bold"))
+
+
+def render_markdown(record: dict[str, Any], limit: int | None = None) -> str:
+    cfg = record["config"]
+    ref, tgt = cfg["reference"], cfg["target"]
+    out = [f"### opbench: {tgt} against {ref}", "", header_text(record), "",
+           f"Ratio = {ref} time / {tgt} time (below 1: {tgt} slower), with 95% interval.", "",
+           f"| instance | inputs | mode | {ref} | {tgt} | ratio [95% CI] | threshold | verdict |",
+           "|---|---|---|---:|---:|---:|---:|---|"]
+    for n, (inst, key, m) in enumerate(sorted_rows(record)):
+        if limit is not None and n >= limit:
+            out.append(f"| ... | {len(list(rows(record))) - limit} more rows | | | | | | |")
+            break
+        if m is None:
+            out.append(f"| `{inst['id']}` | {describe_inputs(inst)} | - | - | - | - | - | "
+                       f"**{inst.get('verdict')}** {_problem_text(inst)[:200]} |")
+            continue
+        out.append(f"| `{inst['id']}` | {describe_inputs(inst)} | {key} | "
+                   f"{fmt_time(m['summary'][ref]['median_s'])} | "
+                   f"{fmt_time(m['summary'][tgt]['median_s'])} | {fmt_ratio(m)} | "
+                   f"{m['threshold']:g} | **{m['verdict']}** |")
+    out += ["", summary_line(record), ""]
+    return "\n".join(out)
+
+
+def render_html(record: dict[str, Any]) -> str:
+    cfg = record["config"]
+    ref, tgt = cfg["reference"], cfg["target"]
+    colors = {"PASS": "#1a7f37", "SLOW": "#cf222e", "INCONCLUSIVE": "#9a6700",
+              "MISMATCH": "#8250df", "ERROR": "#cf222e"}
+    body = []
+    for inst, key, m in sorted_rows(record):
+        v = (m or {}).get("verdict") or inst.get("verdict") or "ERROR"
+        cells = [inst["id"], describe_inputs(inst), key or "-"]
+        if m:
+            cells += [fmt_time(m["summary"][ref]["median_s"]),
+                      fmt_time(m["summary"][tgt]["median_s"]), fmt_ratio(m), f"{m['threshold']:g}"]
+        else:
+            cells += ["-", "-", _problem_text(inst), "-"]
+        tds = "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+        body.append(f"<tr>{tds}<td style='color:{colors.get(v, '#000')};font-weight:bold'>"
+                    f"{v}</td></tr>")
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in notes_lines(record))
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>opbench: {html.escape(tgt)} vs {html.escape(ref)}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:4px 8px;font-size:13px}}th{{background:#f3f3f3}}</style>
+</head><body>
+<h1>opbench: {html.escape(tgt)} against {html.escape(ref)}</h1>
+<p>{html.escape(header_text(record))}</p>
+<p>Ratio = {html.escape(ref)} time / {html.escape(tgt)} time (below 1: {html.escape(tgt)}
+slower), with 95% interval. Worst first.</p>
+<table><tr><th>instance</th><th>inputs</th><th>mode</th><th>{html.escape(ref)}</th>
+<th>{html.escape(tgt)}</th><th>ratio [95% CI]</th><th>threshold</th><th>verdict</th></tr>
+{''.join(body)}</table>
+<h2>What explains these ratios</h2><ul>{notes}</ul>
+<p><b>{html.escape(summary_line(record))}</b></p>
+</body></html>
+"""

@@ -1,0 +1,433 @@
+"""One case instance from numpy inputs to a verdict, and a run over many of them.
+
+This is the wiring of the pure parts (inputs, check, measure, stats, verdict) with the
+framework adapters. It never prints: progress goes to an optional callback, results to
+the record (and, after every instance, atomically to the JSON file when one is given).
+"""
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from . import inputs as inputs_mod
+from .cases import CaseInstance, FrameworkCall, Ref
+from .check import SHAPE, CheckResult, compare_outputs, select_outputs
+from .explain import explain_measurement, explain_modes
+from .frameworks import Adapter, get_adapter
+from .measure import (ASYNC, MODES, SERIAL, Clock, MeasureSettings, Side, measure,
+                      measure_overhead)
+from .results import new_record, utc_now, write_json_atomic
+from .stats import ratio_estimate, summarize
+from .verdict import DEFAULT_THRESHOLD, Verdict, ratio_verdict, worst
+
+BACKWARD_SUFFIX = "+backward"
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+def default_threads() -> int:
+    """Both frameworks get the machine's core count unless told otherwise: MindSpore's CPU
+    default (25) oversubscribes small machines and would be an unequal comparison."""
+    return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    reference: str = "torch"
+    target: str = "mindspore"
+    device: str = "cpu"
+    threads: int = field(default_factory=default_threads)
+    modes: tuple[str, ...] = (SERIAL,)
+    # Default threshold for cases that set none; a case's own threshold wins because it
+    # records knowledge about that operator.
+    threshold: float = DEFAULT_THRESHOLD
+    backward: bool = True        # also time forward+backward for cases marked backward
+    timing: bool = True          # False: correctness only (`pytest cases/`, `opbench check`)
+    settings: MeasureSettings = field(default_factory=MeasureSettings)
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.modes if m not in MODES]
+        if unknown or not self.modes:
+            raise ValueError(f"modes must be among {MODES}, not {self.modes}")
+        if self.reference == self.target:
+            raise ValueError("reference and target must be different frameworks")
+
+    @property
+    def frameworks(self) -> tuple[str, str]:
+        return (self.reference, self.target)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["modes"] = list(self.modes)
+        d["settings"].pop("mode", None)
+        return d
+
+
+class ApiError(Exception):
+    """APIs in the cases that do not resolve in the installed frameworks (load-time)."""
+
+
+@dataclass
+class _Prepared:
+    """One framework's side of an instance, ready to call."""
+
+    adapter: Adapter
+    call: FrameworkCall
+    fn: Callable[..., Any]
+    args: tuple
+    kwargs: dict
+
+    def invoke(self) -> Any:
+        return self.fn(*self.args, **self.kwargs)
+
+
+def _substitute(value: Any, tensors: Mapping[str, Any]) -> Any:
+    if isinstance(value, Ref):
+        return tensors[value.name]
+    if isinstance(value, list):
+        return [_substitute(v, tensors) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_substitute(v, tensors) for v in value)
+    if isinstance(value, dict):
+        return {k: _substitute(v, tensors) for k, v in value.items()}
+    return value
+
+
+def _grad_positions(instance: CaseInstance, call: FrameworkCall) -> tuple[int, ...]:
+    """Positional args that are floating inputs wanting gradients."""
+    specs = {s.name: s for s in instance.inputs}
+    positions = []
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, Ref) and arg.name in specs:
+            spec = specs[arg.name]
+            wants = spec.requires_grad if spec.requires_grad is not None else (
+                spec.dtype in FLOAT_DTYPES)
+            if wants and spec.dtype in FLOAT_DTYPES:
+                positions.append(i)
+    return tuple(positions)
+
+
+def _error_text(exc: BaseException) -> str:
+    """One readable line from a framework exception (MindSpore messages carry pages of C++
+    stack; the first lines say what went wrong)."""
+    text = str(exc).strip() or type(exc).__name__
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    head = " ".join(lines[:3])
+    if len(head) > 400:
+        head = head[:400] + "..."
+    return f"{type(exc).__name__}: {head}"
+
+
+class Session:
+    """The frameworks of one run, set up once (device, equal thread counts) in this
+    process. MindSpore honours its thread count only before its first op, so a process
+    runs one Session."""
+
+    def __init__(self, config: RunConfig, clock: Clock = time.perf_counter):
+        self.config = config
+        self.clock = clock
+        self.adapters: dict[str, Adapter] = {}
+        self.overhead: dict[str, dict[str, float]] = {}
+
+    def open(self) -> None:
+        """Import and set up both frameworks. Raises FrameworkUnavailable/DeviceUnavailable."""
+        for name in self.config.frameworks:
+            adapter = get_adapter(name)
+            adapter.setup(self.config.device, self.config.threads)
+            self.adapters[name] = adapter
+
+    def framework_info(self) -> dict[str, Any]:
+        return {name: a.info() for name, a in self.adapters.items()}
+
+    def measure_overheads(self) -> dict[str, dict[str, float]]:
+        """Each side's sync cost and dispatch floor, the yardsticks the report uses."""
+        for name, adapter in self.adapters.items():
+            o = measure_overhead(name, adapter.trivial_op(), adapter.sync, self.clock)
+            self.overhead[name] = {k: v for k, v in asdict(o).items() if k != "framework"}
+        return self.overhead
+
+    def check_apis(self, instances: Iterable[CaseInstance]) -> list[str]:
+        """Every API the instances name must resolve before anything is timed. Returns
+        messages naming file:line, case and framework."""
+        problems: dict[tuple[str, str], str] = {}
+        for inst in instances:
+            for name in self.config.frameworks:
+                call = inst.calls.get(name)
+                if call is None:
+                    where = f"{inst.case.file}:{inst.case.line}"
+                    problems.setdefault((inst.case.name, name), (
+                        f"{where} case '{inst.case.name}': no '{name}' section "
+                        f"(needed to compare {self.config.reference} with {self.config.target})"))
+                    continue
+                try:
+                    self.adapters[name].resolve(call.api)
+                except Exception as exc:  # UnknownAPI, or an import error inside the framework
+                    where = call.location or f"{inst.case.file}:{inst.case.line}"
+                    problems.setdefault((inst.case.name, name), (
+                        f"{where} case '{inst.case.name}': key '{name}.api': {exc}"))
+        return list(problems.values())
+
+    # -- one instance ---------------------------------------------------------------------
+
+    def _prepare(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray],
+                 name: str, grad: bool) -> _Prepared:
+        adapter = self.adapters[name]
+        call = instance.calls[name]
+        specs = {s.name: s for s in instance.inputs}
+        positions = _grad_positions(instance, call) if grad else ()
+        wants_grad = {call.args[i].name for i in positions}
+        tensors = {n: adapter.from_numpy(arrays[n], specs[n].dtype,
+                                         requires_grad=n in wants_grad) for n in arrays}
+        fn = adapter.resolve(call.api)
+        return _Prepared(adapter, call, fn, _substitute(tuple(call.args), tensors),
+                         _substitute(dict(call.kwargs), tensors))
+
+    def run_instance(self, instance: CaseInstance) -> dict[str, Any]:
+        """Inputs -> both frameworks -> outputs compared -> timed -> verdict. Never raises for
+        an operator's failure: that becomes verdict ERROR with the message."""
+        started = self.clock()
+        record = instance_header(instance, self.config)
+        try:
+            self._run_into(instance, record)
+        except Exception as exc:  # a failing operator is recorded; the run goes on
+            record["verdict"] = Verdict.ERROR.value
+            record["error"] = record.get("error") or _error_text(exc)
+            record["traceback"] = traceback.format_exc(limit=8)
+        record["duration_s"] = self.clock() - started
+        return record
+
+    def _run_into(self, instance: CaseInstance, record: dict[str, Any]) -> None:
+        cfg = self.config
+        arrays = inputs_mod.generate_inputs(instance)
+        rtol, atol = inputs_mod.tolerance_for(instance)
+        prepared: dict[str, _Prepared] = {}
+        outputs: dict[str, Any] = {}
+        for name in cfg.frameworks:
+            stage = "preparing inputs"
+            try:
+                prepared[name] = p = self._prepare(instance, arrays, name, grad=False)
+                stage = f"calling {p.call.api}"
+                value = p.invoke()
+                p.adapter.sync()
+                outputs[name] = p.adapter.to_numpy(select_outputs(value, p.call.output))
+            except Exception as exc:
+                record["error"] = f"{name} failed {stage}: {_error_text(exc)}"
+                raise
+        check = compare_outputs(outputs[cfg.reference], outputs[cfg.target], rtol, atol,
+                                mode=SHAPE if instance.case.compare == SHAPE else "values")
+        record["check"] = check.as_dict()
+        record["output_shapes"] = _shapes(outputs[cfg.reference])
+        expected = instance.case.expect_mismatch
+        if not check.ok and not expected:
+            record["verdict"] = Verdict.MISMATCH.value
+            return
+        if not check.ok:
+            record["check"]["expected_mismatch"] = expected
+
+        backward = cfg.backward and instance.case.backward
+        grad_sides: dict[str, Callable[[], Any]] = {}
+        if backward:
+            grad_sides = self._backward_sides(instance, arrays, outputs, rtol, atol, record)
+            if record.get("verdict") == Verdict.MISMATCH.value:
+                return
+        if not cfg.timing:
+            record["verdict"] = Verdict.PASS.value
+            return
+
+        threshold = (instance.case.threshold if instance.case.threshold is not None
+                     else cfg.threshold)
+        record["threshold"] = threshold
+        measurements: dict[str, Any] = {}
+        for mode in cfg.modes:
+            sides = [Side(n, prepared[n].invoke, prepared[n].adapter.sync)
+                     for n in cfg.frameworks]
+            measurements[mode] = self._measure(sides, mode, threshold)
+            if grad_sides:
+                sides = [Side(n, grad_sides[n], self.adapters[n].sync) for n in cfg.frameworks]
+                measurements[mode + BACKWARD_SUFFIX] = self._measure(sides, mode, threshold)
+        record["measurements"] = measurements
+        per_mode = {k: {n: m["summary"][n]["median_s"] for n in cfg.frameworks}
+                    for k, m in measurements.items()}
+        record["explanation"] = explain_modes(per_mode)
+        record["verdict"] = worst(Verdict(m["verdict"]) for m in measurements.values()).value
+
+    def _backward_sides(self, instance, arrays, outputs, rtol, atol, record):
+        """Forward+backward callables for both sides, gradients compared like outputs."""
+        cfg = self.config
+        grads: dict[str, Any] = {}
+        sides: dict[str, Callable[[], Any]] = {}
+        for name in cfg.frameworks:
+            try:
+                p = self._prepare(instance, arrays, name, grad=True)
+                positions = _grad_positions(instance, p.call)
+                if not positions:
+                    raise ValueError("backward: true but no floating input is a positional "
+                                     "argument to differentiate")
+                weights = self._grad_weights(instance, outputs[cfg.reference], p)
+                output = p.call.output
+
+                def selected(*a, _fn=p.fn, _out=output, **k):
+                    return select_outputs(_fn(*a, **k), _out)
+
+                fb = p.adapter.forward_backward(selected, p.args, p.kwargs, positions, weights)
+                _, g = fb()
+                p.adapter.sync()
+                grads[name] = p.adapter.to_numpy(tuple(g))
+                sides[name] = fb
+            except Exception as exc:
+                record["error"] = f"{name} failed forward+backward: {_error_text(exc)}"
+                raise
+        check = compare_outputs(grads[cfg.reference], grads[cfg.target], rtol, atol)
+        record["grad_check"] = check.as_dict()
+        if not check.ok and not instance.case.expect_mismatch:
+            record["verdict"] = Verdict.MISMATCH.value
+            record["error"] = f"gradients differ: {check.detail}"
+        return sides
+
+    def _grad_weights(self, instance: CaseInstance, reference_out: Any, p: _Prepared) -> Any:
+        """Seeded weights shaped like the (selected) output, one per floating output."""
+        def dtype_of(a: np.ndarray) -> str:
+            # float16 outputs keep float16 weights; everything else weighs in float32
+            return "float16" if a.dtype == np.float16 else (
+                "float64" if a.dtype == np.float64 else "float32")
+
+        if isinstance(reference_out, tuple):
+            weights = []
+            for i, out in enumerate(reference_out):
+                if np.issubdtype(out.dtype, np.floating):
+                    w = inputs_mod.grad_weight(instance.id, out.shape, dtype_of(out), index=i)
+                    weights.append(p.adapter.from_numpy(w, dtype_of(out)))
+                else:
+                    weights.append(None)   # indices (topk, sort, max): no gradient
+            return weights
+        w = inputs_mod.grad_weight(instance.id, reference_out.shape, dtype_of(reference_out))
+        return p.adapter.from_numpy(w, dtype_of(reference_out))
+
+    def _measure(self, sides: Sequence[Side], mode: str, threshold: float) -> dict[str, Any]:
+        cfg = self.config
+        settings = replace(cfg.settings, mode=mode)
+        m = measure(sides, settings, self.clock)
+        ref = m.per_call_s[cfg.reference]
+        tgt = m.per_call_s[cfg.target]
+        est = ratio_estimate(ref, tgt)
+        verdict = ratio_verdict(est, threshold)
+        summaries = {n: asdict(summarize(m.per_call_s[n])) for n in cfg.frameworks}
+        medians = {n: summaries[n]["median_s"] for n in cfg.frameworks}
+        return {
+            "mode": mode,
+            "loops": m.loops,
+            "rounds": m.rounds,
+            "rounds_requested": m.rounds_requested,
+            "samples_s": {n: list(v) for n, v in m.per_call_s.items()},
+            "order": [list(o) for o in m.order],
+            "warmup_calls": m.warmup_calls,
+            "calibration": {"target_sample_time_s": m.calibration.target_sample_time_s,
+                            "clock_resolution_s": m.calibration.clock_resolution_s,
+                            "sync_cost_s": m.calibration.sync_cost_s,
+                            "probes": [{"loops": lp, "sample_s": t}
+                                       for lp, t in m.calibration.probes]},
+            "summary": summaries,
+            "ratio": est.ratio,
+            "ci_low": est.ci_low,
+            "ci_high": est.ci_high,
+            "confidence": est.confidence,
+            "coverage": est.coverage,
+            "method": est.method,
+            "too_few_rounds": est.too_few_rounds,
+            "threshold": threshold,
+            "verdict": verdict.value,
+            "notes": list(m.notes) + explain_measurement(mode, medians, self.overhead),
+        }
+
+
+def _shapes(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_shapes(v) for v in value]
+    return list(np.shape(value))
+
+
+def instance_header(instance: CaseInstance, config: RunConfig) -> dict[str, Any]:
+    """What identifies an instance in the record, before anything ran."""
+    case = instance.case
+    return {
+        "id": instance.id,
+        "case": case.name,
+        "op": case.op,
+        "file": case.file,
+        "line": case.line,
+        "tags": list(case.tags),
+        "params": _jsonable(dict(instance.params)),
+        "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype, "dist": s.dist}
+                   for s in instance.inputs],
+        "apis": {n: c.api for n, c in instance.calls.items()},
+        "backward": case.backward,
+        "verdict": None,
+        "error": None,
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+# -- a whole run ----------------------------------------------------------------------------
+
+InstanceCallback = Callable[[int, int, CaseInstance, "dict[str, Any] | None"], None]
+
+
+def run(instances: Sequence[CaseInstance], config: RunConfig, *,
+        json_path: str | os.PathLike | None = None,
+        on_progress: InstanceCallback | None = None,
+        session: Session | None = None,
+        clock: Clock = time.perf_counter) -> dict[str, Any]:
+    """Run every instance and return the record. With json_path the record is rewritten
+    atomically after every instance, so an interrupt or crash keeps what was measured.
+    on_progress(i, n, instance, record_or_None) is called before (None) and after each.
+    Raises ApiError before timing anything if an API does not resolve."""
+    if session is None:
+        session = Session(config, clock)
+        session.open()
+    problems = session.check_apis(instances)
+    if problems:
+        raise ApiError("\n".join(problems))
+    overhead = session.measure_overheads() if config.timing else {}
+    record = new_record(config.as_dict(), session.framework_info(), overhead)
+    save = (lambda: write_json_atomic(json_path, record)) if json_path else (lambda: None)
+    save()
+    try:
+        for i, inst in enumerate(instances):
+            if on_progress:
+                on_progress(i, len(instances), inst, None)
+            result = session.run_instance(inst)
+            record["instances"].append(result)
+            save()
+            if on_progress:
+                on_progress(i, len(instances), inst, result)
+    except BaseException:
+        # KeyboardInterrupt or a crash outside an instance: keep what was measured
+        record["interrupted"] = True
+        record["finished_utc"] = utc_now()
+        save()
+        raise
+    record["complete"] = True
+    record["finished_utc"] = utc_now()
+    save()
+    return record
+
+
+def check_only(config: RunConfig) -> RunConfig:
+    return replace(config, timing=False)
+
+
+__all__ = ["RunConfig", "Session", "ApiError", "run", "instance_header", "default_threads",
+           "CheckResult", "ASYNC", "SERIAL", "BACKWARD_SUFFIX"]

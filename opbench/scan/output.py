@@ -1,0 +1,154 @@
+"""Scan output: CSV and JSON (one row per call, COLUMNS) and a rich terminal table."""
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+from dataclasses import asdict
+from typing import IO, Iterable
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .rows import COLUMNS, FileError, ScanRow, Summary
+
+JSON_SCHEMA_VERSION = 1   # 1: first version (rows, summary, errors, columns)
+
+# A terminal table of every call is unreadable past a screenful or two; beyond this many
+# calls the table shows one line per distinct API instead (the CSV keeps every call).
+TABLE_CALL_ROWS_MAX = 200
+GROUP_AUTO, GROUP_CALL, GROUP_API = "auto", "call", "api"
+GUESS_MARK = "~"          # prefixed to the API of a guessed row in the table
+
+
+def _csv_value(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def write_csv(rows: Iterable[ScanRow], stream: IO[str]) -> None:
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in rows:
+        values = asdict(row)
+        writer.writerow([_csv_value(values[c]) for c in COLUMNS])
+
+
+def write_json(rows: Iterable[ScanRow], summary: Summary, errors: Iterable[FileError],
+               stream: IO[str]) -> None:
+    document = {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "columns": list(COLUMNS),
+        "summary": asdict(summary),
+        "errors": [asdict(e) for e in errors],
+        "rows": [asdict(r) for r in rows],
+    }
+    json.dump(document, stream, indent=1)
+    stream.write("\n")
+
+
+def summary_lines(summary: Summary) -> list[str]:
+    failed = f", {summary.files_failed} could not be parsed" if summary.files_failed else ""
+    lines = [f"Scanned {summary.files} files in {summary.elapsed_s:.1f} s{failed}."]
+    parts = [f"calls {summary.calls} ({summary.guessed_calls} guessed)",
+             f"distinct APIs {summary.distinct_apis}",
+             f"mapped {summary.mapped_apis}", f"unmapped {summary.unmapped_apis}"]
+    if summary.covered_apis is not None:
+        parts.append(f"covered {summary.covered_apis}")
+    if summary.slow_apis is not None:
+        parts.append(f"slow {summary.slow_apis} ({summary.slow_calls} calls)")
+    lines.append(" · ".join(parts))
+    return lines
+
+
+def _ratio_text(row: ScanRow) -> str:
+    if row.ratio is None:
+        return ""
+    return f"{row.ratio:.2f}" + (f" ×{row.instances}" if row.instances > 1 else "")
+
+
+def _covered_text(row: ScanRow) -> str:
+    return "" if row.covered is None else ("yes" if row.covered else "no")
+
+
+def _api_text(row: ScanRow) -> str:
+    return f"{GUESS_MARK}{row.api}" if row.guess else row.api
+
+
+def _call_table(rows: list[ScanRow], with_cases: bool, with_results: bool) -> Table:
+    table = Table(title=f"{len(rows)} framework calls", title_justify="left")
+    for name in ("location", "type", "call", "api", "maps to", "status"):
+        table.add_column(name, overflow="fold")
+    if with_cases:
+        table.add_column("case")
+    if with_results:
+        table.add_column("ratio", justify="right")
+        table.add_column("verdict")
+    for row in rows:
+        cells = [row.location, row.api_type, row.call, _api_text(row), row.mapped_api,
+                 row.mapping_status]
+        if with_cases:
+            cells.append(_covered_text(row))
+        if with_results:
+            cells += [_ratio_text(row), row.verdict]
+        table.add_row(*map(Text, cells))   # Text: `x[mask]` is not rich markup
+    return table
+
+
+def _api_table(rows: list[ScanRow], with_cases: bool, with_results: bool) -> Table:
+    calls = Counter(r.api for r in rows)
+    first: dict[str, ScanRow] = {}
+    for row in rows:
+        # A certain row represents the API better than a guessed one.
+        if row.api not in first or (first[row.api].guess and not row.guess):
+            first[row.api] = row
+    if with_results:
+        order = sorted(first, key=lambda a: (first[a].ratio is None, first[a].ratio or 0.0, a))
+    else:
+        order = sorted(first, key=lambda a: (-calls[a], a))
+    table = Table(title=f"{len(order)} distinct APIs in {len(rows)} calls "
+                        f"({GUESS_MARK} = guessed tensor receiver)", title_justify="left")
+    for name in ("api", "type", "calls", "first at", "maps to", "status"):
+        table.add_column(name, overflow="fold", justify="right" if name == "calls" else "left")
+    if with_cases:
+        table.add_column("case")
+    if with_results:
+        table.add_column("ratio", justify="right")
+        table.add_column("verdict")
+    for api in order:
+        row = first[api]
+        cells = [_api_text(row), row.api_type, str(calls[api]), row.location, row.mapped_api,
+                 row.mapping_status]
+        if with_cases:
+            cells.append(_covered_text(row))
+        if with_results:
+            cells += [_ratio_text(row), row.verdict]
+        table.add_row(*map(Text, cells))   # Text: `x[mask]` is not rich markup
+    return table
+
+
+def render_table(console: Console, rows: Iterable[ScanRow], summary: Summary,
+                 errors: Iterable[FileError], *, group: str = GROUP_AUTO,
+                 with_cases: bool = False, with_results: bool = False) -> None:
+    rows = list(rows)
+    if group == GROUP_AUTO:
+        group = GROUP_CALL if len(rows) <= TABLE_CALL_ROWS_MAX else GROUP_API
+    if rows:
+        make = _call_table if group == GROUP_CALL else _api_table
+        console.print(make(rows, with_cases, with_results))
+    render_errors(console, errors)
+    for line in summary_lines(summary):
+        console.print(line, highlight=False, soft_wrap=True)
+
+
+def render_errors(console: Console, errors: Iterable[FileError]) -> None:
+    errors = list(errors)
+    if errors:
+        console.print(f"{len(errors)} file(s) could not be parsed (skipped):", style="yellow",
+                      highlight=False)
+        for error in errors:
+            console.print(f"  {error}", highlight=False, markup=False, soft_wrap=True)

@@ -1,0 +1,316 @@
+"""Pure statistics: robust summaries, the paired ratio with its interval, run-to-run change.
+
+Every function here takes plain sequences of positive seconds (or positive ratios), returns a
+frozen dataclass and never prints. No scipy: the intervals come from order statistics whose
+ranks are computed exactly (binomial and Mann-Whitney null distributions) with numpy/stdlib.
+
+Why order statistics and medians rather than means and t-intervals: timings on a shared
+machine are not normal. They have a hard floor (the work itself) and a long right tail
+(scheduler preemption, page faults, another process's burst). One burst drags a mean and
+inflates a standard deviation for the whole run; it moves a median by at most one rank. And
+an interval from order statistics is *distribution-free*: its coverage is exact (>= nominal)
+for any continuous distribution, so it does not silently lie when the noise is skewed.
+
+Ratio orientation: ratio = reference time / target time (torch / MindSpore). Below 1 the
+target is slower; 0.5 means the target takes twice as long.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
+from typing import Sequence
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_CONFIDENCE",
+    "METHOD_HODGES_LEHMANN",
+    "METHOD_SIGN_TEST",
+    "ChangeEstimate",
+    "RatioEstimate",
+    "Summary",
+    "change_estimate",
+    "paired_ratios",
+    "ratio_estimate",
+    "summarize",
+]
+
+DEFAULT_CONFIDENCE = 0.95
+
+# Scales a median absolute deviation to a standard deviation for normal data, so the robust
+# coefficient of variation reads like the familiar std/mean on well-behaved samples.
+MAD_TO_SD = 1.4826
+
+# Above this many (baseline x current) pairs the exact Mann-Whitney null distribution (an
+# O(n^2 m^2) recursion) is replaced by its normal approximation. By then both samples are
+# large enough that the approximation moves the interval's rank by at most one, while the
+# exact recursion would start to cost noticeable time (e.g. a 200-round history baseline).
+EXACT_MANN_WHITNEY_MAX_PAIRS = 2500
+
+# Slack when comparing a tail probability computed in floating point with alpha/2, so a
+# rank whose tail is exactly alpha/2 in exact arithmetic is not lost to rounding.
+_TAIL_TOLERANCE = 1e-12
+
+METHOD_SIGN_TEST = "median of per-round log-ratios; exact sign-test (order-statistic) interval"
+METHOD_HODGES_LEHMANN = ("Hodges-Lehmann shift of log-ratios; "
+                         "exact Mann-Whitney (order-statistic) interval")
+_METHOD_HODGES_LEHMANN_NORMAL = ("Hodges-Lehmann shift of log-ratios; "
+                                 "Mann-Whitney interval, normal approximation")
+
+
+# --------------------------------------------------------------------------- validation
+
+def _positive_samples(name: str, values: Sequence[float]) -> np.ndarray:
+    """A 1-D float array of finite, strictly positive values, or ValueError.
+
+    Times and ratios are positive by nature; a zero or negative one means a broken clock or
+    a bug upstream, and must not be averaged into a verdict (it would also break the logs)."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D sequence, got shape {array.shape}")
+    if array.size == 0:
+        raise ValueError(f"{name} is empty")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} contains a non-finite value")
+    if np.any(array <= 0):
+        raise ValueError(f"{name} must be strictly positive, got min {array.min()!r}")
+    return array
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+
+
+# --------------------------------------------------------------------------- summary
+
+@dataclass(frozen=True)
+class Summary:
+    """Robust description of one side's samples (seconds).
+
+    iqr_s: 75th minus 25th percentile (linear interpolation).
+    mad_s: median absolute deviation from the median, unscaled.
+    cv: robust coefficient of variation, MAD_TO_SD * mad_s / median_s; reads like std/mean on
+        normal data but one burst cannot inflate it.
+    """
+
+    n: int
+    median_s: float
+    mean_s: float
+    min_s: float
+    max_s: float
+    iqr_s: float
+    mad_s: float
+    cv: float
+
+
+def summarize(samples_s: Sequence[float]) -> Summary:
+    """Summary of positive samples (seconds). ValueError on empty, non-finite or <= 0."""
+    x = _positive_samples("samples_s", samples_s)
+    median = float(np.median(x))
+    q25, q75 = np.percentile(x, [25.0, 75.0])
+    mad = float(np.median(np.abs(x - median)))
+    return Summary(n=int(x.size), median_s=median, mean_s=float(np.mean(x)),
+                   min_s=float(x.min()), max_s=float(x.max()), iqr_s=float(q75 - q25),
+                   mad_s=mad, cv=MAD_TO_SD * mad / median)
+
+
+# --------------------------------------------------------------------------- paired ratio
+
+@dataclass(frozen=True)
+class RatioEstimate:
+    """Reference/target time ratio with a confidence interval.
+
+    coverage: the interval's exact coverage probability (>= confidence unless too_few_rounds;
+        order statistics only give discrete levels, so it is usually a bit above).
+    too_few_rounds: no pair of order statistics reaches `confidence`; the interval is then
+        the whole observed range (min..max) and must not support a verdict.
+    """
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    n_rounds: int
+    confidence: float
+    method: str
+    coverage: float
+    too_few_rounds: bool
+
+
+def paired_ratios(ref_s: Sequence[float], target_s: Sequence[float]) -> np.ndarray:
+    """Per-round ratios ref_s[i] / target_s[i]. ValueError on unequal lengths or bad times."""
+    ref = _positive_samples("ref_s", ref_s)
+    target = _positive_samples("target_s", target_s)
+    if ref.size != target.size:
+        raise ValueError(f"paired samples need equal lengths: {ref.size} reference rounds, "
+                         f"{target.size} target rounds")
+    return ref / target
+
+
+@lru_cache(maxsize=None)
+def _sign_test_rank(n: int, confidence: float) -> tuple[int, float]:
+    """Largest k such that [x_(k), x_(n+1-k)] (1-based order statistics) covers the median
+    with probability >= confidence, and that exact coverage; k = 0 when even min..max falls
+    short.
+
+    The number of samples below the true median is Binomial(n, 1/2) for any continuous
+    distribution, so P(x_(k) <= median <= x_(n+1-k)) = 1 - 2 P(B <= k-1): exact and
+    distribution-free (the interval belonging to the sign test)."""
+    alpha_half = (1.0 - confidence) / 2.0
+    total = 2 ** n
+    k, tail_count = 0, 0  # tail_count = #outcomes with B <= k-1, i.e. P(B <= k-1) * 2**n
+    ways = 1              # comb(n, k), updated in step (exact integers throughout)
+    while k < (n + 1) // 2:
+        next_tail = tail_count + ways
+        if next_tail / total > alpha_half + _TAIL_TOLERANCE:
+            break
+        k, tail_count = k + 1, next_tail
+        ways = ways * (n - k + 1) // k
+    # Integer numerators: 2**n overflows a float long before these ratios lose precision.
+    coverage = 1.0 - (2 * tail_count) / total if k > 0 else 1.0 - 2 / total
+    return k, coverage
+
+
+def ratio_estimate(ref_s: Sequence[float], target_s: Sequence[float],
+                   confidence: float = DEFAULT_CONFIDENCE) -> RatioEstimate:
+    """The ref/target time ratio from paired rounds, with a distribution-free interval.
+
+    Round i gives one sample per side, taken back to back (A B, then B A, ...). Whatever
+    slows the machine for a while - frequency scaling, a neighbour's job, thermal state -
+    hits both samples of a round alike and cancels in their ratio; comparing each side's
+    median over the whole run instead would let that drift leak into both medians and into
+    their ratio's noise. So the estimate works on the per-round ratios.
+
+    Estimate: the median of the per-round log-ratios, mapped back with exp (for odd n this
+    is the median per-round ratio; log scale makes 2x faster and 2x slower symmetric). A
+    burst that spoils one side of a round makes that round's ratio an outlier, which moves a
+    median by at most one rank.
+
+    Interval: order statistics of the log-ratios picked by the sign test (see
+    _sign_test_rank): coverage >= confidence for any continuous noise, no normality assumed.
+    It needs n >= 6 rounds at 95% (with 5, even min..max covers only 93.75%); below that
+    the result is flagged too_few_rounds and the interval is min..max.
+    """
+    _check_confidence(confidence)
+    log_ratios = np.sort(np.log(paired_ratios(ref_s, target_s)))
+    n = int(log_ratios.size)
+    k, coverage = _sign_test_rank(n, confidence)
+    too_few = k == 0
+    low_index, high_index = (0, n - 1) if too_few else (k - 1, n - k)
+    return RatioEstimate(ratio=float(np.exp(np.median(log_ratios))),
+                         ci_low=float(np.exp(log_ratios[low_index])),
+                         ci_high=float(np.exp(log_ratios[high_index])),
+                         n_rounds=n, confidence=confidence, method=METHOD_SIGN_TEST,
+                         coverage=coverage, too_few_rounds=too_few)
+
+
+# --------------------------------------------------------------------------- change between runs
+
+@dataclass(frozen=True)
+class ChangeEstimate:
+    """How the per-round ratio moved from a baseline run to the current run.
+
+    change: current / baseline ratio; 0.8 means the ratio fell 20% (the target got relatively
+        slower), 1.25 that it rose 25%.
+    coverage, too_few_rounds: as in RatioEstimate; with too few rounds the interval is the
+        whole range of pairwise changes and must not support a verdict.
+    """
+
+    change: float
+    ci_low: float
+    ci_high: float
+    n_baseline: int
+    n_current: int
+    confidence: float
+    method: str
+    coverage: float
+    too_few_rounds: bool
+
+
+@lru_cache(maxsize=64)
+def _mann_whitney_null_cdf(n: int, m: int) -> np.ndarray:
+    """P(U <= u) for u = 0..n*m, U the Mann-Whitney count of (x, y) pairs with y > x, when
+    n x's and m y's are exchangeable (no shift) and continuous.
+
+    Recursion on which sample holds the largest observation: a y with probability m/(n+m)
+    (it beats all n x's, adding n to U), else an x (adding nothing). Done on probabilities,
+    not counts, so it is a convex combination at every step: no overflow, no cancellation."""
+    previous = [np.ones(1) for _ in range(m + 1)]  # distributions for i-1 x's and j y's
+    for i in range(1, n + 1):
+        current = [np.ones(1)]
+        for j in range(1, m + 1):
+            pmf = np.zeros(i * j + 1)
+            pmf[: previous[j].size] += (i / (i + j)) * previous[j]
+            pmf[i: i + current[j - 1].size] += (j / (i + j)) * current[j - 1]
+            current.append(pmf)
+        previous = current
+    cdf = np.cumsum(previous[m])
+    cdf.setflags(write=False)
+    return cdf
+
+
+def _hodges_lehmann_rank_exact(n: int, m: int, confidence: float) -> tuple[int, float]:
+    """Largest k with P(U <= k-1) <= alpha/2 under the exact null, and the coverage
+    1 - 2 P(U <= k-1) of [D_(k), D_(nm+1-k)]; k = 0 when no k qualifies."""
+    alpha_half = (1.0 - confidence) / 2.0
+    cdf = _mann_whitney_null_cdf(n, m)
+    k = int(np.count_nonzero(cdf[: (n * m + 1) // 2] <= alpha_half + _TAIL_TOLERANCE))
+    if k == 0:
+        return 0, 1.0 - 2.0 * float(cdf[0])
+    return k, 1.0 - 2.0 * float(cdf[k - 1])
+
+
+def _hodges_lehmann_rank_normal(n: int, m: int, confidence: float) -> tuple[int, float]:
+    """The same rank from the normal approximation of U (mean nm/2, variance
+    nm(n+m+1)/12) with continuity correction; for large samples only."""
+    normal = NormalDist()
+    z = normal.inv_cdf(1.0 - (1.0 - confidence) / 2.0)
+    mean = n * m / 2.0
+    sd = math.sqrt(n * m * (n + m + 1) / 12.0)
+    k = max(0, min(int(math.floor(mean + 0.5 - z * sd)), (n * m + 1) // 2))
+    if k == 0:
+        return 0, 1.0 - 2.0 * normal.cdf((0.5 - mean) / sd)
+    return k, 1.0 - 2.0 * normal.cdf((k - 0.5 - mean) / sd)
+
+
+def change_estimate(baseline_ratios: Sequence[float], current_ratios: Sequence[float],
+                    confidence: float = DEFAULT_CONFIDENCE) -> ChangeEstimate:
+    """Change of the per-round ratio between two runs (current / baseline), with interval.
+
+    The two runs are different processes at different times, so their rounds are not paired:
+    this is a two-sample problem. Chosen method: the Hodges-Lehmann shift estimate on log
+    ratios - the median of all n*m differences log(current_j) - log(baseline_i) - with the
+    interval of the Mann-Whitney test, i.e. the k-th smallest and k-th largest of those
+    differences, k from the exact null distribution of U.
+
+    Why this over a bootstrap: with the ~15 rounds a run has, a percentile bootstrap of a
+    median undercovers (the bootstrap distribution of a median is lumpy and too narrow at
+    small n), and its answer depends on a seed. The Mann-Whitney interval has exact coverage
+    >= confidence for any continuous noise when the runs differ by a shift on log scale
+    (a multiplicative change), needs no seed, and - being rank-based - a few burst rounds
+    move it by at most a few ranks. Working on log ratios makes the shift model natural
+    (a 20% slowdown scales every round's ratio by 0.8) and the estimate symmetric.
+
+    Needs 4 rounds on each side at 95% (3 and 3 give at best 90%); below that the result is
+    flagged too_few_rounds and the interval is the range of all pairwise changes.
+    """
+    _check_confidence(confidence)
+    baseline = np.log(_positive_samples("baseline_ratios", baseline_ratios))
+    current = np.log(_positive_samples("current_ratios", current_ratios))
+    n, m = int(baseline.size), int(current.size)
+    differences = np.sort((current[np.newaxis, :] - baseline[:, np.newaxis]).ravel())
+    if n * m <= EXACT_MANN_WHITNEY_MAX_PAIRS:
+        k, coverage = _hodges_lehmann_rank_exact(n, m, confidence)
+        method = METHOD_HODGES_LEHMANN
+    else:
+        k, coverage = _hodges_lehmann_rank_normal(n, m, confidence)
+        method = _METHOD_HODGES_LEHMANN_NORMAL
+    too_few = k == 0
+    low_index, high_index = (0, n * m - 1) if too_few else (k - 1, n * m - k)
+    return ChangeEstimate(change=float(np.exp(np.median(differences))),
+                          ci_low=float(np.exp(differences[low_index])),
+                          ci_high=float(np.exp(differences[high_index])),
+                          n_baseline=n, n_current=m, confidence=confidence, method=method,
+                          coverage=coverage, too_few_rounds=too_few)

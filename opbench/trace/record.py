@@ -1,0 +1,91 @@
+"""The JSON record and the text log of a trace.
+
+Record format history (bump RECORD_VERSION on any incompatible change):
+  1 - first version: settings, frameworks, overhead, summary rows, signatures, events.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, TextIO
+
+from .events import TIMING_NOTES, Literal, Sequence, Signature, TensorSpec
+from .recorder import TraceData
+from .signature import format_signature
+from .summary import summarize
+from .table import header_lines
+from .units import format_ns
+
+RECORD_FORMAT = "opbench-trace"
+RECORD_VERSION = 1
+
+
+def value_json(value: Any) -> Any:
+    if isinstance(value, TensorSpec):
+        return {"tensor": {"shape": list(value.shape), "dtype": value.dtype}}
+    if isinstance(value, Literal):
+        return {"literal": value.value}
+    if isinstance(value, Sequence):
+        return {value.kind: [value_json(v) for v in value.items]}
+    return {"opaque": value.type_name, "text": value.text}
+
+
+def signature_json(signature: Signature) -> dict[str, Any]:
+    return {"args": [value_json(v) for v in signature.args],
+            "kwargs": {k: value_json(v) for k, v in signature.kwargs},
+            "text": format_signature(signature)}
+
+
+def trace_record(data: TraceData) -> dict[str, Any]:
+    rows = summarize(data, group_by_shape=True, sort_by="total")
+    return {
+        "format": RECORD_FORMAT, "version": RECORD_VERSION,
+        "settings": {"timing": data.timing, "timing_note": TIMING_NOTES[data.timing],
+                     "nested": data.nested},
+        "notes": header_lines(data),
+        "frameworks": data.frameworks,
+        "overhead": {"per_framework": [o.as_dict() for o in data.overheads],
+                     "bookkeeping_ns_per_recorded_call": round(data.bookkeeping_ns_per_call, 1)},
+        "duration_ns": data.stop_ns - data.start_ns,
+        "dropped_events": data.dropped_events,
+        "summary": [{"framework": r.framework, "api": r.api, "kind": r.kind,
+                     "inputs": r.inputs, "calls": r.calls, "failed": r.failed,
+                     "total_ns": r.total_ns, "self_ns": r.self_ns, "mean_ns": round(r.mean_ns, 1),
+                     "min_ns": r.min_ns, "max_ns": r.max_ns, "share": round(r.share, 6)}
+                    for r in rows],
+        "signatures": [signature_json(s) for s in data.signatures],
+        "events": [{"index": e.index, "framework": e.framework, "api": e.api, "kind": e.kind,
+                    "thread": e.thread_id, "start_ns": e.start_ns - data.start_ns,
+                    "duration_ns": e.duration_ns, "depth": e.depth, "parent": e.parent,
+                    "signature": e.signature, "failed": e.failed, "error": e.error}
+                   for e in data.events],
+    }
+
+
+def write_record(data: TraceData, path: str | os.PathLike[str]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(trace_record(data), handle, indent=1)
+        handle.write("\n")
+
+
+def write_log(data: TraceData, path: str | os.PathLike[str]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        write_log_to(data, handle)
+
+
+def write_log_to(data: TraceData, out: TextIO) -> None:
+    """One line per call in start order, indented by nesting depth."""
+    for line in header_lines(data):
+        out.write(f"# {line}\n")
+    out.write("# columns: start (from trace start) | thread | framework | api(inputs) | "
+              "duration | status\n")
+    for event in data.events:
+        start = format_ns(event.start_ns - data.start_ns)
+        thread = data.thread_names.get(event.thread_id, str(event.thread_id))
+        status = f"FAILED {event.error}" if event.failed else "ok"
+        arguments = format_signature(data.signatures[event.signature])
+        call = f"{'  ' * event.depth}{event.api}({arguments})"
+        out.write(f"{start:>10} | {thread} | {event.framework} | {call} | "
+                  f"{format_ns(event.duration_ns)} | {status}\n")
+    if data.dropped_events:
+        out.write(f"# {data.dropped_events} later events were not kept (event cap)\n")

@@ -1,0 +1,279 @@
+"""The recorder: times intercepted calls, keeps their nesting, and stores events.
+
+Interceptors (torch, MindSpore) only decide *what* a call is (a CallSite) and hand the call to
+`Recorder.call`; every rule about nesting, timing, syncing and failures lives here, with an
+injectable clock and sync so it is tested without any framework.
+
+Nesting rules (per thread):
+- nested=False: only the outermost API call is recorded; anything it calls internally runs
+  untouched. User scopes (a user's Module/Cell) are not recorded at all.
+- nested=True: every intercepted call is recorded with its parent, and user scopes are
+  recorded as structure (kind "scope").
+- Always: a call whose API equals its immediate parent's is the same call seen by two
+  interception layers (an operator wrapper and the torch function mode under it), and is
+  not recorded twice.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from .events import (ASYNC, SCOPE, SERIAL, TIMINGS, CallEvent, CallSite, CallStats, Signature,
+                     StatsKey)
+from .overhead import Overhead
+from .signature import TensorDescriber, describe_call
+
+Clock = Callable[[], int]
+
+# Events kept for the Chrome trace and the log. A training epoch can make millions of calls;
+# at ~300 bytes per event this caps memory near 300 MB. Aggregates (the table, the cases)
+# keep counting every call past the cap, and the outputs say how many events were dropped.
+DEFAULT_MAX_EVENTS = 1_000_000
+
+
+def _no_tensors(value: Any) -> None:
+    return None
+
+
+@dataclass
+class TraceData:
+    """Everything recorded, as plain data (what every output is built from)."""
+    timing: str
+    nested: bool
+    start_ns: int
+    stop_ns: int
+    events: list[CallEvent]
+    stats: dict[StatsKey, CallStats]
+    signatures: list[Signature]
+    thread_names: dict[int, str]
+    dropped_events: int
+    bookkeeping_ns: int           # time spent inside the recorder around recorded calls
+    recorded_calls: int           # calls that paid that bookkeeping
+    # Filled in by the tracer: framework name -> facts (version, what was intercepted),
+    # the calibrated overhead per framework, and notes every output repeats.
+    frameworks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    overheads: list[Overhead] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def bookkeeping_ns_per_call(self) -> float:
+        return self.bookkeeping_ns / self.recorded_calls if self.recorded_calls else 0.0
+
+
+def without_defaults(kwargs: dict, defaults: frozenset) -> dict:
+    kept = {}
+    for name, value in kwargs.items():
+        try:
+            if (name, type(value), value) in defaults:
+                continue
+        except TypeError:       # unhashable value: not a literal default
+            pass
+        kept[name] = value
+    return kept
+
+
+class _Store:
+    """Where finished calls go. Swappable, so overhead calibration can run the real code path
+    without its calls landing in the user's trace."""
+
+    def __init__(self, max_events: int):
+        self.max_events = max_events
+        self.events: list[CallEvent] = []
+        self.stats: dict[tuple[CallSite, int], CallStats] = {}   # (site, signature) -> stats
+        self.dropped = 0
+        self.bookkeeping_ns = 0
+        self.recorded_calls = 0
+
+
+class _OpenCall:
+    __slots__ = ("index", "site", "children_ns")
+
+    def __init__(self, index: int, site: CallSite):
+        self.index, self.site, self.children_ns = index, site, 0
+
+
+class _ThreadState(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[_OpenCall] = []
+        self.internal = 0     # > 0 while the tracer itself runs framework code (sync, shapes)
+
+
+class Recorder:
+    def __init__(self, *, nested: bool = False, timing: str = SERIAL,
+                 clock: Clock = time.perf_counter_ns, max_events: int = DEFAULT_MAX_EVENTS):
+        if timing not in TIMINGS:
+            raise ValueError(f"timing must be one of {TIMINGS}, not {timing!r}")
+        self.nested = nested
+        self.timing = timing
+        self._clock = clock
+        self._syncs: dict[str, Callable[[], None]] = {}
+        self._describers: dict[str, TensorDescriber] = {}
+        self._local = _ThreadState()
+        self._lock = threading.Lock()
+        self._counter = itertools.count()
+        self._store = _Store(max_events)
+        self._signature_ids: dict[Signature, int] = {}
+        self._signatures: list[Signature] = []
+        self._thread_names: dict[int, str] = {}
+        self._active = False
+        self._start_ns = self._stop_ns = 0
+
+    # -- configuration ------------------------------------------------------------------
+    def add_framework(self, framework: str, *, sync: Callable[[], None],
+                      tensor_spec: TensorDescriber) -> None:
+        """Register how to wait for `framework`'s queued work and how to describe its tensors
+        (the sync is only called in serial timing)."""
+        self._syncs[framework] = sync
+        self._describers[framework] = tensor_spec
+
+    def start(self) -> None:
+        self._start_ns = self._clock()
+        self._active = True
+
+    def stop(self) -> None:
+        self._active = False
+        self._stop_ns = self._clock()
+
+    @property
+    def active(self) -> bool:
+        return self._active
+
+    # -- the tracer's own framework calls ------------------------------------------------
+    @contextmanager
+    def internal(self) -> Iterator[None]:
+        """Framework calls made by the tracer itself (sync, reading shapes) are not traced."""
+        local = self._local
+        local.internal += 1
+        try:
+            yield
+        finally:
+            local.internal -= 1
+
+    def in_internal(self) -> bool:
+        return self._local.internal > 0
+
+    # -- the hot path -------------------------------------------------------------------
+    def call(self, site: CallSite, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """Run fn(*args, **kwargs), recording it as a call of `site` when the nesting rules
+        say so. Exceptions propagate unchanged; the call is then recorded as failed."""
+        clock = self._clock
+        enter_ns = clock()
+        local = self._local
+        if local.internal or not self._active:
+            return fn(*args, **kwargs)
+        stack = local.stack
+        parent = stack[-1] if stack else None
+        if parent is None:
+            if site.kind == SCOPE and not self.nested:
+                return fn(*args, **kwargs)
+        elif not self.nested or (parent.site.api == site.api
+                                 and parent.site.framework == site.framework):
+            return fn(*args, **kwargs)
+
+        local.internal += 1
+        try:
+            signature = self._intern(site, args, kwargs)
+        finally:
+            local.internal -= 1
+        open_call = _OpenCall(next(self._counter), site)
+        stack.append(open_call)
+        sync = self._syncs.get(site.framework) if self.timing == SERIAL else None
+        error: str | None = None
+        start_ns = clock()
+        try:
+            result = fn(*args, **kwargs)
+            if sync is not None:
+                local.internal += 1
+                try:
+                    sync()
+                finally:
+                    local.internal -= 1
+        except BaseException as exc:
+            error = type(exc).__name__
+            raise
+        finally:
+            end_ns = clock()
+            stack.pop()
+            duration_ns = end_ns - start_ns
+            if stack:
+                stack[-1].children_ns += duration_ns
+            self._finish(open_call, parent, len(stack), signature, start_ns, duration_ns, error)
+            store = self._store
+            store.bookkeeping_ns += (start_ns - enter_ns) + (clock() - end_ns)
+            store.recorded_calls += 1
+        return result
+
+    def _intern(self, site: CallSite, args: tuple, kwargs: dict) -> int:
+        describer = self._describers.get(site.framework, _no_tensors)
+        if site.defaults and kwargs:
+            kwargs = without_defaults(kwargs, site.defaults)
+        signature = describe_call(args[site.skip:] if site.skip else args, kwargs, describer)
+        found = self._signature_ids.get(signature)
+        if found is not None:
+            return found
+        with self._lock:
+            found = self._signature_ids.get(signature)
+            if found is None:
+                found = len(self._signatures)
+                self._signatures.append(signature)
+                self._signature_ids[signature] = found
+        return found
+
+    def _finish(self, open_call: _OpenCall, parent: _OpenCall | None, depth: int,
+                signature: int, start_ns: int, duration_ns: int, error: str | None) -> None:
+        site = open_call.site
+        thread_id = threading.get_ident()
+        key = (site, signature)
+        with self._lock:
+            store = self._store
+            stats = store.stats.get(key)
+            if stats is None:
+                stats = store.stats[key] = CallStats()
+            stats.add(duration_ns, open_call.children_ns, error is not None)
+            if thread_id not in self._thread_names:
+                self._thread_names[thread_id] = threading.current_thread().name
+            if len(store.events) < store.max_events:
+                store.events.append(CallEvent(
+                    index=open_call.index, framework=site.framework, api=site.api,
+                    kind=site.kind, thread_id=thread_id, start_ns=start_ns,
+                    duration_ns=duration_ns, depth=depth,
+                    parent=parent.index if parent is not None else None, signature=signature,
+                    failed=error is not None, error=error))
+            else:
+                store.dropped += 1
+
+    # -- calibration support ------------------------------------------------------------
+    @contextmanager
+    def detached(self) -> Iterator[_Store]:
+        """Run the real code path into a scratch store (for overhead calibration), leaving the
+        trace itself untouched. Calls made on other threads meanwhile land in the scratch
+        store too, so calibrate only once the traced region is over."""
+        saved, scratch = self._store, _Store(self._store.max_events)
+        was_active = self._active
+        self._store, self._active = scratch, True
+        try:
+            yield scratch
+        finally:
+            self._store, self._active = saved, was_active
+
+    # -- results ------------------------------------------------------------------------
+    def data(self) -> TraceData:
+        with self._lock:
+            store = self._store
+            stop_ns = self._stop_ns if not self._active else self._clock()
+            return TraceData(
+                timing=self.timing, nested=self.nested, start_ns=self._start_ns,
+                stop_ns=stop_ns, events=sorted(store.events, key=lambda e: e.index),
+                stats={StatsKey(site.framework, site.api, site.kind, signature):
+                       CallStats(**{f: getattr(v, f) for f in CallStats.__dataclass_fields__})
+                       for (site, signature), v in store.stats.items()},
+                signatures=list(self._signatures), thread_names=dict(self._thread_names),
+                dropped_events=store.dropped, bookkeeping_ns=store.bookkeeping_ns,
+                recorded_calls=store.recorded_calls)
+
+
+__all__ = ["Recorder", "TraceData", "DEFAULT_MAX_EVENTS", "SERIAL", "ASYNC"]

@@ -1,0 +1,217 @@
+"""The Tracer: starts and stops interception of the chosen frameworks, and hands out outputs.
+
+Frameworks are never imported by the tracer itself. One already imported when tracing starts
+is intercepted at once; one imported later by the traced program is intercepted right after
+its import finishes (a post-import hook on sys.meta_path), so `opbench trace -- python
+train.py` sees a script's very first call without importing what the script does not use.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Any, Iterable
+
+from .chrome import write_chrome_trace
+from .emit import EmitReport, emit_cases
+from .events import SERIAL, TIMINGS
+from .import_hook import PostImportHook
+from .overhead import calibrate
+from .record import write_log, write_record
+from .recorder import DEFAULT_MAX_EVENTS, Recorder, TraceData
+from .summary import SummaryRow, summarize
+from .table import table_text
+
+BOTH = "both"
+FRAMEWORKS = ("torch", "mindspore")
+FRAMEWORK_CHOICES = (*FRAMEWORKS, BOTH)
+_INTERCEPTORS = {"torch": ("opbench.trace.torch_intercept", "TorchInterceptor"),
+                 "mindspore": ("opbench.trace.mindspore_intercept", "MindSporeInterceptor")}
+
+
+class TraceError(Exception):
+    """A user-facing problem starting or using a trace."""
+
+
+def _installed(module: str) -> bool:
+    if module in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class Tracer:
+    """Times every framework API call made between start() and stop() (or inside `with`).
+
+    nested: record calls made inside an API too (as its children); default only the
+        outermost API call a program made is timed.
+    sync: "serial" syncs after every call (per-call latency); "async" times the host-side
+        launch only, and every output says so.
+    framework: "torch", "mindspore" or "both" (whichever the program imports).
+    """
+
+    def __init__(self, *, nested: bool = False, sync: str = SERIAL,
+                 framework: str | Iterable[str] = BOTH, max_events: int = DEFAULT_MAX_EVENTS,
+                 calibrate_overhead: bool = True):
+        if sync not in TIMINGS:
+            raise TraceError(f"sync must be one of {', '.join(TIMINGS)}, not {sync!r}")
+        names = (FRAMEWORKS if framework == BOTH else
+                 (framework,) if isinstance(framework, str) else tuple(framework))
+        unknown = [n for n in names if n not in FRAMEWORKS]
+        if unknown or not names:
+            raise TraceError(f"framework must be one of {', '.join(FRAMEWORK_CHOICES)}, "
+                             f"not {framework!r}")
+        self.nested = nested
+        self.timing = sync
+        self.explicit = framework != BOTH
+        self.frameworks = names
+        self.max_events = max_events
+        self.calibrate_overhead = calibrate_overhead
+        self._recorder: Recorder | None = None
+        self._interceptors: dict[str, Any] = {}
+        self._hook: PostImportHook | None = None
+        self._status: dict[str, str] = {}
+        self._notes: list[str] = []
+        self._data: TraceData | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self) -> Tracer:
+        if self.running:
+            raise TraceError("this tracer is already running")
+        missing = [n for n in self.frameworks if not _installed(n)]
+        if self.explicit and missing:
+            raise TraceError(f"cannot trace {', '.join(missing)}: not installed")
+        self._recorder = Recorder(nested=self.nested, timing=self.timing,
+                                  max_events=self.max_events)
+        self._interceptors, self._notes, self._data = {}, [], None
+        self._status = {n: "not installed" for n in missing}
+        self._recorder.start()
+        pending = []
+        for name in self.frameworks:
+            if name in missing:
+                continue
+            if name in sys.modules:
+                self._install(name, raise_errors=True)
+            else:
+                self._status[name] = "not imported by the traced code"
+                pending.append(name)
+        if pending:
+            self._hook = PostImportHook(tuple(pending), self._on_import)
+            self._hook.install()
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self._recorder is not None and self._recorder.active
+
+    def _on_import(self, name: str) -> None:
+        if not self.running or name in self._interceptors:
+            return
+        # Never break the program's own import: a failure becomes a note in the outputs.
+        self._install(name, raise_errors=False)
+
+    def _install(self, name: str, *, raise_errors: bool) -> None:
+        recorder = self._recorder
+        assert recorder is not None
+        module_name, class_name = _INTERCEPTORS[name]
+        try:
+            from ..frameworks import get_adapter
+            with recorder.internal():
+                adapter = get_adapter(name)
+                interceptor_class = getattr(importlib.import_module(module_name), class_name)
+                interceptor = interceptor_class(recorder, adapter.sync)
+            interceptor.install()
+        except Exception as err:
+            self._status[name] = f"not traced: {type(err).__name__}: {err}"
+            if raise_errors:
+                self.stop()
+                raise TraceError(f"cannot trace {name}: {err}") from err
+            return
+        self._interceptors[name] = interceptor
+        self._status[name] = "traced"
+
+    def stop(self) -> TraceData:
+        recorder = self._recorder
+        if recorder is None:
+            raise TraceError("this tracer was never started")
+        if self._data is not None and not recorder.active:
+            return self._data
+        if self._hook is not None:
+            self._hook.uninstall()
+            self._hook = None
+        recorder.stop()
+        overheads = []
+        if self.calibrate_overhead:
+            for name, interceptor in self._interceptors.items():
+                try:
+                    with recorder.detached():
+                        probe, traced, untraced = interceptor.calibration_loops()
+                        overheads.append(calibrate(name, probe, traced, untraced))
+                except Exception as err:   # never let the report break the program
+                    self._notes.append(f"{name}: overhead calibration failed: {err}")
+        facts: dict[str, dict[str, Any]] = {}
+        for name in reversed(list(self._interceptors)):
+            interceptor = self._interceptors[name]
+            facts[name] = interceptor.facts()
+            for problem in interceptor.uninstall():
+                self._notes.append(f"{name}: {problem}")
+        data = recorder.data()
+        for name in self.frameworks:
+            data.frameworks[name] = {"status": self._status.get(name, "not traced"),
+                                     **facts.get(name, {})}
+            data.notes.extend(f"{name}: {note}" for note in facts.get(name, {}).get("notes", []))
+        data.overheads = overheads
+        data.notes.extend(self._notes)
+        self._interceptors = {}
+        self._data = data
+        return data
+
+    def __enter__(self) -> Tracer:
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb) -> bool:  # noqa: ANN001
+        self.stop()
+        return False          # an exception in the traced code propagates unchanged
+
+    # -- outputs ------------------------------------------------------------------------
+    @property
+    def data(self) -> TraceData:
+        """What was recorded (a live snapshot while running)."""
+        if self._data is not None and not self.running:
+            return self._data
+        if self._recorder is None:
+            raise TraceError("this tracer was never started")
+        return self._recorder.data()
+
+    def rows(self, *, sort_by: str = "total", group_by_shape: bool = False) -> list[SummaryRow]:
+        return summarize(self.data, sort_by=sort_by, group_by_shape=group_by_shape)
+
+    def table(self, *, sort_by: str = "total", group_by_shape: bool = False,
+              limit: int | None = None) -> str:
+        """The per-API table as text (calls, total, mean, min, max, share of traced time)."""
+        return table_text(self.data, sort_by=sort_by, group_by_shape=group_by_shape,
+                          limit=limit)
+
+    def export_chrome_trace(self, path: str | os.PathLike[str]) -> dict[str, int]:
+        """Write a Chrome trace JSON (Perfetto, chrome://tracing); returns events per track."""
+        return write_chrome_trace(self.data, path)
+
+    def save_record(self, path: str | os.PathLike[str]) -> None:
+        write_record(self.data, path)
+
+    def write_log(self, path: str | os.PathLike[str]) -> None:
+        write_log(self.data, path)
+
+    def emit_cases(self, path: str | os.PathLike[str], mapping: Any = None) -> EmitReport:
+        """Write one case per (API, shapes, dtypes) seen, for both frameworks."""
+        return emit_cases(self.data, path, mapping)
+
+
+def trace(*, nested: bool = False, sync: str = SERIAL, framework: str = BOTH,
+          max_events: int = DEFAULT_MAX_EVENTS) -> Tracer:
+    """A tracer to use as `with opbench.trace() as t:` (or t = opbench.trace(); t.start();
+    ...; t.stop())."""
+    return Tracer(nested=nested, sync=sync, framework=framework, max_events=max_events)

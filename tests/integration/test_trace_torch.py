@@ -1,0 +1,222 @@
+"""opbench trace on real torch: counts, nesting, exceptions, restoration, outputs, cases."""
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+
+import pytest
+from click.testing import CliRunner
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from opbench.cases import expand, load_cases  # noqa: E402
+from opbench.frameworks import get_adapter  # noqa: E402
+from opbench.runner import RunConfig, check_only, run  # noqa: E402
+from opbench.trace import trace  # noqa: E402
+from opbench.trace.command import trace_command  # noqa: E402
+from opbench.trace.events import SCOPE  # noqa: E402
+
+pytestmark = pytest.mark.integration
+THREADS = 2
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.norm = nn.LayerNorm(8)
+
+    def forward(self, x, y):
+        h = F.relu(self.fc(x))
+        s = h + y
+        p = s * 2
+        m = s @ y.T
+        r = s[0]
+        t = torch.cat([s, p])
+        return self.norm(t).sum() + m.sum() + r.sum()
+
+
+# What Net.forward calls, outermost only (the user's Net itself is not an API).
+FORWARD_CALLS = {"torch.nn.Linear": 1, "torch.nn.functional.relu": 1,
+                 "torch.Tensor.__add__": 3, "torch.Tensor.__mul__": 1,
+                 "torch.Tensor.__matmul__": 1, "torch.Tensor.__getitem__": 1, "torch.cat": 1,
+                 "torch.nn.LayerNorm": 1, "torch.Tensor.sum": 3}
+
+
+@pytest.fixture(scope="module")
+def setup_torch():
+    get_adapter("torch").setup("cpu", THREADS)
+
+
+@pytest.fixture
+def model_and_inputs(setup_torch):
+    torch.manual_seed(0)
+    return Net(), torch.randn(4, 8), torch.randn(4, 8)
+
+
+def api_calls(tracer):
+    counts = Counter()
+    for key, stats in tracer.data.stats.items():
+        if key.kind != SCOPE:
+            counts[key.api] += stats.calls
+    return dict(counts)
+
+
+def interception_state():
+    """Everything the tracer touches, by identity."""
+    return ({k: id(v) for k, v in vars(torch.Tensor).items()},
+            {k: id(v) for k, v in vars(nn.Module).items()},
+            torch._C._len_torch_function_stack(), list(sys.meta_path))
+
+
+def test_call_counts_match_what_the_model_called(model_and_inputs):
+    model, x, y = model_and_inputs
+    with trace(framework="torch") as tracer:
+        for _ in range(2):
+            model(x, y)
+        z = x + y                                 # operators outside any module count too
+    assert z.shape == (4, 8)
+    expected = {api: 2 * n for api, n in FORWARD_CALLS.items()}
+    expected["torch.Tensor.__add__"] += 1
+    assert api_calls(tracer) == expected
+    assert all(e.depth == 0 and e.parent is None for e in tracer.data.events)
+
+
+def test_nested_tracing_adds_the_calls_apis_make_inside(model_and_inputs):
+    model, x, y = model_and_inputs
+    with trace(framework="torch", nested=True) as tracer:
+        model(x, y)
+    calls = api_calls(tracer)
+    for api, n in FORWARD_CALLS.items():       # the outermost calls are all still there
+        assert calls[api] >= n
+    events = tracer.data.events
+    by_index = {e.index: e for e in events}
+
+    def children(api):
+        return {by_index[e.index].api for e in events
+                if e.parent is not None and by_index[e.parent].api == api}
+
+    assert "torch.nn.functional.linear" in children("torch.nn.Linear")
+    assert "torch.nn.functional.layer_norm" in children("torch.nn.LayerNorm")
+    assert "torch.Tensor.add" in children("torch.Tensor.__add__")
+    assert "torch.Tensor.matmul" in children("torch.Tensor.__matmul__")
+    [scope] = [e for e in events if e.kind == SCOPE]
+    assert scope.api == "Net" and scope.depth == 0
+    assert sum(calls.values()) > sum(FORWARD_CALLS.values())
+    for event in events:
+        if event.parent is not None:
+            parent = by_index[event.parent]
+            assert parent.start_ns <= event.start_ns and event.end_ns <= parent.end_ns
+            assert event.depth == parent.depth + 1
+
+
+class Boom(Exception):
+    pass
+
+
+def test_a_failing_call_is_recorded_and_reraised_unchanged(model_and_inputs):
+    model, x, y = model_and_inputs
+    layer = nn.Linear(8, 2)
+    error = Boom("from a hook inside nn.Linear")
+
+    def explode(module, args):
+        raise error
+
+    layer.register_forward_pre_hook(explode)
+    with trace(framework="torch") as tracer:
+        with pytest.raises(Boom) as caught:
+            layer(x)
+        with pytest.raises(RuntimeError, match="shape '\\[7\\]' is invalid"):
+            torch.reshape(x, (7,))
+        model(x, y)                               # later calls keep being recorded
+    assert caught.value is error
+    calls = api_calls(tracer)
+    failed = {k.api: s.failed for k, s in tracer.data.stats.items() if s.failed}
+    assert failed == {"torch.nn.Linear": 1, "torch.reshape": 1}
+    assert calls["torch.nn.Linear"] == 2 and calls["torch.cat"] == 1
+
+
+def test_everything_is_restored_also_when_the_traced_code_raises(model_and_inputs):
+    model, x, y = model_and_inputs
+    before = interception_state()
+    with trace(framework="torch", nested=True):
+        assert torch._C._len_torch_function_stack() == 1
+        assert vars(torch.Tensor)["__add__"] is not before[0].get("__add__")
+        model(x, y)
+    assert interception_state() == before
+    with pytest.raises(ZeroDivisionError):
+        with trace(framework="torch"):
+            model(x, y)
+            1 / 0
+    assert interception_state() == before
+    assert torch.Tensor.__add__ is torch._C.TensorBase.__add__
+    assert (x + y).shape == (4, 8)
+
+
+def test_async_timing_and_overhead_are_reported(model_and_inputs, tmp_path):
+    model, x, y = model_and_inputs
+    with trace(framework="torch", sync="async") as tracer:
+        model(x, y)
+    text = tracer.table(group_by_shape=True)
+    assert "host-side launch time only" in text and "f32[4,8]" in text
+    [overhead] = tracer.data.overheads
+    assert overhead.framework == "torch" and overhead.traced_ns_per_call > 0
+    assert "tracer overhead (torch)" in text
+
+
+def test_chrome_trace_record_and_log(model_and_inputs, tmp_path):
+    model, x, y = model_and_inputs
+    with trace(framework="torch", nested=True) as tracer:
+        model(x, y)
+    counts = tracer.export_chrome_trace(tmp_path / "trace.json")
+    trace_json = json.loads((tmp_path / "trace.json").read_text())
+    complete = [e for e in trace_json["traceEvents"] if e["ph"] == "X"]
+    assert counts == {"torch (serial timing) / MainThread": len(complete)}
+    assert len(complete) == len(tracer.data.events)
+    tracer.save_record(tmp_path / "record.json")
+    tracer.write_log(tmp_path / "trace.log")
+    assert json.loads((tmp_path / "record.json").read_text())["frameworks"]["torch"][
+        "status"] == "traced"
+    assert "torch.nn.functional.linear(" in (tmp_path / "trace.log").read_text()
+
+
+def test_emitted_cases_load_and_run(model_and_inputs, tmp_path):
+    model, x, y = model_and_inputs
+    with trace(framework="torch") as tracer:
+        model(x, y)
+    report = tracer.emit_cases(tmp_path / "cases.yaml")
+    emitted_ops = {case["op"] for case in report.cases}
+    assert {"add", "mul", "matmul", "getitem", "cat", "relu", "sum"} <= emitted_ops
+    assert any("constructor" in s.reason for s in report.skipped)     # the module calls
+    instances = [i for case in load_cases([tmp_path / "cases.yaml"]) for i in expand(case)]
+    assert len(instances) == len(report.cases)
+    record = run(instances, check_only(RunConfig(threads=THREADS)))
+    verdicts = {r["id"]: r["verdict"] for r in record["instances"]}
+    assert set(verdicts.values()) == {"PASS"}, verdicts
+
+
+def test_command_traces_a_script_in_process(setup_torch, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys, torch\n"
+        "from torch import nn\n"
+        "model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())\n"
+        "for _ in range(int(sys.argv[2])):\n"
+        "    model(torch.ones(2, 4)).sum().backward()\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(trace_command, ["--framework", "torch", "--cases", "-o",
+                                                str(out), "--", "python", str(script),
+                                                "--steps", "3"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    record = json.loads((out / "trace_record.json").read_text())
+    calls = Counter()
+    for row in record["summary"]:
+        calls[row["api"]] += row["calls"]
+    # nn.Sequential is a container (structure), its layers are the APIs
+    assert calls["torch.nn.Linear"] == 3 and calls["torch.nn.ReLU"] == 3
+    assert calls["torch.Tensor.backward"] == 3 and "torch.nn.Sequential" not in calls
+    assert (out / "cases.yaml").exists() and (out / "trace.log").exists()
+    assert "torch.nn.Linear" in result.output

@@ -1,0 +1,155 @@
+"""The shipped torch <-> MindSpore mapping and its loader (no framework imported)."""
+from __future__ import annotations
+
+import collections
+import importlib.resources
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import yaml
+
+from opbench.apimap import KINDS, STATUSES, ApiMapping, MappingError, load_mapping, \
+    parse_mapping
+
+MIN_SHIPPED_ENTRIES = 300  # the issue's floor: enough to cover what real models call
+
+
+def shipped_raw() -> list[dict]:
+    text = importlib.resources.files("opbench").joinpath("data/api_mapping.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def test_loader_imports_no_framework():
+    # In a fresh interpreter: scan and report load the mapping without paying for torch.
+    code = ("import sys; from opbench.apimap import load_mapping; load_mapping(); "
+            "print('torch' in sys.modules, 'mindspore' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "False"]
+
+
+def test_shipped_mapping_is_large_enough():
+    assert len(load_mapping()) >= MIN_SHIPPED_ENTRIES
+
+
+def test_shipped_mapping_is_cached():
+    assert load_mapping() is load_mapping()
+
+
+def test_shipped_file_has_no_duplicate_torch_names():
+    counts = collections.Counter(entry["torch"] for entry in shipped_raw())
+    assert [name for name, n in counts.items() if n > 1] == []
+
+
+def test_shipped_statuses_and_kinds_are_valid_and_notes_present():
+    mapping = load_mapping()
+    for entry in mapping.entries:
+        assert entry.status in STATUSES, entry
+        assert entry.kind in KINDS, entry
+        if entry.status in ("differs", "none"):
+            assert entry.note.strip(), entry
+        assert (entry.mindspore is None) == (entry.status == "none"), entry
+
+
+def test_shipped_mapping_uses_every_status_and_the_main_kinds():
+    mapping = load_mapping()
+    assert {e.status for e in mapping.entries} == set(STATUSES)
+    kinds = {e.kind for e in mapping.entries}
+    assert {"function", "functional", "tensor_method", "module"} <= kinds
+
+
+@pytest.mark.parametrize("torch_name, mindspore_name", [
+    ("torch.sum", "mindspore.mint.sum"),
+    ("torch.nn.functional.softmax", "mindspore.mint.nn.functional.softmax"),
+    ("torch.Tensor.sum", "mindspore.Tensor.sum"),
+    ("torch.Tensor.__add__", "mindspore.Tensor.__add__"),
+    ("torch.nn.Conv2d", "mindspore.mint.nn.Conv2d"),
+    ("torch.matmul", "mindspore.mint.matmul"),
+])
+def test_well_known_entries_map_both_ways(torch_name, mindspore_name):
+    mapping = load_mapping()
+    entry = mapping.from_torch(torch_name)
+    assert entry is not None and entry.mindspore == mindspore_name
+    assert mapping.from_mindspore(mindspore_name).mindspore == mindspore_name
+    assert mapping.lookup("torch", torch_name) is entry
+    assert mapping.lookup("mindspore", mindspore_name).mindspore == mindspore_name
+
+
+def test_entries_without_equivalent_are_not_reverse_mapped():
+    mapping = load_mapping()
+    entry = mapping.from_torch("torch.nn.functional.scaled_dot_product_attention")
+    assert entry.status == "none" and entry.mindspore is None and "compose" in entry.note
+    assert mapping.from_mindspore("None") is None
+
+
+def test_unknown_names_return_none():
+    mapping = load_mapping()
+    assert mapping.from_torch("torch.no_such_function") is None
+    assert mapping.from_mindspore("mindspore.no_such_function") is None
+
+
+def test_load_mapping_reads_an_explicit_path(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text(textwrap.dedent("""\
+        - torch: torch.abs
+          mindspore: mindspore.mint.abs
+          kind: function
+          status: same
+        - torch: torch.nn.functional.softmax
+          mindspore: mindspore.ops.softmax
+          kind: functional
+          status: differs
+          note: "dim vs axis"
+        """))
+    mapping = load_mapping(path)
+    assert isinstance(mapping, ApiMapping) and len(mapping) == 2
+    assert mapping.from_mindspore("mindspore.ops.softmax").note == "dim vs axis"
+
+
+GOOD = {"torch": "torch.abs", "mindspore": "mindspore.mint.abs", "kind": "function",
+        "status": "same"}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"status": "maybe"}, "status 'maybe' is not one of"),
+    ({"kind": "method"}, "kind 'method' is not one of"),
+    ({"status": "differs"}, "needs a note"),
+    ({"status": "none", "mindspore": None}, "needs a note"),
+    ({"status": "none", "note": "n/a"}, "null exactly when status is none"),
+    ({"mindspore": None, "note": "x", "status": "differs"}, "null exactly when status is none"),
+    ({"mindspore": "numpy.abs"}, "must be a dotted name starting with 'mindspore.'"),
+    ({"torch": 3}, "must be a dotted name starting with 'torch.'"),
+    ({"colour": "red"}, "unknown key(s) colour"),
+    ({"note": ["a"]}, "note must be a string"),
+])
+def test_invalid_entries_are_rejected_with_the_entry_named(change, message):
+    entry = {**GOOD, **change}
+    text = yaml.safe_dump([GOOD | {"torch": "torch.neg", "mindspore": "mindspore.mint.neg"},
+                           entry])
+    with pytest.raises(MappingError) as info:
+        parse_mapping(text, "m.yaml")
+    assert message in str(info.value)
+    assert str(info.value).startswith("m.yaml: entry 2")
+
+
+def test_missing_keys_are_listed():
+    with pytest.raises(MappingError, match=r"entry 1 \(torch.abs\): missing key\(s\) kind"):
+        parse_mapping(yaml.safe_dump([{"torch": "torch.abs", "mindspore": None,
+                                       "status": "none", "note": "x"}]), "m.yaml")
+
+
+def test_duplicate_torch_names_are_rejected():
+    with pytest.raises(MappingError, match=r"entry 2 \(torch.abs\): duplicate torch name"):
+        parse_mapping(yaml.safe_dump([GOOD, GOOD]), "m.yaml")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{a: 1}", "expected a list of entries"),
+    ("- [1, 2]", "entry 1: expected a mapping"),
+    ("- torch: [", "not valid YAML"),
+])
+def test_malformed_files_are_rejected(text, message):
+    with pytest.raises(MappingError, match=message):
+        parse_mapping(text, "m.yaml")
