@@ -35,7 +35,8 @@ def select_outputs(value: Any, output: int | tuple[int, ...] | None) -> Any:
     """Pick the outputs a case compares from an API that returns a tuple."""
     if output is None:
         return value
-    if not isinstance(value, tuple):
+    # numpy.split / numpy.meshgrid return lists where torch and MindSpore return tuples
+    if not isinstance(value, (tuple, list)):
         raise ValueError(f"'output: {output}' selects from a tuple, but the API returned "
                          f"{type(value).__name__}")
     if isinstance(output, int):
@@ -67,6 +68,10 @@ def compare_outputs(reference: Any, target: Any, rtol: float, atol: float,
         if r.dtype != t.dtype:
             notes.append(f"{label}dtype {r.dtype} against {t.dtype}")
         if mode == SHAPE:
+            # int32 against int64 indices is the same answer; float against int is not
+            if r.dtype.kind != t.dtype.kind:
+                return CheckResult(False, np.inf, np.inf, rtol, atol,
+                                   f"{label}dtype {r.dtype} against {t.dtype}")
             continue
         if r.dtype == bool or t.dtype == bool:
             diff = np.count_nonzero(r.astype(bool) != t.astype(bool))
@@ -79,8 +84,13 @@ def compare_outputs(reference: Any, target: Any, rtol: float, atol: float,
         with np.errstate(invalid="ignore", over="ignore"):
             abs_err = np.where(same_special, 0.0, np.abs(t64 - r64))
             abs_err = np.where(np.isnan(abs_err), np.inf, abs_err)
-            rel_err = abs_err / np.maximum(np.abs(r64), np.finfo(np.float64).tiny)
-            rel_err = np.where(abs_err == 0, 0.0, rel_err)
+            # Relative error is undefined where the reference is 0 (relu, masks): dividing
+            # by a tiny floor there would report ~1e300 for any rounding difference. Those
+            # elements are judged by atol and counted in max_abs_err only.
+            nonzero = r64 != 0   # NaN counts as non-zero: its error is unbounded
+            rel_err = np.where(nonzero & (abs_err > 0),
+                               abs_err / np.where(nonzero, np.abs(r64), 1.0), 0.0)
+            rel_err = np.where(np.isnan(rel_err), np.inf, rel_err)   # inf / inf
         bad = abs_err > atol + rtol * np.abs(np.where(np.isfinite(r64), r64, 0.0))
         if abs_err.size:
             worst_abs = max(worst_abs, float(abs_err.max()))

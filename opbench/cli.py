@@ -31,7 +31,9 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else PIPED_WIDTH)
 
 def fail(message: str, code: int = EXIT_USAGE) -> None:
     """A user-facing error: the message, no traceback."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    # escaped: messages carry paths, ids and framework text whose "[...]" rich would eat
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True,
+              soft_wrap=True)
     sys.exit(code)
 
 
@@ -157,7 +159,8 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
         fail(str(exc))
     if not quiet:
         err.print(f"[dim]{len(instances)} instances; {config.reference} vs {config.target} on "
-                  f"{config.device}, {config.threads} threads; results -> {json_path}[/]",
+                  f"{config.device}, {config.threads} threads; results -> "
+                  f"{escape(str(json_path))}[/]",
                   highlight=False)
     try:
         record = run(instances, config, json_path=json_path, session=session,
@@ -166,14 +169,15 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
     except KeyboardInterrupt:
         saved = _count_saved(json_path)
-        err.print(f"\n[bold]interrupted[/]: {saved} finished instances saved in {json_path}")
+        err.print(f"\n[bold]interrupted[/]: {saved} finished instances saved in "
+                  f"{escape(str(json_path))}", highlight=False)
         sys.exit(EXIT_INTERRUPTED)
     render_terminal(record, out, worst_first=worst_first)
     if markdown_path:
         Path(markdown_path).write_text(render_markdown(record))
     if html_path:
         Path(html_path).write_text(render_html(record))
-    err.print(f"[dim]results: {json_path}[/]", highlight=False)
+    err.print(f"[dim]results: {escape(str(json_path))}[/]", highlight=False)
     sys.exit(exit_code_for(record))
 
 
@@ -252,7 +256,8 @@ def list_cases(paths, tags, keyword, show_instances):
     instances = load_instances(paths or [default_cases_path()], None, keyword, tags)
     if show_instances:
         for inst in instances:
-            out.print(inst.id, highlight=False)
+            # ids hold brackets ("add[shape=4x8]") that rich would read as markup
+            out.print(inst.id, highlight=False, markup=False)
         return
     cov = summarize_coverage(instances)
     out.print(coverage_table(cov))

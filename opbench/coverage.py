@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from rich.table import Table
+from rich.text import Text
 
 from .cases import CaseInstance
 
@@ -59,6 +60,7 @@ def coverage_table(cov: Coverage) -> Table:
     for col in ("operator", "instances", "backward", "dtypes", "tags", "file"):
         table.add_column(col, justify="right" if col == "instances" else "left")
     for o in cov.operators:
-        table.add_row(o.op, str(o.instances), "yes" if o.backward else "",
-                      ", ".join(o.dtypes), ", ".join(o.tags), ", ".join(o.files))
+        # Text(): a path like "lib[v2]/x.yaml" would otherwise be read as rich markup
+        table.add_row(Text(o.op), str(o.instances), "yes" if o.backward else "",
+                      ", ".join(o.dtypes), ", ".join(o.tags), Text(", ".join(o.files)))
     return table

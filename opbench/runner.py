@@ -6,6 +6,7 @@ the record (and, after every instance, atomically to the JSON file when one is g
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 import traceback
@@ -85,15 +86,16 @@ class _Prepared:
         return self.fn(*self.args, **self.kwargs)
 
 
-def _substitute(value: Any, tensors: Mapping[str, Any]) -> Any:
+def substitute_refs(value: Any, tensors: Mapping[str, Any]) -> Any:
+    """args/kwargs with every Ref(input) replaced by that input's framework tensor."""
     if isinstance(value, Ref):
         return tensors[value.name]
     if isinstance(value, list):
-        return [_substitute(v, tensors) for v in value]
+        return [substitute_refs(v, tensors) for v in value]
     if isinstance(value, tuple):
-        return tuple(_substitute(v, tensors) for v in value)
+        return tuple(substitute_refs(v, tensors) for v in value)
     if isinstance(value, dict):
-        return {k: _substitute(v, tensors) for k, v in value.items()}
+        return {k: substitute_refs(v, tensors) for k, v in value.items()}
     return value
 
 
@@ -183,8 +185,8 @@ class Session:
         tensors = {n: adapter.from_numpy(arrays[n], specs[n].dtype,
                                          requires_grad=n in wants_grad) for n in arrays}
         fn = adapter.resolve(call.api)
-        return _Prepared(adapter, call, fn, _substitute(tuple(call.args), tensors),
-                         _substitute(dict(call.kwargs), tensors))
+        return _Prepared(adapter, call, fn, substitute_refs(tuple(call.args), tensors),
+                         substitute_refs(dict(call.kwargs), tensors))
 
     def run_instance(self, instance: CaseInstance) -> dict[str, Any]:
         """Inputs -> both frameworks -> outputs compared -> timed -> verdict. Never raises for
@@ -375,6 +377,10 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        # JSON has no inf/nan (the file is written with allow_nan=False); the id spells
+        # them the same way
+        return repr(value)
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return str(value)

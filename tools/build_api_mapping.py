@@ -37,7 +37,8 @@ from typing import Any, Callable, Iterable
 os.environ.setdefault("GLOG_v", "3")  # MindSpore's glog chatter on import
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mapping_overrides import EXTRA_TORCH_NAMES, OVERRIDES, SKIP_TORCH_NAMES  # noqa: E402
+from mapping_overrides import (  # noqa: E402
+    CPU_ROUTES, EXTRA_TORCH_NAMES, OVERRIDES, SKIP_TORCH_NAMES)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "opbench" / "data" / "api_mapping.yaml"
@@ -442,6 +443,14 @@ def kind_of(torch_name: str, obj: Any) -> str:
 
 
 def decide(torch_name: str) -> Entry | None:
+    entry = _decide(torch_name)
+    if entry is not None and entry.mindspore in CPU_ROUTES:
+        route = f"no CPU kernel in MindSpore 2.10; on CPU use {CPU_ROUTES[entry.mindspore]}"
+        entry.note = f"{entry.note}; {route}" if entry.note else route
+    return entry
+
+
+def _decide(torch_name: str) -> Entry | None:
     torch_obj = resolve(torch_name)
     if torch_obj is None:
         raise SystemExit(f"{torch_name}: does not resolve in torch {_version('torch')}")
@@ -513,6 +522,9 @@ def build() -> list[Entry]:
         entry = decide(torch_name)
         if entry is not None:
             entries.append(entry)
+    unused = sorted(set(CPU_ROUTES) - {e.mindspore for e in entries})
+    if unused:  # a typo in mapping_overrides.py would silently drop a reviewed note
+        raise SystemExit(f"CPU_ROUTES names no entry uses: {', '.join(unused)}")
     order = {"function": 0, "functional": 1, "tensor_method": 2, "module": 3, "class": 4}
     entries.sort(key=lambda e: (order[e.kind], e.torch))
     return entries

@@ -169,6 +169,13 @@ OVERRIDES: dict[str, dict] = {
         "note": "dims must be a tuple: MindSpore 2.10 rejects a list (TypeError), torch takes "
                 "both; x.tile(2, 1) works in both"},
 
+    "torch.nn.functional.multi_head_attention_forward": {
+        "mindspore": "mindspore.ops.function.nn_func.multi_head_attention_forward",
+        "kind": "functional",
+        "note": "the functional behind mindspore.nn.MultiheadAttention (not exported from "
+                "mindspore.ops): same positional signature, no need_weights (always returns "
+                "the averaged weights as the second output)"},
+
     # ---- containers and base classes
     "torch.nn.Module": {
         "mindspore": "mindspore.nn.Cell", "status": "differs",
@@ -200,8 +207,90 @@ OVERRIDES: dict[str, dict] = {
                 "0.01); the functional mint.nn.functional.leaky_relu takes negative_slope=0.01"},
 }
 
+# MindSpore 2.10 names whose CPU kernel is missing, checked by calling each on CPU (float32,
+# then float16) and syncing: "The kernel XExt unregistered", "Ascend only", ... The value
+# says what runs on CPU instead; the build appends it to the entry's note. The API mapping
+# stays device-neutral (mint is still the torch-like spelling); cases/ use the CPU route.
+CPU_ROUTES: dict[str, str] = {
+    "mindspore.mint.addcmul": "mindspore.ops.addcmul",
+    "mindspore.mint.nn.functional.gelu": "mindspore.ops.gelu",
+    "mindspore.mint.nn.functional.leaky_relu": "mindspore.ops.leaky_relu (slope `alpha`)",
+    "mindspore.mint.nn.functional.elu": "mindspore.ops.elu",
+    "mindspore.mint.nn.functional.mish": "mindspore.ops.mish",
+    "mindspore.mint.nn.functional.relu6": "mindspore.ops.relu6",
+    "mindspore.mint.nn.functional.logsigmoid": "mindspore.ops.logsigmoid",
+    "mindspore.mint.nn.functional.selu": "mindspore.ops.selu",
+    "mindspore.mint.nn.functional.hardtanh": "mindspore.ops.hardtanh",
+    "mindspore.mint.argmax": "mindspore.ops.argmax",
+    "mindspore.mint.argmin": "mindspore.ops.argmin (`axis`)",
+    "mindspore.mint.std": "mindspore.ops.std (`axis`; ddof=1 for torch's default)",
+    "mindspore.mint.var": "mindspore.ops.var (`axis`; ddof=1 for torch's default)",
+    "mindspore.mint.norm": "mindspore.ops.norm",
+    "mindspore.mint.linalg.vector_norm": "mindspore.ops.norm",
+    "mindspore.mint.logsumexp": "mindspore.ops.logsumexp",
+    "mindspore.mint.cumsum": "mindspore.ops.cumsum (`axis`)",
+    "mindspore.mint.topk": "mindspore.ops.topk",
+    "mindspore.mint.sort": "mindspore.ops.sort (`axis`)",
+    "mindspore.mint.argsort": "mindspore.ops.argsort (`axis`)",
+    "mindspore.mint.nn.functional.log_softmax": "mindspore.ops.log_softmax (`axis`)",
+    "mindspore.mint.median": "mindspore.ops.median (`axis`; no float16 kernel)",
+    "mindspore.mint.stack": "mindspore.ops.stack (`axis`)",
+    "mindspore.mint.roll": "nothing: no CPU roll kernel at all",
+    "mindspore.mint.tril": "mindspore.ops.tril",
+    "mindspore.mint.index_select": "mindspore.ops.index_select",
+    "mindspore.mint.scatter_add":
+        "mindspore.ops.tensor_scatter_elements(input, index, src, axis, reduction='add')",
+    "mindspore.mint.nn.functional.embedding":
+        "mindspore.ops.gather(weight, ids, 0) (ops.embedding has no CPU kernel either)",
+    "mindspore.mint.nn.functional.pad": "mindspore.ops.pad",
+    "mindspore.mint.index_add": "mindspore.ops.index_add(x, int32 indices, y, axis)",
+    "mindspore.mint.addmm": "mindspore.ops.addmm",
+    "mindspore.mint.einsum": "nothing: ops.einsum has no CPU kernel either",
+    "mindspore.mint.baddbmm": "mindspore.ops.baddbmm",
+    "mindspore.mint.nn.functional.conv1d": "mindspore.ops.conv1d (pad_mode='pad' to pad)",
+    "mindspore.mint.nn.functional.conv2d": "mindspore.ops.conv2d (pad_mode='pad' to pad)",
+    "mindspore.mint.nn.functional.conv_transpose2d":
+        "the mindspore.nn.Conv2dTranspose Cell (no functional form runs on CPU)",
+    "mindspore.mint.nn.functional.max_pool2d": "mindspore.ops.max_pool2d",
+    "mindspore.mint.nn.functional.avg_pool2d":
+        "mindspore.ops.avg_pool2d (its stride defaults to 1, torch's to kernel_size)",
+    "mindspore.mint.nn.functional.avg_pool1d":
+        "mindspore.ops.avg_pool1d (its stride defaults to 1, torch's to kernel_size)",
+    "mindspore.mint.nn.functional.adaptive_avg_pool2d": "mindspore.ops.adaptive_avg_pool2d",
+    "mindspore.mint.nn.functional.batch_norm": "mindspore.ops.batch_norm",
+    "mindspore.mint.nn.functional.layer_norm":
+        "the nn.LayerNorm Cell, or mint.nn.functional.group_norm(x2d, 1, weight, bias) on "
+        "[tokens, hidden] rows (ops.layer_norm fails the same way)",
+    "mindspore.mint.nn.functional.normalize": "nothing functional (LinalgVectorNorm missing)",
+    "mindspore.mint.nn.functional.cross_entropy": "mindspore.ops.cross_entropy",
+    "mindspore.mint.nn.functional.mse_loss": "mindspore.ops.mse_loss",
+    "mindspore.mint.nn.functional.l1_loss": "mindspore.ops.l1_loss",
+    "mindspore.mint.nn.functional.kl_div": "mindspore.ops.kl_div",
+    "mindspore.mint.nn.functional.dropout": "mindspore.ops.dropout",
+    "mindspore.mint.nn.functional.dropout2d": "mindspore.ops.dropout2d",
+    "mindspore.mint.nn.functional.one_hot": "mindspore.ops.one_hot (`depth`)",
+    "mindspore.mint.repeat_interleave": "mindspore.ops.repeat_interleave (`axis`)",
+    "mindspore.mint.nn.functional.unfold": "mindspore.ops.unfold",
+    "mindspore.mint.nn.functional.fold": "mindspore.ops.fold",
+    "mindspore.mint.atan2": "mindspore.ops.atan2",
+    "mindspore.mint.outer": "mindspore.ops.outer",
+    "mindspore.mint.mm": "mindspore.ops.mm",
+    "mindspore.mint.mv": "mindspore.ops.mv",
+    "mindspore.mint.dot": "mindspore.ops.inner (ops.dot wants rank >= 2)",
+    "mindspore.mint.count_nonzero": "mindspore.ops.count_nonzero (`axis`, int32 result)",
+    "mindspore.mint.bernoulli": "mindspore.ops.bernoulli(input, p=probabilities)",
+    "mindspore.mint.rand_like": "mindspore.ops.rand_like",
+    "mindspore.mint.randn_like": "mindspore.ops.randn_like",
+    "mindspore.mint.multinomial": "mindspore.ops.multinomial (replacement defaults to True)",
+    "mindspore.mint.randperm": "mindspore.ops.randperm",
+    "mindspore.mint.normal": "nothing checked",
+    "mindspore.mint.randint_like": "nothing checked",
+    "mindspore.ops.rms_norm": "nothing: compose x * rsqrt(mean(x * x, -1) + eps) * weight",
+}
+
 # torch names the automatic candidate lists miss (not found by dir() of the scanned modules).
 EXTRA_TORCH_NAMES: tuple[str, ...] = (
+    "torch.nn.functional.multi_head_attention_forward",
     "torch.autograd.grad",
     "torch.cuda.synchronize",
     "torch.nn.Parameter",

@@ -5,6 +5,7 @@ Argument parsing and wiring only; the work is in scanner / annotate / output.
 from __future__ import annotations
 
 import sys
+import time
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -31,6 +32,10 @@ from .scanner import discover_files, scan_paths
 # A progress bar is drawn when stderr is a terminal, and also on trees this large even when
 # it is not (CI logs then show that a long scan is alive).
 PROGRESS_MIN_FILES_OFF_TTY = 500
+
+# Redraw the bar at most this often: a redraw per file would cost more than scanning small
+# files.
+PROGRESS_REFRESH_S = 0.1
 
 # Width of the table when stdout is not a terminal (a file or a pipe).
 TABLE_WIDTH_OFF_TTY = 200
@@ -78,8 +83,10 @@ def _load_results(paths: tuple[Path, ...]) -> ResultsIndex | None:
 def _progress(stderr: Console, total_files: int):
     if not (stderr.is_terminal or total_files >= PROGRESS_MIN_FILES_OFF_TTY):
         return nullcontext(None)
+    # auto_refresh off: no refresh thread runs while the scanner forks its workers; the bar
+    # is redrawn from the progress callback instead.
     return Progress(TextColumn("scanning"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=stderr, transient=True)
+                    TimeElapsedColumn(), console=stderr, transient=True, auto_refresh=False)
 
 
 @click.command("scan")
@@ -131,9 +138,14 @@ def scan_command(paths, output, output_format, results, cases_dir, mapping_path,
         on_progress = None
         if progress is not None:
             task = progress.add_task("scan", total=len(files))
+            last_refresh_s = [0.0]
 
             def on_progress(done: int, total: int) -> None:
-                progress.update(task, completed=done)
+                now_s = time.monotonic()
+                redraw = done == total or now_s - last_refresh_s[0] >= PROGRESS_REFRESH_S
+                progress.update(task, completed=done, refresh=redraw)
+                if redraw:
+                    last_refresh_s[0] = now_s
         result = scan_paths(paths, files=files, jobs=jobs, on_progress=on_progress)
 
     rows = result.rows

@@ -138,14 +138,20 @@ def _scan_parallel(files: list[str], jobs: int,
     # Largest first, so no worker is left alone with a huge file at the end.
     ordered = sorted(files, key=_size_or_zero, reverse=True)
     scans: dict[str, FileScan] = {}
-    # spawn, not fork: the caller may have threads (a progress bar) that fork would copy
-    # mid-lock.
-    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+    with multiprocessing.get_context(_start_method()).Pool(jobs) as pool:
         for scan in pool.imap_unordered(scan_file, ordered, chunksize=FILES_PER_TASK):
             scans[scan.file] = scan
             if on_progress is not None:
                 on_progress(len(scans), len(files))
     return scans
+
+
+def _start_method() -> str:
+    """fork where it exists: the workers need nothing but the already imported scanner, and
+    spawn would re-run the caller's main script in every worker (a script without an
+    `if __name__ == "__main__"` guard, or one fed on stdin, would break). The scanner starts
+    no threads itself; the command's progress bar is drawn without a refresh thread."""
+    return "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 
 def _size_or_zero(file: str) -> int:

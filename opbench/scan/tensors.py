@@ -29,6 +29,8 @@ NON_TENSOR_FUNCTIONS = frozenset({
     "numel", "allclose", "equal", "typename", "result_type", "promote_types", "can_cast",
     "broadcast_shapes", "finfo", "iinfo", "cond", "export", "calculate_gain",
     "sym_int", "sym_float", "sym_max", "sym_min", "sym_not", "sym_ite",
+    # MindSpore functions returning shapes, ranks, dtypes and sizes (tuples / Python values).
+    "shape", "rank", "dtype", "size", "typeof",
 })
 # Name prefixes of predicates, getters/setters and private helpers.
 NON_TENSOR_PREFIXES = ("is_", "set_", "get_", "use_", "are_", "_")
@@ -38,6 +40,11 @@ TENSOR_CLASS_NAMES = frozenset({"Tensor", "Parameter", "COOTensor", "CSRTensor"}
 
 # Namespaces whose classes build callable framework objects: calling one gives tensors.
 MODULE_CLASS_NAMESPACES = ("torch.nn", "mindspore.nn", "mindspore.mint.nn", "mindspore.ops")
+
+# Framework objects whose output is not a tensor: MindSpore primitives returning a shape
+# tuple, a rank, a size or a dtype.
+NON_TENSOR_OUTPUT_CLASSES = frozenset({"Shape", "DType", "Rank", "Size", "IsInstance",
+                                       "IsSubClass"})
 
 # Tensor methods whose result is not a tensor (Python numbers, lists, numpy arrays, None).
 NON_TENSOR_METHODS = frozenset({
@@ -104,3 +111,8 @@ def is_tensor_type(path: str) -> bool:
     name = path.rpartition(".")[2]
     return framework_of(path) is not None and (name in TENSOR_CLASS_NAMES
                                                or name.endswith("Tensor"))
+
+
+def output_is_tensor(class_path: str) -> bool:
+    """Does calling an object built from the framework class `class_path` give a tensor?"""
+    return class_path.rpartition(".")[2] not in NON_TENSOR_OUTPUT_CLASSES

@@ -47,6 +47,7 @@ from .tensors import (
     TENSOR_REGISTRATION_METHODS,
     call_result_kind,
     is_tensor_type,
+    output_is_tensor,
 )
 
 SELF = "self"   # binding kind of a method's first parameter
@@ -306,6 +307,8 @@ class ModuleVisitor:
             return None
         owner = self.instance_of(func, scope)
         if owner is not None:
+            if not output_is_tensor(owner.path):
+                return None
             return Evidence(owner.framework,
                             f"the output of a {owner.path} object (line {node.lineno})")
         if type(func) is ast.Attribute:
@@ -411,6 +414,11 @@ class ModuleVisitor:
                 binding = Binding(TENSOR, framework=framework_of(tensor_type) or "",
                                   reason=f"a value annotated {tensor_type}")
         self._assign_target(node.target, binding, scope, node)
+        if (scope.kind == "class" and binding.kind == TENSOR and type(node.target) is ast.Name
+                and node.target.id not in scope.self_attrs):
+            # A class-level declaration (`weight: Tensor`, as nn.Linear itself has) types
+            # `self.weight` in the methods.
+            scope.self_attrs[node.target.id] = binding
 
     def _assign_target(self, target: ast.expr, binding: Binding, scope: Scope,
                        statement: ast.stmt) -> None:

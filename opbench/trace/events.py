@@ -68,10 +68,10 @@ class CallSite(NamedTuple):
     defaults: frozenset = frozenset()
 
 
-@dataclass(slots=True)
-class CallEvent:
-    """One finished call. (A plain slotted class: one is built per recorded call, and a frozen
-    dataclass costs several times more to construct.)"""
+class CallEvent(NamedTuple):
+    """One finished call. A tuple of plain values: cheap to build on every recorded call, and
+    the garbage collector stops tracking such tuples, so a million events do not slow its
+    passes through the traced program's objects."""
     index: int            # order in which calls started (unique within one trace)
     framework: str
     api: str

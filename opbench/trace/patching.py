@@ -49,9 +49,11 @@ class PatchSet:
     def replace(self, owner: Any, name: str, new: Any) -> None:
         own = vars(owner).get(name, _MISSING)
         if (id(owner), name) not in self._replaced:
-            self._replaced[(id(owner), name)] = (
-                own if own is not _MISSING or not isinstance(owner, type)
-                else lookup_static(owner, name))
+            if own is not _MISSING:
+                previous = own
+            else:       # inherited (classes) or absent until now
+                previous = lookup_static(owner, name) if isinstance(owner, type) else None
+            self._replaced[(id(owner), name)] = previous
         setattr(owner, name, new)
         self._patches.append((owner, name, own))
 

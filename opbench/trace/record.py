@@ -45,7 +45,9 @@ def trace_record(data: TraceData) -> dict[str, Any]:
         "notes": header_lines(data),
         "frameworks": data.frameworks,
         "overhead": {"per_framework": [o.as_dict() for o in data.overheads],
-                     "bookkeeping_ns_per_recorded_call": round(data.bookkeeping_ns_per_call, 1)},
+                     "bookkeeping_ns_per_recorded_call": {
+                         "median": round(data.bookkeeping_median_ns, 1),
+                         "mean": round(data.bookkeeping_ns_per_call, 1)}},
         "duration_ns": data.stop_ns - data.start_ns,
         "dropped_events": data.dropped_events,
         "summary": [{"framework": r.framework, "api": r.api, "kind": r.kind,

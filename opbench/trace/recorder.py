@@ -16,14 +16,15 @@ Nesting rules (per thread):
 from __future__ import annotations
 
 import itertools
+import statistics
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from .events import (ASYNC, SCOPE, SERIAL, TIMINGS, CallEvent, CallSite, CallStats, Signature,
-                     StatsKey)
+from .events import (ASYNC, SCOPE, SERIAL, TIMINGS, CallEvent, CallSite, CallStats, Opaque,
+                     Signature, StatsKey)
 from .overhead import Overhead
 from .signature import TensorDescriber, describe_call
 
@@ -33,6 +34,16 @@ Clock = Callable[[], int]
 # at ~300 bytes per event this caps memory near 300 MB. Aggregates (the table, the cases)
 # keep counting every call past the cap, and the outputs say how many events were dropped.
 DEFAULT_MAX_EVENTS = 1_000_000
+# Per-call bookkeeping times kept for the median (800 KB at most). The mean alone misleads:
+# a few calls that happen to trigger a full garbage collection (millions of framework objects
+# to traverse) or lose the CPU take milliseconds, while the typical call takes microseconds.
+BOOKKEEPING_SAMPLES = 100_000
+
+
+_new_event = tuple.__new__     # the NamedTuple without its Python-level __new__ (hot path)
+
+# Stands for the arguments of a call whose description failed.
+UNREADABLE = Signature((Opaque("unreadable", ""),), ())
 
 
 def _no_tensors(value: Any) -> None:
@@ -53,6 +64,7 @@ class TraceData:
     dropped_events: int
     bookkeeping_ns: int           # time spent inside the recorder around recorded calls
     recorded_calls: int           # calls that paid that bookkeeping
+    bookkeeping_median_ns: float  # the typical call's bookkeeping
     # Filled in by the tracer: framework name -> facts (version, what was intercepted),
     # the calibrated overhead per framework, and notes every output repeats.
     frameworks: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -87,6 +99,7 @@ class _Store:
         self.dropped = 0
         self.bookkeeping_ns = 0
         self.recorded_calls = 0
+        self.bookkeeping_samples: list[int] = []
 
 
 class _OpenCall:
@@ -201,17 +214,19 @@ class Recorder:
             duration_ns = end_ns - start_ns
             if stack:
                 stack[-1].children_ns += duration_ns
-            self._finish(open_call, parent, len(stack), signature, start_ns, duration_ns, error)
-            store = self._store
-            store.bookkeeping_ns += (start_ns - enter_ns) + (clock() - end_ns)
-            store.recorded_calls += 1
+            self._finish(open_call, parent, len(stack), signature, enter_ns, start_ns, end_ns,
+                         error)
         return result
 
     def _intern(self, site: CallSite, args: tuple, kwargs: dict) -> int:
         describer = self._describers.get(site.framework, _no_tensors)
-        if site.defaults and kwargs:
-            kwargs = without_defaults(kwargs, site.defaults)
-        signature = describe_call(args[site.skip:] if site.skip else args, kwargs, describer)
+        try:
+            if site.defaults and kwargs:
+                kwargs = without_defaults(kwargs, site.defaults)
+            signature = describe_call(args[site.skip:] if site.skip else args, kwargs,
+                                      describer)
+        except Exception:        # an odd argument must never break the traced program
+            signature = UNREADABLE
         found = self._signature_ids.get(signature)
         if found is not None:
             return found
@@ -224,8 +239,10 @@ class Recorder:
         return found
 
     def _finish(self, open_call: _OpenCall, parent: _OpenCall | None, depth: int,
-                signature: int, start_ns: int, duration_ns: int, error: str | None) -> None:
+                signature: int, enter_ns: int, start_ns: int, end_ns: int,
+                error: str | None) -> None:
         site = open_call.site
+        duration_ns = end_ns - start_ns
         thread_id = threading.get_ident()
         key = (site, signature)
         with self._lock:
@@ -237,14 +254,17 @@ class Recorder:
             if thread_id not in self._thread_names:
                 self._thread_names[thread_id] = threading.current_thread().name
             if len(store.events) < store.max_events:
-                store.events.append(CallEvent(
-                    index=open_call.index, framework=site.framework, api=site.api,
-                    kind=site.kind, thread_id=thread_id, start_ns=start_ns,
-                    duration_ns=duration_ns, depth=depth,
-                    parent=parent.index if parent is not None else None, signature=signature,
-                    failed=error is not None, error=error))
+                store.events.append(_new_event(CallEvent, (
+                    open_call.index, site.framework, site.api, site.kind, thread_id, start_ns,
+                    duration_ns, depth, parent.index if parent is not None else None,
+                    signature, error is not None, error)))
             else:
                 store.dropped += 1
+            store.recorded_calls += 1
+            bookkeeping_ns = (start_ns - enter_ns) + (self._clock() - end_ns)
+            store.bookkeeping_ns += bookkeeping_ns
+            if len(store.bookkeeping_samples) < BOOKKEEPING_SAMPLES:
+                store.bookkeeping_samples.append(bookkeeping_ns)
 
     # -- calibration support ------------------------------------------------------------
     @contextmanager
@@ -273,7 +293,9 @@ class Recorder:
                        for (site, signature), v in store.stats.items()},
                 signatures=list(self._signatures), thread_names=dict(self._thread_names),
                 dropped_events=store.dropped, bookkeeping_ns=store.bookkeeping_ns,
-                recorded_calls=store.recorded_calls)
+                recorded_calls=store.recorded_calls,
+                bookkeeping_median_ns=(statistics.median(store.bookkeeping_samples)
+                                       if store.bookkeeping_samples else 0.0))
 
 
 __all__ = ["Recorder", "TraceData", "DEFAULT_MAX_EVENTS", "SERIAL", "ASYNC"]

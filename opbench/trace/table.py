@@ -24,12 +24,13 @@ def header_lines(data: TraceData) -> list[str]:
                            "off: only the outermost API call is timed")]
     for overhead in data.overheads:
         lines.append(f"tracer overhead ({overhead.framework}): "
-                     f"{format_ns(overhead.per_call_ns)} per call "
-                     f"(calibrated on {overhead.probe}; bookkeeping measured in the recorder: "
-                     f"{format_ns(data.bookkeeping_ns_per_call)} per recorded call)")
-    if not data.overheads and data.recorded_calls:
-        lines.append(f"tracer bookkeeping: {format_ns(data.bookkeeping_ns_per_call)} "
-                     f"per recorded call")
+                     f"{format_ns(overhead.per_call_ns)} per call (calibrated on "
+                     f"{overhead.probe})")
+    if data.recorded_calls:
+        lines.append(f"tracer bookkeeping measured on every recorded call: median "
+                     f"{format_ns(data.bookkeeping_median_ns)}, mean "
+                     f"{format_ns(data.bookkeeping_ns_per_call)} (the mean includes rare "
+                     f"pauses: garbage collections, lost CPU)")
     if data.dropped_events:
         lines.append(f"events: {data.dropped_events} events past the cap were not kept for the "
                      f"trace file and log (the table counts them)")

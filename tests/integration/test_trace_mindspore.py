@@ -68,13 +68,16 @@ def api_calls(tracer):
     return dict(counts)
 
 
+def callables(owner):
+    # (data attributes such as Cell.total_instance_count change on their own)
+    return {k: id(v) for k, v in vars(owner).items() if callable(v)}
+
+
 def interception_state():
     namespaces = [importlib.import_module(name) for name in FUNCTION_NAMESPACES]
     primitives = {name: id(vars(cls).get("__call__")) for name, cls in vars(ops).items()
                   if isinstance(cls, type) and issubclass(cls, ops.Primitive)}
-    return ({k: id(v) for k, v in vars(Tensor).items()},
-            {k: id(v) for k, v in vars(nn.Cell).items()},
-            [{k: id(v) for k, v in vars(m).items()} for m in namespaces],
+    return (callables(Tensor), callables(nn.Cell), [callables(m) for m in namespaces],
             primitives, list(sys.meta_path))
 
 

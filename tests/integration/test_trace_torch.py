@@ -67,8 +67,8 @@ def api_calls(tracer):
 
 def interception_state():
     """Everything the tracer touches, by identity."""
-    return ({k: id(v) for k, v in vars(torch.Tensor).items()},
-            {k: id(v) for k, v in vars(nn.Module).items()},
+    return ({k: id(v) for k, v in vars(torch.Tensor).items() if callable(v)},
+            {k: id(v) for k, v in vars(nn.Module).items() if callable(v)},
             torch._C._len_torch_function_stack(), list(sys.meta_path))
 
 
@@ -196,6 +196,24 @@ def test_emitted_cases_load_and_run(model_and_inputs, tmp_path):
     record = run(instances, check_only(RunConfig(threads=THREADS)))
     verdicts = {r["id"]: r["verdict"] for r in record["instances"]}
     assert set(verdicts.values()) == {"PASS"}, verdicts
+
+
+def test_emitted_cases_run_through_opbench_run(model_and_inputs, tmp_path):
+    cli = pytest.importorskip("opbench.cli").cli
+    model, x, y = model_and_inputs
+    with trace(framework="torch") as tracer:
+        model(x, y)
+    report = tracer.emit_cases(tmp_path / "cases.yaml")
+    results = tmp_path / "results.json"
+    # Short timing: this checks that the cases run, not what they measure.
+    result = CliRunner().invoke(cli, [
+        "run", str(tmp_path / "cases.yaml"), "--json", str(results), "--threads", str(THREADS),
+        "--rounds", "6", "--min-sample-time", "0.001", "--max-time", "2", "--no-backward", "-q"])
+    assert results.exists(), result.output
+    record = json.loads(results.read_text())
+    assert len(record["instances"]) == len(report.cases)
+    assert not [r for r in record["instances"] if r["verdict"] in ("ERROR", "MISMATCH")], \
+        result.output
 
 
 def test_command_traces_a_script_in_process(setup_torch, tmp_path):

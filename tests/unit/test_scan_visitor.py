@@ -280,3 +280,26 @@ def test_multi_line_call_text_and_extent():
                        "m.py")
     assert [(r.line, r.end_line, r.call) for r in rows] == [
         (2, 6, "torch.cat([a, b], dim=0,)")]
+
+
+def test_class_level_tensor_declaration_types_self_attribute():
+    assert apis("""
+        from torch import Tensor, nn
+        class Linear(nn.Module):
+            in_features: int
+            weight: Tensor
+            def forward(self, x):
+                self.in_features.bit_length()
+                return self.weight.t()
+    """) == [(8, "torch.Tensor.t", True)]
+
+
+def test_shape_and_dtype_primitives_do_not_give_tensors():
+    assert apis("""
+        from mindspore import ops
+        shape = ops.Shape()
+        def f(x):
+            s = shape(x)
+            n = ops.shape(x)
+            return s[0] * n[1]
+    """) == [(3, "mindspore.ops.Shape", False), (6, "mindspore.ops.shape", False)]

@@ -105,8 +105,10 @@ def test_command_rejects_a_missing_program(tmp_path):
 
 def test_tracer_without_imported_frameworks_waits_for_their_import_and_cleans_up():
     meta_path = list(sys.meta_path)
+    waiting = any(name not in sys.modules for name in ("torch", "mindspore"))
     with trace(framework="both") as tracer:
-        assert tracer.running and len(sys.meta_path) == len(meta_path) + 1
+        # (run after integration tests in one process, both may be imported: then no hook)
+        assert tracer.running and len(sys.meta_path) == len(meta_path) + waiting
     assert sys.meta_path == meta_path and not tracer.running
     data = tracer.data
     assert data.events == []

@@ -240,6 +240,7 @@ def test_bookkeeping_is_measured_per_recorded_call():
         recorder.call(ADD, lambda: 0, (), {})
     data = recorder.data()
     assert data.recorded_calls == 4 and data.bookkeeping_ns_per_call > 0
+    assert data.bookkeeping_median_ns > 0
 
 
 def test_unknown_timing_is_rejected():
@@ -253,3 +254,15 @@ def test_a_tensor_method_site_keeps_its_receiver_as_an_input():
     recorder.call(site, lambda x, dim: 0, (FakeTensor(2, 2), 1), {})
     [signature] = recorder.data().signatures
     assert signature.args[0] == TensorSpec((2, 2), "float32")
+
+
+def test_an_argument_that_cannot_be_described_does_not_break_the_call():
+    def broken_spec(value):
+        raise RuntimeError("odd tensor")
+
+    recorder = Recorder(clock=TickClock())
+    recorder.add_framework("fake", sync=lambda: None, tensor_spec=broken_spec)
+    recorder.start()
+    assert recorder.call(ADD, lambda a: "ran", (object(),), {}) == "ran"
+    [signature] = recorder.data().signatures
+    assert signature.args[0].type_name == "unreadable"

@@ -1,0 +1,230 @@
+"""The gate's decision rule for one measurement: did the case get slower than the baseline?
+
+Pure: plain per-round seconds in, a frozen Decision out. Three views of the same change,
+each a two-sample change estimate (stats.change_estimate) judged by size AND evidence
+(verdict.change_verdict):
+
+- ratio: per-round reference/target ratios of the baseline run against the current run.
+  The reference framework runs interleaved with the target in the same rounds, so whatever
+  made the whole machine faster or slower between the two runs (another runner, a busy
+  neighbour, a different CPU) cancels in the ratio. This is the primary path and the only
+  one used when the runs come from different machines.
+- target time / reference time: each side's absolute per-call time, baseline vs current.
+  Comparable only on the same machine, and even there exposed to the machine's state
+  between runs, which nothing cancels. So the target-time path can add a regression only
+  when the reference-time path shows the machine did not get slower (reference time
+  UNCHANGED or IMPROVEMENT): then the target's slowdown cannot be the machine's.
+
+Times are given to change_estimate as speeds (1 / time), so for every path a change below
+1 means "the target got relatively or absolutely slower" and REGRESSION keeps its meaning.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Sequence
+
+from ..stats import DEFAULT_CONFIDENCE, ChangeEstimate, change_estimate, paired_ratios
+from ..verdict import DEFAULT_MIN_EFFECT, ChangeVerdict, change_verdict
+
+__all__ = [
+    "PATH_RATIO",
+    "PATH_REFERENCE_TIME",
+    "PATH_TARGET_TIME",
+    "Decision",
+    "GateVerdict",
+    "PathChange",
+    "RunSamples",
+    "StagedDecision",
+    "combine_paths",
+    "decide",
+    "needs_remeasure",
+    "staged",
+]
+
+PATH_RATIO = "ratio"
+PATH_TARGET_TIME = "target time"
+PATH_REFERENCE_TIME = "reference time"
+
+
+class GateVerdict(str, Enum):
+    """Outcome of the gate for one measurement or one instance."""
+
+    PASS = "PASS"                  # no regression of min_effect or more (or an improvement)
+    REGRESSION = "REGRESSION"      # slower than the baseline, with evidence and by enough
+    INCONCLUSIVE = "INCONCLUSIVE"  # too noisy to tell either way
+    BROKEN = "BROKEN"              # measured in the baseline, now ERROR or MISMATCH
+    MISSING = "MISSING"            # in the baseline, not in the current run
+    NEW = "NEW"                    # in the current run, nothing to compare with
+
+    @property
+    def severity(self) -> int:
+        return _SEVERITY[self]
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# Worst-first order for reports and for an instance with several measurements (modes,
+# forward and forward+backward). NEW is informational, so it ranks with PASS's neighbours.
+_SEVERITY = {
+    GateVerdict.PASS: 0,
+    GateVerdict.NEW: 1,
+    GateVerdict.INCONCLUSIVE: 2,
+    GateVerdict.MISSING: 3,
+    GateVerdict.REGRESSION: 4,
+    GateVerdict.BROKEN: 5,
+}
+
+
+@dataclass(frozen=True)
+class RunSamples:
+    """One measurement's interleaved rounds: reference_s[i] and target_s[i] ran back to
+    back in round i (seconds per call)."""
+
+    reference_s: tuple[float, ...]
+    target_s: tuple[float, ...]
+
+    @classmethod
+    def of(cls, reference_s: Sequence[float], target_s: Sequence[float]) -> "RunSamples":
+        return cls(tuple(float(x) for x in reference_s), tuple(float(x) for x in target_s))
+
+    def ratios(self) -> list[float]:
+        return [float(r) for r in paired_ratios(self.reference_s, self.target_s)]
+
+
+@dataclass(frozen=True)
+class PathChange:
+    """One path's change estimate (current / baseline; below 1 = target slower) and its
+    verdict. For the time paths the change is of speed, i.e. baseline time / current time."""
+
+    path: str
+    estimate: ChangeEstimate
+    verdict: ChangeVerdict
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The decision for one measurement against its baseline.
+
+    decided_by: the path(s) whose result settled the verdict, e.g. "ratio" or "target time"
+        or "ratio + target time" when both showed the regression.
+    target_time, reference_time: None when the machines differ (absolute times are not
+        comparable across machines, so they are not even estimated).
+    """
+
+    verdict: GateVerdict
+    decided_by: str
+    reason: str
+    ratio: PathChange
+    target_time: PathChange | None
+    reference_time: PathChange | None
+    min_effect: float
+
+
+def _speeds(times_s: Sequence[float]) -> list[float]:
+    return [1.0 / t for t in times_s]
+
+
+def _path(name: str, baseline: Sequence[float], current: Sequence[float], min_effect: float,
+          confidence: float) -> PathChange:
+    estimate = change_estimate(baseline, current, confidence)
+    return PathChange(name, estimate, change_verdict(estimate, min_effect))
+
+
+def combine_paths(ratio: ChangeVerdict, target_time: ChangeVerdict | None,
+                  reference_time: ChangeVerdict | None) -> tuple[GateVerdict, str]:
+    """The rule that turns the paths' verdicts into one (verdict, decided_by):
+
+    1. ratio REGRESSION                                  -> REGRESSION by the ratio (and by
+       the target time too, when that also shows one).
+    2. target time REGRESSION and reference time UNCHANGED or IMPROVEMENT (same machine,
+       and the machine demonstrably not slower)          -> REGRESSION by the target time.
+    3. ratio UNCHANGED or IMPROVEMENT                    -> PASS by the ratio.
+    4. otherwise                                         -> INCONCLUSIVE by the ratio.
+
+    The absolute paths only ever add a regression; they never clear one the ratio shows,
+    nor pass a case the ratio cannot decide. Clearing would need the machine's speed to be
+    known to better than min_effect between runs, which a shared runner does not give: a
+    machine 20% faster today hides a 20% target slowdown in the absolute times exactly.
+    """
+    if ratio is ChangeVerdict.REGRESSION:
+        both = target_time is ChangeVerdict.REGRESSION
+        return GateVerdict.REGRESSION, (f"{PATH_RATIO} + {PATH_TARGET_TIME}" if both
+                                        else PATH_RATIO)
+    if (target_time is ChangeVerdict.REGRESSION
+            and reference_time in (ChangeVerdict.UNCHANGED, ChangeVerdict.IMPROVEMENT)):
+        return GateVerdict.REGRESSION, PATH_TARGET_TIME
+    if ratio in (ChangeVerdict.UNCHANGED, ChangeVerdict.IMPROVEMENT):
+        return GateVerdict.PASS, PATH_RATIO
+    return GateVerdict.INCONCLUSIVE, PATH_RATIO
+
+
+def _percent(change: float) -> str:
+    return f"{(change - 1.0) * 100:+.1f}%"
+
+
+def _describe(path: PathChange) -> str:
+    e = path.estimate
+    return (f"{path.path} {_percent(e.change)} [{_percent(e.ci_low)}, {_percent(e.ci_high)}] "
+            f"{path.verdict.value}")
+
+
+def decide(baseline: RunSamples, current: RunSamples, *,
+           min_effect: float = DEFAULT_MIN_EFFECT, same_machine: bool = False,
+           confidence: float = DEFAULT_CONFIDENCE) -> Decision:
+    """Compare one measurement with its baseline (see the module docstring and
+    combine_paths). same_machine: the two runs share a machine id, so absolute times are
+    compared as well. Raises ValueError on empty, non-positive or unpaired samples."""
+    ratio = _path(PATH_RATIO, baseline.ratios(), current.ratios(), min_effect, confidence)
+    target = reference = None
+    if same_machine:
+        target = _path(PATH_TARGET_TIME, _speeds(baseline.target_s), _speeds(current.target_s),
+                       min_effect, confidence)
+        reference = _path(PATH_REFERENCE_TIME, _speeds(baseline.reference_s),
+                          _speeds(current.reference_s), min_effect, confidence)
+    verdict, decided_by = combine_paths(ratio.verdict, target and target.verdict,
+                                        reference and reference.verdict)
+    reason = "; ".join(_describe(p) for p in (ratio, target, reference) if p is not None)
+    if not same_machine:
+        reason += "; absolute times not compared (different machine)"
+    return Decision(verdict=verdict, decided_by=decided_by, reason=reason, ratio=ratio,
+                    target_time=target, reference_time=reference, min_effect=min_effect)
+
+
+# --------------------------------------------------------------------------- two stages
+
+def needs_remeasure(verdict: GateVerdict) -> bool:
+    """Stage 1 -> stage 2: every measured case that did not pass is measured once more.
+
+    Fixed and two-stage by design, not retry-until-green: the second measurement alone
+    decides, whatever it says. A regression must then show up in two independent
+    measurements, which squares a false-alarm probability (p -> ~p^2) while a real
+    slowdown, present in both, is caught about as often as by one. INCONCLUSIVE cases get
+    the second look too: most are a burst that hit one measurement, and a noisy case that
+    stays noisy stays INCONCLUSIVE."""
+    return verdict in (GateVerdict.REGRESSION, GateVerdict.INCONCLUSIVE, GateVerdict.BROKEN)
+
+
+@dataclass(frozen=True)
+class StagedDecision:
+    """Stage 1 and, when it did not pass, stage 2; `final` is what the gate acts on."""
+
+    first: Decision
+    second: Decision | None = None
+
+    @property
+    def final(self) -> Decision:
+        return self.second if self.second is not None else self.first
+
+    @property
+    def remeasured(self) -> bool:
+        return self.second is not None
+
+
+def staged(first: Decision, second: Decision | None) -> StagedDecision:
+    """Combine the stages, refusing a second stage the rule did not ask for (a pass must not
+    be re-rolled into a failure, nor a failure re-rolled more than once)."""
+    if second is not None and not needs_remeasure(first.verdict):
+        raise ValueError(f"stage 1 was {first.verdict.value}: the rule takes no second stage")
+    return StagedDecision(first, second)

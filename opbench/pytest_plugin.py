@@ -1,0 +1,132 @@
+"""The pytest front door: YAML case files are collected as tests.
+
+    pytest cases/                        both frameworks run each instance once; outputs agree
+    pytest --benchmark cases/ -k softmax time them; SLOW and MISMATCH fail, INCONCLUSIVE shows
+    pytest --benchmark cases/ --benchmark-save=nightly   (pytest-benchmark's storage)
+
+A thin shell: hooks only, wired to opbench.pytest_support (options, collection, the lazy
+Session, outcomes, pytest-benchmark entries, the summary). Loaded by the `pytest11` entry
+point of an installed opbench, or by the repository's top-level conftest.py.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Generator
+
+import pytest
+
+from .pytest_support import hookspec
+from .pytest_support.collect import CaseFile, CaseItem, is_case_file, state_of
+from .pytest_support.options import XDIST_REFUSAL, add_options, plugin_options, xdist_active
+from .pytest_support.outcome import INCONCLUSIVE
+from .pytest_support.run_state import RUN_STATE, RunState
+from .pytest_support.summary import DEFAULT_MAX_ROWS, summary_lines
+
+SUMMARY_TITLE = "opbench"
+# The verdict word pytest prints for an inconclusive item (-v) and counts in its final line:
+# a category of its own, so it is visible without being a failure.
+INCONCLUSIVE_STATUS = ("inconclusive", "I", "INCONCLUSIVE")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspec)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    options = plugin_options(config)
+    if options.benchmark and xdist_active(config):
+        raise pytest.UsageError(XDIST_REFUSAL)
+
+    def make_session(run_config):
+        return config.hook.pytest_opbench_make_session(config=config, run_config=run_config)
+
+    state = config.stash[RUN_STATE] = RunState(options, make_session)
+    config.pluginmanager.register(_RecordCollector(state), _COLLECTOR_NAME)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    collector = config.pluginmanager.get_plugin(_COLLECTOR_NAME)
+    if collector is not None:
+        config.pluginmanager.unregister(collector)
+
+
+_COLLECTOR_NAME = "opbench-records"
+
+
+class _RecordCollector:
+    """Gathers every case item's record from its report, for the summary and the JSON."""
+
+    def __init__(self, state: RunState):
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "opbench_record", None)
+        if record is not None and report.when == "call":
+            self.state.records.append(record)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:
+    if is_case_file(file_path, parent.session.isinitpath(file_path)):
+        return CaseFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, Any, Any]:
+    """A case file that does not load is a collection error, but it must not stop the other
+    files from running (pytest interrupts a session with collection errors before running
+    anything). Its errors are left out of the count pytest checks here and put back after,
+    so they still fail the run; errors of other collectors still interrupt as usual."""
+    ours = min(state_of(session.config).case_file_errors, session.testsfailed)
+    session.testsfailed -= ours
+    try:
+        return (yield)
+    finally:
+        session.testsfailed += ours
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Generator[
+        None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if isinstance(item, CaseItem) and call.when == "call" and item.record is not None:
+        # On the report (not only the item) so the summary also sees results that arrive
+        # as serialised reports; plain JSON-able data
+        report.opbench_record = item.record
+        report.opbench_verdict = item.outcome.verdict if item.outcome else None
+    return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport,
+                             config: pytest.Config) -> tuple[str, str, str] | None:
+    if (report.when == "call" and report.passed
+            and getattr(report, "opbench_verdict", None) == INCONCLUSIVE):
+        return INCONCLUSIVE_STATUS
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # shown even when pytest-benchmark then raises on a regression
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = state_of(config)
+    cfg = state.run_config
+    verbose = config.get_verbosity() > 0
+    lines = summary_lines(state.records, cfg.reference, cfg.target, timing=cfg.timing,
+                          max_rows=None if verbose else DEFAULT_MAX_ROWS)
+    if not lines:
+        return
+    terminalreporter.section(SUMMARY_TITLE)
+    for line in lines:
+        terminalreporter.write_line(line)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = state_of(session.config)
+    if state.options.json_path and state.records:
+        from .pytest_support.results_file import write_results
+
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        write_results(state, state.options.json_path, complete=not interrupted)

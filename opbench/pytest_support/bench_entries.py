@@ -1,0 +1,122 @@
+"""opbench measurements as pytest-benchmark entries, so --benchmark-save, -autosave, -json,
+-compare, -compare-fail and the stock `pytest-benchmark compare` command work on them.
+
+The numbers stay opbench's: its interleaved rounds produce them, and each entry is fed the
+raw per-round samples (seconds per call, each the mean of `loops` calls) with
+iterations = loops, exactly how pytest-benchmark stores its own rounds. One entry per
+framework and measured mode; what only a comparison has (the ratio, its interval, the
+threshold, the verdict) and the instance's parameters go into extra_info, on both entries.
+
+Naming (stable across runs, so saved runs compare by fullname):
+  name      <instance id>::<framework>:<mode>          reshape[shape=8x16]::torch:serial
+  fullname  <pytest node id>::<framework>:<mode>
+  group     <instance id> (<mode>)   both frameworks of one comparison side by side
+  param     <framework>:<mode>       --benchmark-group-by=param puts a framework together
+  params    {framework, mode}        --benchmark-group-by=param:framework works too
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+# pytest-benchmark records the options an entry was measured with; these are opbench's.
+PROTOCOL = "opbench interleaved rounds"
+
+
+@dataclass(frozen=True)
+class EntrySpec:
+    """Everything one pytest-benchmark entry holds, before it is one."""
+
+    name: str
+    fullname: str
+    group: str
+    param: str
+    params: dict[str, Any]
+    extra_info: dict[str, Any]
+    options: dict[str, Any]
+    iterations: int
+    samples_s: tuple[float, ...]
+    # pytest-benchmark reads these from the fixture that made an entry
+    cprofile_stats: Any = field(default=None, compare=False)
+    has_error: bool = False
+
+
+def entry_specs(record: Mapping[str, Any], nodeid: str, reference: str, target: str,
+                run_config: Mapping[str, Any] | None = None) -> list[EntrySpec]:
+    """One EntrySpec per framework and measured mode of an instance's record (none when
+    nothing was timed: MISMATCH, ERROR, correctness-only runs)."""
+    specs = []
+    run_config = run_config or {}
+    for mode, m in (record.get("measurements") or {}).items():
+        for framework, role in ((reference, "reference"), (target, "target")):
+            samples = tuple(float(s) for s in (m.get("samples_s") or {}).get(framework, ()))
+            if not samples:
+                continue
+            suffix = f"{framework}:{mode}"
+            specs.append(EntrySpec(
+                name=f"{record['id']}::{suffix}",
+                fullname=f"{nodeid}::{suffix}",
+                group=f"{record['id']} ({mode})",
+                param=suffix,
+                params={"framework": framework, "mode": mode},
+                extra_info=_extra_info(record, m, mode, framework, role, reference, target,
+                                       run_config),
+                options={"protocol": PROTOCOL, "mode": mode, "loops": m.get("loops"),
+                         "rounds": m.get("rounds"),
+                         "rounds_requested": m.get("rounds_requested"),
+                         "device": run_config.get("device"),
+                         "threads": run_config.get("threads")},
+                iterations=int(m.get("loops") or 1),
+                samples_s=samples))
+    return specs
+
+
+def _extra_info(record: Mapping[str, Any], m: Mapping[str, Any], mode: str, framework: str,
+                role: str, reference: str, target: str,
+                run_config: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "opbench_instance": record["id"],
+        "case": record.get("case"),
+        "op": record.get("op"),
+        "file": record.get("file"),
+        "line": record.get("line"),
+        "framework": framework,
+        "role": role,
+        "reference": reference,
+        "target": target,
+        "mode": mode,
+        "ratio": m.get("ratio"),
+        "ci_low": m.get("ci_low"),
+        "ci_high": m.get("ci_high"),
+        "confidence": m.get("confidence"),
+        "too_few_rounds": m.get("too_few_rounds"),
+        "threshold": m.get("threshold"),
+        "verdict": m.get("verdict"),
+        "instance_verdict": record.get("verdict"),
+        "params": record.get("params"),
+        "inputs": record.get("inputs"),
+        "device": run_config.get("device"),
+        "threads": run_config.get("threads"),
+    }
+
+
+def to_benchmark_entry(spec: EntrySpec) -> Any:
+    """A pytest-benchmark `Metadata` (what its `benchmark` fixture appends to the session)
+    holding the spec's samples. Import here: pytest-benchmark is only needed for timing."""
+    from pytest_benchmark.stats import Metadata
+
+    entry = Metadata(spec, iterations=spec.iterations, options=dict(spec.options))
+    for sample_s in spec.samples_s:
+        # Stats.update stores a per-call time; Metadata.update would divide by iterations
+        # again, but these samples are per-call already.
+        entry.stats.update(sample_s)
+    return entry
+
+
+def benchmark_session(pluginmanager: Any) -> Any | None:
+    """pytest-benchmark's session object (registered under this name), or None when the
+    plugin is absent or disabled (-p no:benchmark, --benchmark-disable, xdist)."""
+    session = pluginmanager.get_plugin("pytest-benchmark")
+    if session is None or getattr(session, "disabled", False):
+        return None
+    return session

@@ -1,0 +1,90 @@
+"""The one measuring Session of a pytest session, and the records of what ran.
+
+MindSpore honours its thread count only before its first operator, so a process sets the
+frameworks up once: the Session is created when the first case item runs (a `pytest tests/`
+run that collects no case never imports a framework) and serves every item after it.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+from ..cases import CaseInstance
+from ..runner import RunConfig, Session, instance_header
+from ..verdict import Verdict
+from .options import PluginOptions
+
+SessionFactory = Callable[[RunConfig], "Session | None"]
+# Keep a framework's start-up failure to its first lines: what is missing or wrong is said
+# there; the rest is the framework's own stack.
+MAX_ERROR_LINES = 3
+
+
+class RunState:
+    """Lazily opened Session; `run(instance)` always returns a record, never raises for a
+    problem of the frameworks or the case (those become verdict ERROR with the message)."""
+
+    def __init__(self, options: PluginOptions, make_session: SessionFactory):
+        self.options = options
+        self.run_config = options.run_config
+        self._make_session = make_session
+        self._session: Session | None = None
+        self._setup_error: str | None = None
+        self.records: list[dict[str, Any]] = []    # every finished item's record, in order
+        # Case files that failed to load: reported as collection errors that do not stop
+        # the other files from running (see pytest_plugin.pytest_runtestloop).
+        self.case_file_errors = 0
+
+    @property
+    def opened(self) -> Session | None:
+        return self._session
+
+    def session(self) -> Session | None:
+        """The opened Session, or None when setting it up failed (see setup_error)."""
+        if self._session is None and self._setup_error is None:
+            session = self._make_session(self.run_config) or Session(self.run_config)
+            try:
+                session.open()
+                if self.run_config.timing:
+                    session.measure_overheads()
+            except Exception as exc:  # FrameworkUnavailable, DeviceUnavailable, a crash
+                self._setup_error = (f"cannot set up {' and '.join(self.run_config.frameworks)}"
+                                     f" on {self.run_config.device}: {short_error(exc)}")
+            else:
+                self._session = session
+        return self._session
+
+    @property
+    def setup_error(self) -> str | None:
+        return self._setup_error
+
+    def run(self, instance: CaseInstance) -> dict[str, Any]:
+        session = self.session()
+        if session is None:
+            return error_record(instance, self.run_config, self._setup_error or "no session")
+        problems = session.check_apis([instance])
+        if problems:
+            return error_record(instance, self.run_config, "\n".join(problems))
+        return session.run_instance(instance)
+
+
+def error_record(instance: CaseInstance, run_config: RunConfig, message: str) -> dict[str, Any]:
+    record = instance_header(instance, run_config)
+    record["verdict"] = Verdict.ERROR.value
+    record["error"] = message
+    record["duration_s"] = 0.0
+    return record
+
+
+def short_error(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    lines = [line for line in text.splitlines() if line.strip()][:MAX_ERROR_LINES]
+    head = " ".join(lines)
+    # The adapters' own exceptions carry user-facing messages; anything else is named.
+    if type(exc).__name__ in ("FrameworkUnavailable", "DeviceUnavailable", "ValueError"):
+        return head
+    return f"{type(exc).__name__}: {head}"
+
+
+RUN_STATE = pytest.StashKey[RunState]()

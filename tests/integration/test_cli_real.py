@@ -1,0 +1,88 @@
+"""The `opbench` command on the real frameworks, each run in its own process (MindSpore's
+device and thread count are process-global, and a user runs it that way).
+
+Verdicts are not asserted: on this CPU MindSpore's per-call dispatch costs 10x-1000x
+torch's, so SLOW (exit 1) is an honest outcome, and INCONCLUSIVE (3) a possible one on a
+shared machine.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from opbench.results import read_results
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+RUN_TIMEOUT_S = 300
+FAST = ["--rounds", "6", "--min-sample-time", "0.002", "--max-time", "1", "--threads", "2"]
+
+RESHAPE_CASE = """
+cases:
+  - name: reshape
+    params:
+      shape: [[8, 16]]
+    inputs:
+      x: {shape: $shape}
+    torch: {api: torch.reshape, args: [$x, [-1]]}
+    mindspore: {api: mindspore.mint.reshape, args: [$x, [-1]]}
+"""
+
+
+def opbench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "opbench.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+
+
+@pytest.fixture
+def reshape_file(tmp_path):
+    path = tmp_path / "reshape.yaml"
+    path.write_text(RESHAPE_CASE)
+    return path
+
+
+def test_compare_times_the_case_and_saves_a_valid_record(reshape_file, tmp_path):
+    out = tmp_path / "out.json"
+    result = opbench("compare", "reshape", "--cases", str(reshape_file), *FAST,
+                     "--json", str(out), cwd=tmp_path)
+    assert result.returncode in (0, 1, 3), result.stderr
+    assert "Traceback" not in result.stderr
+    record = read_results(out)   # validates against the results schema
+    (inst,) = record["instances"]
+    assert inst["id"] == "reshape[shape=8x16]"
+    assert inst["check"]["ok"] is True
+    assert inst["verdict"] in ("PASS", "SLOW", "INCONCLUSIVE")
+    assert record["complete"] is True
+    expected_code = {"PASS": 0, "SLOW": 1, "INCONCLUSIVE": 3}[inst["verdict"]]
+    assert result.returncode == expected_code
+    row = next(line for line in result.stdout.splitlines() if "reshape[shape=8x16]" in line)
+    assert inst["verdict"] in row and "serial" in row
+    assert "1 instances:" in result.stdout
+
+
+def test_check_passes_on_agreeing_frameworks(reshape_file, tmp_path):
+    out = tmp_path / "check.json"
+    result = opbench("check", str(reshape_file), "--threads", "2", "--json", str(out),
+                     cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (inst,) = read_results(out)["instances"]
+    assert inst["verdict"] == "PASS" and "measurements" not in inst
+
+
+def test_a_misspelt_api_exits_2_naming_file_and_line(tmp_path):
+    path = tmp_path / "typo.yaml"
+    path.write_text(RESHAPE_CASE.replace("api: torch.reshape", "api: torch.reshap"))
+    api_line = next(n for n, line in enumerate(path.read_text().splitlines(), start=1)
+                    if "torch.reshap," in line)
+    result = opbench("check", str(path), "--threads", "2", "--json",
+                     str(tmp_path / "never.json"), cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"{path}:{api_line} case 'reshape': key 'torch.api'" in result.stderr
+    assert "torch.reshap" in result.stderr

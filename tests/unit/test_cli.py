@@ -1,0 +1,263 @@
+"""The `opbench` command through click's CliRunner: listing, schemas, user errors (exit 2,
+file:line, no traceback), reports of saved files, and whole runs on fake frameworks
+(exit codes by verdict, interrupt)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from runner_fakes import FakeAdapter, FakeClock, binary_case, case_file, fake_config, fake_session
+from runner_fakes import load_instances as load_fake_instances
+
+from opbench.cases import load_schema
+from opbench.cli import cli
+from opbench.results import read_results, results_schema, write_json_atomic
+from opbench.runner import Session, run
+
+SWEEP_CASE = """
+  - name: add
+    tags: [math]
+    params:
+      shape: [[4, 8], [2, 3]]
+    inputs:
+      x: {shape: $shape}
+      y: {shape: $shape}
+    torch: {api: torch.add, args: [$x, $y]}
+    mindspore: {api: mindspore.add, args: [$x, $y]}
+"""
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=True)
+
+
+def assert_user_error(result, *fragments: str) -> None:
+    """Exit 2, the message on stderr, no Python traceback."""
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    assert "error:" in result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+@pytest.fixture
+def cases_dir(tmp_path):
+    directory = tmp_path / "cases"
+    directory.mkdir()
+    case_file(directory, SWEEP_CASE, binary_case("sub"), name="math.yaml")
+    return directory
+
+
+# --------------------------------------------------------------------------- no frameworks
+
+def test_list_summarises_the_library(cases_dir):
+    result = invoke("list", str(cases_dir))
+    assert result.exit_code == 0, result.output
+    assert "2 operators, 3 instances, 0 with backward, dtypes: float32" in result.stdout
+    assert "math" in result.stdout
+
+
+def test_list_instances_prints_ids_with_their_brackets(cases_dir):
+    result = invoke("list", str(cases_dir), "--instances")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split() == ["add[shape=4x8]", "add[shape=2x3]", "sub"]
+
+
+def test_list_filters_by_tag_and_keyword(cases_dir):
+    assert invoke("list", str(cases_dir), "--instances", "--tag", "math").stdout.split() == [
+        "add[shape=4x8]", "add[shape=2x3]"]
+    assert invoke("list", str(cases_dir), "--instances", "-k", "2X3").stdout.split() == [
+        "add[shape=2x3]"]
+
+
+@pytest.mark.parametrize("which, schema", [("case", load_schema), ("results", results_schema)])
+def test_schema_prints_the_json_schema(which, schema):
+    result = invoke("schema", which)
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == schema()
+
+
+def test_schema_defaults_to_the_case_schema():
+    assert json.loads(invoke("schema").stdout) == load_schema()
+
+
+def test_a_case_file_error_exits_2_naming_file_and_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("cases:\n  - name: add\n    inputs:\n      x: {shape: [2], dtype: float33}\n"
+                    "    torch: {api: torch.add, args: [$x, $x]}\n"
+                    "    mindspore: {api: mindspore.add, args: [$x, $x]}\n")
+    for command in (["list"], ["check"], ["run"]):
+        result = invoke(*command, str(path))
+        assert_user_error(result, f"{path}:4 case 'add'", "float33")
+
+
+def test_invalid_yaml_exits_2_with_the_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("cases:\n  - name: [unclosed\n")
+    assert_user_error(invoke("list", str(path)), f"{path}:", "invalid YAML")
+
+
+def test_a_missing_path_with_brackets_is_named_in_full(tmp_path):
+    missing = tmp_path / "cases[v2]"
+    assert_user_error(invoke("list", str(missing)), f"{missing}: no such case file")
+
+
+def test_compare_an_unknown_op_exits_2_listing_the_known_ones(cases_dir):
+    result = invoke("compare", "reshpe", "--cases", str(cases_dir))
+    assert_user_error(result, "no case instance matches op reshpe", "ops there: add, sub")
+
+
+def test_no_case_directory_here_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPBENCH_CASES", raising=False)
+    assert_user_error(invoke("list"), "no case directory 'cases' here")
+
+
+def test_the_same_framework_on_both_sides_is_refused(cases_dir):
+    result = invoke("compare", "add", "--cases", str(cases_dir),
+                    "--reference", "numpy", "--target", "numpy")
+    assert_user_error(result, "different frameworks")
+
+
+def test_an_unknown_framework_is_a_usage_error(cases_dir):
+    result = invoke("check", str(cases_dir), "--target", "mindspor")
+    assert_user_error(result, "unknown framework 'mindspor'", "did you mean 'mindspore'")
+
+
+# --------------------------------------------------------------------------- saved results
+
+@pytest.fixture
+def saved_run(tmp_path):
+    config = fake_config()
+    instances = load_fake_instances(case_file(tmp_path, SWEEP_CASE))
+    record = run(instances, config, session=fake_session(config, cost_s=4e-4))
+    path = tmp_path / "saved.json"
+    write_json_atomic(path, record)
+    return path
+
+
+def test_report_shows_a_saved_file_and_writes_markdown_and_html(saved_run, tmp_path):
+    md, page = tmp_path / "r.md", tmp_path / "r.html"
+    result = invoke("report", str(saved_run), "--markdown", str(md), "--html", str(page),
+                    "--worst-first")
+    assert result.exit_code == 0, result.output
+    assert "add[shape=4x8]" in result.stdout and "add[shape=2x3]" in result.stdout
+    assert "0.25 [0.25, 0.25]" in result.stdout
+    assert "2 instances: 2 SLOW" in result.stdout
+    assert "`add[shape=2x3]`" in md.read_text()
+    assert "<td>add[shape=4x8]</td>" in page.read_text()
+
+
+def test_report_of_a_foreign_file_exits_2_naming_it(tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text('{"hello": 1}')
+    assert_user_error(invoke("report", str(path)), f"{path}: not an opbench results file")
+
+
+# --------------------------------------------------------------------------- fake runs
+
+@pytest.fixture
+def fake_frameworks(monkeypatch):
+    """`opbench run/compare/check` on FakeAdapters: Session.open() installs them on a fake
+    clock. Returns the dict of target options a test may set before invoking."""
+    target_options: dict = {}
+
+    class FakeSession(Session):
+        def __init__(self, config, clock=None):
+            super().__init__(config, FakeClock())
+
+        def open(self) -> None:
+            self.adapters = {
+                self.config.reference: FakeAdapter(self.config.reference, self.clock),
+                self.config.target: FakeAdapter(self.config.target, self.clock,
+                                                **target_options)}
+            for adapter in self.adapters.values():
+                adapter.setup(self.config.device, self.config.threads)
+
+    monkeypatch.setattr("opbench.runner.Session", FakeSession)
+    return target_options
+
+
+FAST = ("--rounds", "6", "--min-sample-time", "0.002", "--max-time", "1")
+
+
+def test_a_passing_run_exits_0_and_saves_a_valid_file(fake_frameworks, cases_dir, tmp_path):
+    out = tmp_path / "out.json"
+    result = invoke("run", str(cases_dir), *FAST, "--json", str(out))
+    assert result.exit_code == 0, result.output
+    record = read_results(out)
+    assert [i["verdict"] for i in record["instances"]] == ["PASS"] * 3
+    assert record["config"]["settings"]["rounds"] == 6
+    assert "[1/3] add[shape=4x8]" in result.stderr
+    assert "3 instances: 3 PASS" in result.stdout
+
+
+def test_a_slow_target_exits_1(fake_frameworks, cases_dir, tmp_path):
+    fake_frameworks["costs"] = {"mindspore.add": 4e-4}
+    result = invoke("compare", "add", "--cases", str(cases_dir), *FAST, "-q",
+                    "--json", str(tmp_path / "o.json"))
+    assert result.exit_code == 1, result.output
+    assert "2 instances: 2 SLOW" in result.stdout
+    assert "[1/2]" not in result.stderr      # -q: no progress lines
+
+
+def test_an_error_only_run_exits_3(fake_frameworks, tmp_path):
+    path = case_file(tmp_path, binary_case("broken", mindspore_api="mindspore.boom"))
+    result = invoke("run", str(path), *FAST, "--json", str(tmp_path / "o.json"))
+    assert result.exit_code == 3, result.output
+    assert "fake kernel failed" in result.stdout
+
+
+def test_check_compares_without_timing(fake_frameworks, cases_dir, tmp_path):
+    fake_frameworks["costs"] = {"mindspore.add": 4e-4}    # slow, but check does not time
+    out = tmp_path / "check.json"
+    result = invoke("check", str(cases_dir), "--json", str(out))
+    assert result.exit_code == 0, result.output
+    record = read_results(out)
+    assert record["config"]["timing"] is False
+    assert all("measurements" not in i for i in record["instances"])
+
+
+def test_a_mismatch_in_check_exits_1(fake_frameworks, cases_dir, tmp_path):
+    fake_frameworks["functions"] = {"mindspore.add": lambda x, y: x - y}
+    result = invoke("check", str(cases_dir), "--json", str(tmp_path / "o.json"))
+    assert result.exit_code == 1, result.output
+    assert "MISMATCH" in result.stdout
+
+
+def test_an_unknown_api_exits_2_before_timing(fake_frameworks, tmp_path):
+    path = case_file(tmp_path, binary_case("typo", mindspore_api="mindspore.ad"))
+    result = invoke("run", str(path), *FAST, "--json", str(tmp_path / "o.json"))
+    assert_user_error(result, "nothing was timed", f"{path}:", "mindspore.ad")
+
+
+def test_an_interrupt_exits_130_and_keeps_the_finished_instances(fake_frameworks, tmp_path):
+    path = case_file(tmp_path, binary_case("first"),
+                     binary_case("second", mindspore_api="mindspore.interrupt"))
+    out = tmp_path / "partial.json"
+    result = invoke("run", str(path), *FAST, "--json", str(out))
+    assert result.exit_code == 130, result.output
+    assert "1 finished instances saved" in result.stderr
+    saved = json.loads(out.read_text())
+    assert saved["interrupted"] is True
+    assert [i["id"] for i in saved["instances"]] == ["first"]
+
+
+def test_the_default_results_file_goes_to_out(fake_frameworks, cases_dir, tmp_path,
+                                              monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("check", str(cases_dir), "-q")
+    assert result.exit_code == 0, result.output
+    (saved,) = (tmp_path / "out").glob("opbench-*.json")
+    assert len(read_results(saved)["instances"]) == 3
+
+
+def test_list_shows_case_file_paths_with_brackets(tmp_path):
+    directory = tmp_path / "lib[v2]"
+    directory.mkdir()
+    case_file(directory, binary_case("sub"))
+    result = CliRunner().invoke(cli, ["list", str(directory)], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    assert "lib[v2]" in result.stdout.replace("\n", "")

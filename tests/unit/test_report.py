@@ -1,0 +1,177 @@
+"""Reports of a record from a fake run: terminal (rich), Markdown and HTML show every id,
+ratio, verdict and note, and ids with brackets survive rich's markup."""
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from rich.console import Console
+from runner_fakes import binary_case, case_file, fake_config, fake_session, load_instances
+
+from opbench.explain import explain_measurement, explain_modes
+from opbench.report import (fmt_time, render_html, render_markdown, render_terminal,
+                            summary_line)
+from opbench.results import read_results, write_json_atomic
+from opbench.runner import run
+
+UNARY = """
+  - name: {name}
+{extra}
+    inputs:
+      x: {{shape: [2, 3]}}
+    torch: {{api: torch.{api}, args: [$x]}}
+    mindspore: {{api: mindspore.{target_api}, args: [$x]}}
+"""
+
+
+def unary(name: str, api: str, extra: str = "", target_api: str | None = None) -> str:
+    return UNARY.format(name=name, api=api, extra=extra, target_api=target_api or api)
+
+
+def bad_input_error(*args, **kwargs):
+    raise RuntimeError("bad <input> & more")
+
+
+@pytest.fixture(scope="module")
+def record(tmp_path_factory):
+    """One run with every verdict: PASS (twice, one dispatch-bound), SLOW, MISMATCH,
+    ERROR, and an expected mismatch."""
+    directory = tmp_path_factory.mktemp("cases")
+    path = case_file(
+        directory,
+        # a sweep gives an id with brackets; the value 'bold' would be rich markup
+        binary_case("add", extra="params:\n  style: [bold]", shape="[4, 8]"),
+        unary("sine", "sin"),
+        unary("negate", "neg"),
+        unary("broken", "sin", target_api="boom"),
+        unary("known", "neg", extra="    expect_mismatch: known offset"),
+    )
+    config = fake_config()
+    session = fake_session(
+        config,
+        costs={"mindspore.add": 3e-5, "mindspore.sin": 4e-4},
+        functions={"mindspore.neg": lambda x: -x + 1.0, "mindspore.boom": bad_input_error})
+    return run(load_instances(path), config, session=session)
+
+
+def terminal_text(record, **options) -> str:
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    render_terminal(record, console, **options)
+    return console.file.getvalue()
+
+
+def test_the_fake_run_has_every_verdict(record):
+    verdicts = {inst["id"]: inst["verdict"] for inst in record["instances"]}
+    assert verdicts == {"add[style=bold]": "PASS", "sine": "SLOW", "negate": "MISMATCH",
+                        "broken": "ERROR", "known": "PASS"}
+
+
+def test_terminal_shows_ids_ratios_verdicts_and_notes(record):
+    text = terminal_text(record)
+    assert "add[style=bold]" in text          # not eaten as a [bold] markup tag
+    for verdict in ("PASS", "SLOW", "MISMATCH", "ERROR"):
+        assert verdict in text
+    assert "0.25 [0.25, 0.25]" in text          # sine: 4x slower
+    assert "3.33 [3.33, 3.33]" in text          # add: target faster
+    assert "x:4x8 float32, y:4x8 float32" in text
+    assert "outputs differ: max abs err 1.0" in text
+    assert "bad <input> & more" in text
+    assert "What explains these ratios:" in text
+    assert "add[style=bold]: [serial] mindspore is dispatch-bound" in text
+    assert "known: expected mismatch: known offset" in text
+    assert "Per-call overhead" in text
+    assert "5 instances: 1 SLOW, 1 MISMATCH, 1 ERROR, 2 PASS" in text
+
+
+def test_terminal_worst_first_puts_findings_on_top(record):
+    text = terminal_text(record, worst_first=True, show_notes=False)
+    verdict_cell = re.compile(r"^│.*│ (PASS|SLOW|MISMATCH|ERROR)\s*│$")
+    order = [m.group(1) for m in map(verdict_cell.match, text.splitlines()) if m]
+    assert order == ["SLOW", "MISMATCH", "ERROR", "PASS", "PASS"]
+    assert "What explains" not in text
+
+
+def test_markdown_has_a_row_per_measurement_and_the_summary(record):
+    md = render_markdown(record)
+    assert "| `add[style=bold]` | x:4x8 float32, y:4x8 float32 | serial |" in md
+    assert "0.25 [0.25, 0.25] | 0.8 | **SLOW** |" in md
+    assert "**MISMATCH** outputs differ" in md
+    assert "**ERROR** mindspore failed calling mindspore.boom: RuntimeError: bad <input>" in md
+    assert md.strip().endswith("5 instances: 1 SLOW, 1 MISMATCH, 1 ERROR, 2 PASS")
+    table = [line for line in md.splitlines() if line.startswith("| `")]
+    assert len(table) == 5
+    assert all(line.count(" | ") == 7 for line in table)
+
+
+def test_markdown_limit_says_how_many_rows_were_left_out(record):
+    md = render_markdown(record, limit=2)
+    assert len([line for line in md.splitlines() if line.startswith("| `")]) == 2
+    assert "| ... | 3 more rows |" in md
+
+
+def test_html_escapes_text_and_keeps_ids_and_notes(record):
+    page = render_html(record)
+    assert page.startswith("<!doctype html>")
+    assert "<td>add[style=bold]</td>" in page
+    assert "bad &lt;input&gt; &amp; more" in page
+    assert "bad <input>" not in page
+    assert "0.25 [0.25, 0.25]" in page
+    assert "font-weight:bold'>SLOW</td>" in page
+    assert "<li>known: expected mismatch: known offset</li>" in page
+    assert "<li>add[style=bold]: [serial] mindspore is dispatch-bound" in page
+
+
+def test_a_saved_record_renders_like_the_live_one(record, tmp_path):
+    path = tmp_path / "run.json"
+    write_json_atomic(path, record)
+    saved = read_results(path)
+    assert render_markdown(saved) == render_markdown(record)
+    assert terminal_text(saved) == terminal_text(record)
+
+
+def test_an_interrupted_record_says_so(record):
+    partial = dict(record, complete=False, interrupted=True,
+                   instances=record["instances"][:2])
+    assert summary_line(partial) == "2 instances: 1 SLOW, 1 PASS (INTERRUPTED: partial results)"
+    assert "INTERRUPTED" in terminal_text(partial)
+
+
+def test_a_check_only_record_has_no_overhead_table(tmp_path):
+    config = fake_config(timing=False)
+    record = run(load_instances(case_file(tmp_path, binary_case("add"))), config,
+                 session=fake_session(config))
+    text = terminal_text(record)
+    assert "Per-call overhead" not in text
+    assert "1 instances: 1 PASS" in text
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (None, "-"), (5e-8, "50 ns"), (2.5e-5, "25 us"), (1.234e-3, "1.23 ms"), (2.0, "2 s")])
+def test_fmt_time_picks_a_readable_unit(seconds, text):
+    assert fmt_time(seconds) == text
+
+
+# --------------------------------------------------------------------------- explain
+
+OVERHEAD = {"torch": {"dispatch_floor_serial_s": 5e-6, "dispatch_floor_async_s": 2e-6},
+            "mindspore": {"dispatch_floor_serial_s": 1e-3, "dispatch_floor_async_s": 5e-5}}
+
+
+def test_explain_names_the_dispatch_bound_side_per_mode():
+    serial = explain_measurement("serial", {"torch": 1e-4, "mindspore": 1.5e-3}, OVERHEAD)
+    assert len(serial) == 1 and serial[0].startswith("mindspore is dispatch-bound")
+    assert "1e+03 us" in serial[0] and "(serial)" in serial[0]
+    # the async floor is far lower: the same mindspore time is kernel time there
+    assert explain_measurement("async+backward", {"mindspore": 1.5e-3}, OVERHEAD) == []
+    assert explain_measurement("serial", {"numpy": 1e-6}, OVERHEAD) == []
+
+
+def test_explain_modes_flags_a_large_serial_async_gap():
+    notes = explain_modes({"serial": {"torch": 1e-5, "mindspore": 1e-3},
+                           "async": {"torch": 9e-6, "mindspore": 1e-4},
+                           "serial+backward": {"torch": 1e-5, "mindspore": 1e-5}})
+    assert len(notes) == 1
+    assert notes[0].startswith("mindspore: serial 1e+03 us is 10x async 100 us")
+    assert explain_modes({"serial": {"torch": 1e-5}}) == []
+
