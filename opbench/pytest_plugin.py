@@ -27,6 +27,20 @@ SUMMARY_TITLE = "opbench"
 # a category of its own, so it is visible without being a failure.
 INCONCLUSIVE_STATUS = ("inconclusive", "I", "INCONCLUSIVE")
 
+_COLLECTOR_NAME = "opbench-records"
+
+
+class _RecordCollector:
+    """Gathers every case item's record from its report, for the summary and the JSON."""
+
+    def __init__(self, state: RunState):
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "opbench_record", None)
+        if record is not None and report.when == "call":
+            self.state.records.append(record)
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
@@ -52,21 +66,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     collector = config.pluginmanager.get_plugin(_COLLECTOR_NAME)
     if collector is not None:
         config.pluginmanager.unregister(collector)
-
-
-_COLLECTOR_NAME = "opbench-records"
-
-
-class _RecordCollector:
-    """Gathers every case item's record from its report, for the summary and the JSON."""
-
-    def __init__(self, state: RunState):
-        self.state = state
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        record = getattr(report, "opbench_record", None)
-        if record is not None and report.when == "call":
-            self.state.records.append(record)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:

@@ -118,7 +118,7 @@ def _error_text(exc: BaseException) -> str:
     stack; the first lines say what went wrong)."""
     text = str(exc).strip() or type(exc).__name__
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    head = " ".join(lines[:3])
+    head = " ".join(" ".join(ln.split()) for ln in lines[:3])  # fold indentation runs
     if len(head) > 400:
         head = head[:400] + "..."
     return f"{type(exc).__name__}: {head}"

@@ -292,6 +292,22 @@ def test_compare_fail_trips_on_a_saved_baseline(project, capsys):
     assert "torch:serial - Field" not in output          # the reference did not change
 
 
+def test_case_items_are_benchmarks_for_benchmark_only_and_skip(project):
+    project.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = run(project, "--benchmark", *QUICK, "--benchmark-only", "--opbench-threshold",
+                 "0.1")
+    result.assert_outcomes(passed=3, skipped=1)          # the plain test is skipped
+    result = run(project, "--benchmark", "--benchmark-skip")
+    result.assert_outcomes(passed=1, skipped=3)
+
+
+def test_timing_works_without_pytest_benchmark(project):
+    result = run(project, "-p", "no:benchmark", "--benchmark", *QUICK,
+                 "--opbench-threshold", "0.1")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["3 instances: 3 PASS"])
+
+
 def test_opbench_json_is_a_results_record(project):
     set_costs(project, FAST_S, SLOW_S)
     result = run(project, "--benchmark", *QUICK, "--opbench-json=run.json")

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from runner_fakes import (FakeClock, binary_case, case_file, fake_config, fake_session,
-                          load_instances)
+from runner_fakes import binary_case, case_file, fake_config, fake_session, load_instances
 
 from opbench.results import read_results, validate_record
 from opbench.runner import ApiError, RunConfig, check_only, run

@@ -1,0 +1,210 @@
+"""Baseline hygiene: which instances of a baseline run and a current run belong together,
+and everything about the two runs that makes the comparison weaker than it looks.
+
+Pure: reads two results records (dicts as in opbench.results), returns frozen objects.
+Nothing here passes silently: an instance missing on either side, an id that looks renamed,
+another machine, another framework version or another run configuration each becomes a
+HygieneNote that every gate output lists.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+__all__ = [
+    "HygieneNote",
+    "Matching",
+    "Pair",
+    "environment_notes",
+    "instance_signature",
+    "is_measured",
+    "match_instances",
+    "same_machine",
+    "select_records",
+]
+
+# Note kinds, in the order reports list them.
+KIND_SETUP = "setup"              # the baseline cannot be used as is (e.g. incomplete)
+KIND_MACHINE = "machine"
+KIND_VERSION = "framework version"
+KIND_CONFIG = "config"
+KIND_MISSING = "missing"
+KIND_RENAMED = "renamed"
+KIND_NEW = "new"
+NOTE_ORDER = (KIND_SETUP, KIND_MACHINE, KIND_VERSION, KIND_CONFIG, KIND_MISSING, KIND_RENAMED,
+              KIND_NEW)
+
+# Run settings whose difference changes what a sample means. A different threshold does
+# not (it only moves the cross-framework verdict), so it is not listed.
+_COMPARED_CONFIG = ("device", "threads", "modes", "backward")
+_COMPARED_SETTINGS = ("min_sample_time_s", "warmup_time_s")
+
+
+@dataclass(frozen=True)
+class HygieneNote:
+    kind: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A current instance and its baseline counterpart (ids differ when renamed)."""
+
+    baseline: Mapping[str, Any]
+    current: Mapping[str, Any]
+
+    @property
+    def id(self) -> str:
+        return self.current["id"]
+
+    @property
+    def baseline_id(self) -> str:
+        return self.baseline["id"]
+
+    @property
+    def renamed(self) -> bool:
+        return self.baseline_id != self.id
+
+
+@dataclass(frozen=True)
+class Matching:
+    pairs: tuple[Pair, ...]
+    missing: tuple[Mapping[str, Any], ...]   # baseline instances with no current counterpart
+    new: tuple[Mapping[str, Any], ...]       # current instances with no baseline counterpart
+    ambiguous_renames: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]
+
+    def notes(self) -> list[HygieneNote]:
+        notes = [HygieneNote(KIND_MISSING, f"'{inst['id']}' is in the baseline but not in this "
+                             f"run (removed, renamed or deselected?)") for inst in self.missing]
+        notes += [HygieneNote(KIND_RENAMED, f"'{p.baseline_id}' -> '{p.id}': same operator, "
+                              f"APIs and inputs under a new id; compared as one case")
+                  for p in self.pairs if p.renamed]
+        notes += [HygieneNote(KIND_RENAMED, f"possible rename, not paired (ambiguous): "
+                              f"{', '.join(old)} -> {', '.join(new)}")
+                  for old, new in self.ambiguous_renames]
+        notes += [HygieneNote(KIND_NEW, f"'{inst['id']}' has no baseline (new case?)")
+                  for inst in self.new]
+        return notes
+
+
+def is_measured(instance: Mapping[str, Any]) -> bool:
+    """The instance has timing measurements (not ERROR, MISMATCH or correctness-only)."""
+    return bool(instance.get("measurements"))
+
+
+def instance_signature(instance: Mapping[str, Any]) -> str:
+    """What an instance *is*, independent of its id: operator, every framework's API and
+    the inputs (names, shapes, dtypes, distributions). Two instances with the same
+    signature time the same work, which is how a renamed id is recognised."""
+    inputs = [[s.get("name"), list(s.get("shape", [])), s.get("dtype"), s.get("dist")]
+              for s in instance.get("inputs", [])]
+    basis = {"op": instance.get("op"), "apis": dict(sorted((instance.get("apis") or {}).items())),
+             "inputs": inputs, "params": instance.get("params"),
+             "backward": bool(instance.get("backward"))}
+    return json.dumps(basis, sort_keys=True, default=str)
+
+
+def select_records(instances: Iterable[Mapping[str, Any]], ops: Sequence[str] = (),
+                   keyword: str | None = None,
+                   tags: Sequence[str] = ()) -> list[Mapping[str, Any]]:
+    """Baseline instances the current selection would have run: the same -k / --op / --tag
+    filters as opbench.cases.select, applied to records. Without it, gating a subset of the
+    cases would list every other baseline instance as missing."""
+    wanted_ops, wanted_tags = set(ops or ()), set(tags or ())
+    needle = keyword.lower() if keyword else None
+    return [inst for inst in instances
+            if (not wanted_ops or inst.get("op") in wanted_ops)
+            and (needle is None or needle in str(inst.get("id", "")).lower())
+            and (not wanted_tags or wanted_tags.intersection(inst.get("tags") or ()))]
+
+
+def match_instances(baseline: Sequence[Mapping[str, Any]],
+                    current: Sequence[Mapping[str, Any]]) -> Matching:
+    """Pair instances by id; then pair the leftovers whose signature matches exactly one on
+    each side (a rename). Leftovers sharing a signature several ways are not guessed at:
+    they stay missing/new and are listed as an ambiguous rename."""
+    by_id = {inst["id"]: inst for inst in baseline}
+    current_ids = {inst["id"] for inst in current}
+    pairs = [Pair(by_id[inst["id"]], inst) for inst in current if inst["id"] in by_id]
+    left_baseline = [inst for inst in baseline if inst["id"] not in current_ids]
+    left_current = [inst for inst in current if inst["id"] not in by_id]
+
+    old_by_sig: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    new_by_sig: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for inst in left_baseline:
+        old_by_sig[instance_signature(inst)].append(inst)
+    for inst in left_current:
+        new_by_sig[instance_signature(inst)].append(inst)
+    renamed_old: set[str] = set()
+    renamed_new: set[str] = set()
+    ambiguous = []
+    for sig, olds in old_by_sig.items():
+        news = new_by_sig.get(sig, [])
+        if len(olds) == 1 and len(news) == 1:
+            pairs.append(Pair(olds[0], news[0]))
+            renamed_old.add(olds[0]["id"])
+            renamed_new.add(news[0]["id"])
+        elif olds and news:
+            ambiguous.append((tuple(i["id"] for i in olds), tuple(i["id"] for i in news)))
+    order = {inst["id"]: i for i, inst in enumerate(current)}
+    pairs.sort(key=lambda p: order[p.id])
+    return Matching(
+        pairs=tuple(pairs),
+        missing=tuple(i for i in left_baseline if i["id"] not in renamed_old),
+        new=tuple(i for i in left_current if i["id"] not in renamed_new),
+        ambiguous_renames=tuple(ambiguous))
+
+
+def same_machine(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    """Equal machine ids (host, CPU model, core count): absolute times are comparable."""
+    b = (baseline.get("environment") or {}).get("machine_id")
+    c = (current.get("environment") or {}).get("machine_id")
+    return b is not None and b == c
+
+
+def environment_notes(baseline: Mapping[str, Any],
+                      current: Mapping[str, Any]) -> list[HygieneNote]:
+    """Differences between the runs that weaken the comparison, each spelled out."""
+    notes: list[HygieneNote] = []
+    if not baseline.get("complete", True) or baseline.get("interrupted"):
+        notes.append(HygieneNote(KIND_SETUP, "the baseline run did not complete (interrupted "
+                                 "or crashed): instances it lacks are listed as missing"))
+    b_env, c_env = baseline.get("environment") or {}, current.get("environment") or {}
+    if not same_machine(baseline, current):
+        notes.append(HygieneNote(KIND_MACHINE, (
+            f"different machine: baseline {b_env.get('machine_id')} "
+            f"({b_env.get('cpu_model')}, {b_env.get('cpu_count')} cpus), current "
+            f"{c_env.get('machine_id')} ({c_env.get('cpu_model')}, {c_env.get('cpu_count')} "
+            f"cpus); only ratios are compared, absolute times are not")))
+    b_cfg, c_cfg = baseline.get("config") or {}, current.get("config") or {}
+    reference = c_cfg.get("reference")
+    b_fw, c_fw = baseline.get("frameworks") or {}, current.get("frameworks") or {}
+    for name in sorted(set(b_fw) | set(c_fw)):
+        b_version = (b_fw.get(name) or {}).get("version")
+        c_version = (c_fw.get(name) or {}).get("version")
+        if b_version != c_version:
+            why = (" (the reference moved: a ratio change may be the reference's, not the "
+                   "target's)" if name == reference else "")
+            notes.append(HygieneNote(KIND_VERSION,
+                                     f"{name} {b_version} in the baseline, {c_version} now{why}"))
+    for key in _COMPARED_CONFIG:
+        if key in b_cfg and key in c_cfg and b_cfg[key] != c_cfg[key]:
+            notes.append(HygieneNote(KIND_CONFIG,
+                                     f"{key}: {b_cfg[key]!r} in the baseline, {c_cfg[key]!r} now"))
+    b_set, c_set = b_cfg.get("settings") or {}, c_cfg.get("settings") or {}
+    for key in _COMPARED_SETTINGS:
+        if key in b_set and key in c_set and b_set[key] != c_set[key]:
+            notes.append(HygieneNote(KIND_CONFIG, f"settings.{key}: {b_set[key]!r} in the "
+                                     f"baseline, {c_set[key]!r} now"))
+    b_rounds, c_rounds = b_set.get("rounds"), c_set.get("rounds")
+    if b_rounds is not None and c_rounds is not None and b_rounds < c_rounds:
+        notes.append(HygieneNote(KIND_CONFIG, (
+            f"the baseline has {b_rounds} rounds per measurement, this run {c_rounds}: the "
+            f"interval of a change is only as narrow as the smaller side allows, so expect "
+            f"more INCONCLUSIVE (record the baseline with --rounds {c_rounds})")))
+    return notes

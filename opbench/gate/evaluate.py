@@ -1,0 +1,304 @@
+"""The whole gate over two runs: pair instances, decide each measurement (two stages), roll
+up per instance and into an exit code.
+
+Pure: results records in (the baseline, the current run, and the stage-2 re-measurements
+of the instances that asked for one), a frozen GateResult out. The command does the
+measuring; this module only reads records, so every rule here is tested without frameworks.
+"""
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ..verdict import DEFAULT_MIN_EFFECT, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SLOW
+from .baseline import (HygieneNote, Pair, environment_notes, is_measured, match_instances,
+                       same_machine, select_records)
+from .decision import (Decision, GateVerdict, RunSamples, StagedDecision, decide,
+                       needs_remeasure, staged)
+
+__all__ = [
+    "GateResult",
+    "GateSettings",
+    "InstanceResult",
+    "MeasurementResult",
+    "evaluate",
+    "gate_exit_code",
+    "min_effect_for",
+]
+
+# The cross-framework verdicts of the core that mean "this run measured nothing usable".
+_UNMEASURED = ("ERROR", "MISMATCH")
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """min_effect_overrides: (pattern, min_effect) pairs; a pattern matches an instance
+    whose op equals it or whose id matches it as a shell glob; the last match wins.
+    fail_on_slow: also fail (exit 1) when the current run finds a case SLOW against the
+    reference - the cross-framework question - not only when it regressed."""
+
+    min_effect: float = DEFAULT_MIN_EFFECT
+    min_effect_overrides: tuple[tuple[str, float], ...] = ()
+    fail_on_slow: bool = False
+    ops: tuple[str, ...] = ()
+    keyword: str | None = None
+    tags: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for value in [self.min_effect, *(v for _, v in self.min_effect_overrides)]:
+            if not 0.0 < value < 1.0:
+                raise ValueError(f"min_effect must be in (0, 1), got {value!r}")
+
+
+def min_effect_for(instance_id: str, op: str | None, settings: GateSettings) -> float:
+    chosen = settings.min_effect
+    for pattern, value in settings.min_effect_overrides:
+        if pattern == op or fnmatch.fnmatchcase(instance_id, pattern):
+            chosen = value
+    return chosen
+
+
+@dataclass(frozen=True)
+class MeasurementResult:
+    """One measurement key (serial, async, serial+backward, ...) of an instance."""
+
+    key: str
+    verdict: GateVerdict
+    decision: StagedDecision | None = None   # None for a key present on one side only
+    note: str = ""
+
+    @property
+    def reason(self) -> str:
+        return self.decision.reason if self.decision is not None else self.note
+
+    @property
+    def decided_by(self) -> str:
+        return self.decision.decided_by if self.decision is not None else ""
+
+
+@dataclass(frozen=True)
+class InstanceResult:
+    """The gate's answer for one instance: the regression question (verdict, decided_by,
+    reason) and the cross-framework one (current_verdict, current ratio [CI])."""
+
+    id: str
+    op: str
+    verdict: GateVerdict
+    decided_by: str
+    reason: str
+    baseline_id: str | None = None
+    min_effect: float = DEFAULT_MIN_EFFECT
+    measurements: tuple[MeasurementResult, ...] = ()
+    current_verdict: str | None = None       # the core's verdict now: PASS / SLOW / ...
+    baseline_verdict: str | None = None
+    current_ratio: tuple[float, float, float] | None = None    # ratio, ci_low, ci_high
+    baseline_ratio: tuple[float, float, float] | None = None
+    remeasured: bool = False
+    stage1_verdict: GateVerdict | None = None
+
+    @property
+    def worst_change(self) -> float | None:
+        """The smallest ratio change among the measurements (for worst-first ordering)."""
+        changes = [m.decision.last.ratio.estimate.change for m in self.measurements
+                   if m.decision is not None]
+        return min(changes) if changes else None
+
+    @property
+    def renamed(self) -> bool:
+        return self.baseline_id is not None and self.baseline_id != self.id
+
+
+@dataclass(frozen=True)
+class GateResult:
+    instances: tuple[InstanceResult, ...]
+    notes: tuple[HygieneNote, ...]
+    same_machine: bool
+    settings: GateSettings = field(default_factory=GateSettings)
+
+    @property
+    def exit_code(self) -> int:
+        return gate_exit_code(self)
+
+    @property
+    def compared(self) -> int:
+        return sum(1 for i in self.instances if i.baseline_id is not None
+                   and i.verdict is not GateVerdict.MISSING)
+
+    def to_remeasure(self) -> list[str]:
+        """Current instance ids whose stage 1 asks for a second measurement."""
+        return [i.id for i in self.instances if i.stage1_verdict is not None
+                and not i.remeasured and needs_remeasure(i.stage1_verdict)]
+
+    def counts(self) -> dict[str, int]:
+        counts = {v.value: 0 for v in GateVerdict}
+        for inst in self.instances:
+            counts[inst.verdict.value] += 1
+        return counts
+
+    def worst_first(self) -> list[InstanceResult]:
+        """Most severe verdict first; within a verdict, the largest slowdown first."""
+        return sorted(self.instances, key=lambda i: (
+            -i.verdict.severity,
+            i.worst_change if i.worst_change is not None else float("inf"), i.id))
+
+    def slow_now(self) -> list[InstanceResult]:
+        return [i for i in self.instances if i.current_verdict == "SLOW"]
+
+
+def gate_exit_code(result: GateResult) -> int:
+    """1 (EXIT_SLOW) when some instance REGRESSED or BROKE (or, with fail_on_slow, is SLOW
+    now); else 3 (EXIT_INCONCLUSIVE) when some is INCONCLUSIVE or MISSING from this run;
+    else 0. NEW instances are listed but cannot fail a gate: there is nothing to compare."""
+    verdicts = {i.verdict for i in result.instances}
+    if verdicts & {GateVerdict.REGRESSION, GateVerdict.BROKEN}:
+        return EXIT_SLOW
+    if result.settings.fail_on_slow and result.slow_now():
+        return EXIT_SLOW
+    if verdicts & {GateVerdict.INCONCLUSIVE, GateVerdict.MISSING}:
+        return EXIT_INCONCLUSIVE
+    return EXIT_OK
+
+
+def _samples(measurement: Mapping[str, Any], reference: str, target: str) -> RunSamples:
+    samples = measurement["samples_s"]
+    return RunSamples.of(samples[reference], samples[target])
+
+
+def _ratio_of(inst: Mapping[str, Any] | None) -> tuple[float, float, float] | None:
+    if not inst or not is_measured(inst):
+        return None
+    m = next(iter(inst["measurements"].values()))
+    return (m["ratio"], m["ci_low"], m["ci_high"])
+
+
+def _decide_keys(pair: Pair, second: Mapping[str, Any] | None, reference: str, target: str,
+                 min_effect: float, machine: bool) -> list[MeasurementResult]:
+    base_ms = pair.baseline["measurements"]
+    cur_ms = pair.current["measurements"]
+    second_ms = (second or {}).get("measurements") or {}
+    results = []
+    for key in list(cur_ms) + [k for k in base_ms if k not in cur_ms]:
+        if key not in base_ms:
+            results.append(MeasurementResult(key, GateVerdict.NEW,
+                                             note=f"{key}: not measured in the baseline"))
+            continue
+        if key not in cur_ms:
+            results.append(MeasurementResult(key, GateVerdict.MISSING,
+                                             note=f"{key}: in the baseline, not measured now"))
+            continue
+        baseline = _samples(base_ms[key], reference, target)
+
+        def judge(measurement: Mapping[str, Any]) -> Decision:
+            return decide(baseline, _samples(measurement, reference, target),
+                          min_effect=min_effect, same_machine=machine)
+
+        first = judge(cur_ms[key])
+        again = judge(second_ms[key]) if (key in second_ms
+                                          and needs_remeasure(first.verdict)) else None
+        decision = staged(first, again)
+        results.append(MeasurementResult(key, decision.verdict, decision))
+    return results
+
+
+def _worst_measurement(results: Sequence[MeasurementResult]) -> MeasurementResult:
+    return max(results, key=lambda m: m.verdict.severity)
+
+
+def _pair_result(pair: Pair, second: Mapping[str, Any] | None, reference: str, target: str,
+                 settings: GateSettings, machine: bool) -> InstanceResult:
+    min_effect = min_effect_for(pair.id, pair.current.get("op"), settings)
+    common = dict(id=pair.id, op=pair.current.get("op", ""), baseline_id=pair.baseline_id,
+                  min_effect=min_effect, baseline_verdict=pair.baseline.get("verdict"),
+                  baseline_ratio=_ratio_of(pair.baseline))
+    latest = second if second is not None else pair.current
+    common.update(current_verdict=latest.get("verdict"), current_ratio=_ratio_of(latest))
+
+    if not is_measured(pair.baseline):
+        if not is_measured(pair.current):
+            return InstanceResult(**common, verdict=GateVerdict.INCONCLUSIVE, decided_by="",
+                                  reason=f"not measured in either run (baseline "
+                                         f"{pair.baseline.get('verdict')}, now "
+                                         f"{pair.current.get('verdict')})")
+        return InstanceResult(**common, verdict=GateVerdict.NEW, decided_by="",
+                              reason=f"the baseline has no measurement (its verdict was "
+                                     f"{pair.baseline.get('verdict')}: "
+                                     f"{pair.baseline.get('error') or 'no timing'})")
+    if not is_measured(pair.current):
+        why = pair.current.get("error") or pair.current.get("verdict")
+        if second is None:
+            return InstanceResult(**common, verdict=GateVerdict.BROKEN, decided_by="",
+                                  reason=f"measured in the baseline, now "
+                                         f"{pair.current.get('verdict')}: {why}",
+                                  stage1_verdict=GateVerdict.BROKEN)
+        if not is_measured(second):
+            return InstanceResult(**common, verdict=GateVerdict.BROKEN, decided_by="",
+                                  reason=f"{pair.current.get('verdict')} in both stages: "
+                                         f"{second.get('error') or why}",
+                                  remeasured=True, stage1_verdict=GateVerdict.BROKEN)
+        return InstanceResult(**common, verdict=GateVerdict.INCONCLUSIVE, decided_by="",
+                              reason=f"stage 1 {pair.current.get('verdict')} ({why}); the "
+                                     f"re-run succeeded: flaky, not compared",
+                              remeasured=True, stage1_verdict=GateVerdict.BROKEN)
+
+    measured_second = second if second is not None and is_measured(second) else None
+    keys = _decide_keys(pair, measured_second, reference, target, min_effect, machine)
+    stage1 = max((m.decision.first.verdict if m.decision else m.verdict for m in keys),
+                 key=lambda v: v.severity)
+    worst = _worst_measurement(keys)
+    reason = worst.reason if len(keys) == 1 else f"{worst.key}: {worst.reason}"
+    if second is not None and measured_second is None:
+        reason += (f"; the re-measurement failed ({second.get('verdict')}: "
+                   f"{second.get('error')}), stage 1 stands")
+    return InstanceResult(**common, verdict=worst.verdict, decided_by=worst.decided_by,
+                          reason=reason, measurements=tuple(keys),
+                          remeasured=second is not None, stage1_verdict=stage1)
+
+
+def evaluate(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
+             remeasured: Mapping[str, Mapping[str, Any]] | None = None,
+             settings: GateSettings = GateSettings(),
+             extra_notes: Sequence[HygieneNote] = ()) -> GateResult:
+    """The gate over a baseline and a current record. remeasured: stage-2 instance records
+    by current instance id (only for ids that GateResult.to_remeasure() named; others are
+    refused by the two-stage rule). extra_notes: listed first (e.g. the self-test marker)."""
+    remeasured = remeasured or {}
+    config = current.get("config") or {}
+    reference, target = config.get("reference", "torch"), config.get("target", "mindspore")
+    machine = same_machine(baseline, current)
+    expected = select_records(baseline.get("instances", []), settings.ops, settings.keyword,
+                              settings.tags)
+    matching = match_instances(expected, current.get("instances", []))
+    results = [_pair_result(pair, remeasured.get(pair.id), reference, target, settings,
+                            machine) for pair in matching.pairs]
+    results += [InstanceResult(id=inst["id"], op=inst.get("op", ""),
+                               verdict=GateVerdict.MISSING, decided_by="", baseline_id=inst["id"],
+                               reason="in the baseline, not in this run",
+                               baseline_verdict=inst.get("verdict"),
+                               baseline_ratio=_ratio_of(inst))
+                for inst in matching.missing]
+    results += [InstanceResult(id=inst["id"], op=inst.get("op", ""), verdict=GateVerdict.NEW,
+                               decided_by="", reason="no baseline for this instance",
+                               current_verdict=inst.get("verdict"),
+                               current_ratio=_ratio_of(inst))
+                for inst in matching.new]
+    notes = [*extra_notes, *environment_notes(baseline, current), *matching.notes()]
+    return GateResult(instances=tuple(results), notes=tuple(notes), same_machine=machine,
+                      settings=settings)
+
+
+def change_verdict_counts(result: GateResult) -> dict[str, int]:
+    """How often each path said what, over every compared measurement (for the docs and
+    the report footer: shows how much the absolute path contributed)."""
+    counts: dict[str, int] = {}
+    for inst in result.instances:
+        for m in inst.measurements:
+            if m.decision is None:
+                continue
+            last = m.decision.last
+            for path in (last.ratio, last.target_time, last.reference_time):
+                if path is not None:
+                    key = f"{path.path} {path.verdict.value}"
+                    counts[key] = counts.get(key, 0) + 1
+    return counts
+
