@@ -6,6 +6,9 @@ Data file: a YAML list of entries
       kind: function | functional | tensor_method | module | class
       status: same | differs | none
       note: "dim vs axis"                     # required when status is differs or none
+      alternatives: [mindspore.ops.gelu]      # optional: other MindSpore APIs with the same
+                                              # meaning (e.g. the CPU route where mint has no
+                                              # CPU kernel); from_mindspore finds them too
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ class MappingEntry:
     kind: str
     status: str
     note: str = ""
+    alternatives: tuple[str, ...] = ()   # other MindSpore names for the same operation
 
 
 class ApiMapping:
@@ -40,6 +44,10 @@ class ApiMapping:
         for e in entries:
             if e.mindspore:
                 self._by_ms.setdefault(e.mindspore, e)
+        # Alternatives second, so a name that is some entry's primary counterpart keeps it.
+        for e in entries:
+            for name in e.alternatives:
+                self._by_ms.setdefault(name, e)
 
     def from_torch(self, name: str) -> MappingEntry | None:
         return self._by_torch.get(name)
@@ -60,7 +68,7 @@ class MappingError(ValueError):
 
 SHIPPED_RESOURCE = "data/api_mapping.yaml"
 _REQUIRED_KEYS = ("torch", "mindspore", "kind", "status")
-_ALLOWED_KEYS = frozenset(_REQUIRED_KEYS) | {"note"}
+_ALLOWED_KEYS = frozenset(_REQUIRED_KEYS) | {"note", "alternatives"}
 _TOP_MODULE = {"torch": "torch", "mindspore": "mindspore"}
 
 
@@ -131,5 +139,10 @@ def _parse_entry(raw: object, where: str) -> MappingEntry:
         raise MappingError(f"{where}: status {status} needs a note saying how (or what to use)")
     if (status == "none") != (raw["mindspore"] is None):
         raise MappingError(f"{where}: mindspore must be null exactly when status is none")
+    alternatives = raw.get("alternatives") or []
+    if not isinstance(alternatives, list) or not all(
+            isinstance(a, str) and a.startswith("mindspore.") for a in alternatives):
+        raise MappingError(f"{where}: alternatives must be a list of dotted names starting "
+                           f"with 'mindspore.', got {alternatives!r}")
     return MappingEntry(torch=raw["torch"], mindspore=raw["mindspore"], kind=raw["kind"],
-                        status=status, note=note)
+                        status=status, note=note, alternatives=tuple(alternatives))

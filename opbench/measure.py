@@ -44,6 +44,9 @@ CALIBRATION_HEADROOM = 1.2
 # A clock that shows no change in this many reads is broken (or a fake that needs time
 # advanced by work); fail rather than spin forever.
 MAX_CLOCK_READS = 1_000_000
+# The budget cap on the loop count is only believed after this many probes agree; a single
+# probe can be a burst.
+CAP_CONFIRM_PROBES = 3
 # Per-measurement time budget for the timed rounds: a library of a few hundred instances must
 # time in ~20 minutes on 2 cores. Rounds shrink (never below MIN_ROUNDS) and the loop count is
 # capped so one slow kernel, or a side 1000x slower than the other, cannot stall a run.
@@ -189,20 +192,30 @@ def calibrate(sides: Sequence[Side], settings: MeasureSettings, clock: Clock,
     loops = 1
     capped = False
     probes: list[tuple[int, dict[str, float]]] = []
+    best_per_call_s = {s.name: math.inf for s in sides}
+    probes_at_cap = 0
     while True:
         times = {s.name: run_sample(s, loops, settings.mode, clock) for s in sides}
         probes.append((loops, times))
-        fastest, slowest = min(times.values()), max(times.values())
+        for name, t in times.items():
+            best_per_call_s[name] = min(best_per_call_s[name], t / loops)
+        fastest = min(times.values())
         if fastest >= target or loops >= settings.max_loops:
             break
         # Scale towards the target from what this probe showed, within the growth cap.
         growth = CALIBRATION_HEADROOM * target / fastest if fastest > 0 else MAX_GROWTH_PER_STEP
         growth = min(max(growth, 2.0), MAX_GROWTH_PER_STEP)
         wanted = min(settings.max_loops, max(loops + 1, int(math.ceil(loops * growth))))
-        affordable = int(cap_s / (slowest / loops)) if slowest > 0 else wanted
+        # The cap uses each side's best per-call time over all probes: one probe hit by a
+        # burst (a first call, a preempted thread) must not pin the loop count at 1.
+        slowest_per_call_s = max(best_per_call_s.values())
+        affordable = int(cap_s / slowest_per_call_s) if slowest_per_call_s > 0 else wanted
         if affordable <= loops:
-            capped = True
-            break
+            probes_at_cap += 1
+            if probes_at_cap >= CAP_CONFIRM_PROBES:
+                capped = True
+                break
+            continue  # probe the same loop count again before believing the cap
         loops = min(wanted, affordable)
     return Calibration(loops=loops, target_sample_time_s=target, clock_resolution_s=resolution_s,
                        sync_cost_s=syncs, probes=tuple(probes), capped_by_budget=capped)

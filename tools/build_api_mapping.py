@@ -6,18 +6,23 @@ How an entry is decided
 -----------------------
 1. Candidates: public torch functions, torch.nn.functional functions, torch.Tensor methods
    (including the arithmetic/comparison dunders a user writes as `a + b`), torch.nn modules,
-   torch.linalg / torch.special / torch.fft functions and torch.optim optimizers.
+   torch.linalg / torch.special functions and torch.optim optimizers.
 2. Counterpart: the first MindSpore name that exists, searched in the order a MindSpore user
    would reach for it: the `mindspore.mint` mirror of the same namespace (mint mirrors torch),
    then the other mint namespaces, then `mindspore.ops` / `mindspore.nn`. Hand-checked entries
    in `mapping_overrides.py` replace the search for names whose counterpart is spelled
    differently, has different semantics, or does not exist.
-3. Status: parameter names (and defaults, where both sides give them) are read from
-   `inspect.signature`, or, for builtins, from the signature lines at the top of the
-   docstring (both frameworks write `name(args) -> Tensor`, one line per overload). Equal names
-   and defaults -> `same`; otherwise `differs` with a note naming the differing parameters.
-   A hand-written note from the overrides always wins over the generated one.
-4. Names that are neither found nor covered by an override are left out: the file lists only
+3. Status: parameter names (and defaults, where both sides give them) come from
+   `inspect.signature`; for builtins from torch's ATen schemas (the source of its Python
+   bindings) or from the signature lines that open both frameworks' docstrings (one line per
+   overload); for classes with a (*args, **kwargs) constructor from the docstring's `Args:`.
+   Equal names and defaults -> `same`. MindSpore accepting extra (optional or legacy
+   overload) arguments on top of torch's -> still `same`, with a note. Anything else ->
+   `differs`, with a note naming the parameters. A hand-written override note wins.
+4. CPU routes: mint names verified to have no CPU kernel in MindSpore 2.10 get the CPU
+   alternative appended to their note and listed under `alternatives` (`CPU_ROUTES` in
+   mapping_overrides.py).
+5. Names that are neither found nor covered by an override are left out: the file lists only
    decided entries, so `none` always comes from a reviewed override.
 
 The YAML is the reviewed artifact: regenerate, read the diff, commit.
@@ -83,6 +88,7 @@ class Entry:
     status: str
     note: str = ""
     basis: str = ""   # how the status was decided; printed by --report, not written
+    alternatives: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- name resolution
@@ -359,7 +365,11 @@ def compare(torch_name: str, torch_obj: Any, ms_name: str, ms_obj: Any) -> tuple
     m_sigs = signatures(ms_obj, ms_short, ms_name)
     if not t_sigs or not m_sigs:
         missing = "torch" if not t_sigs else "MindSpore"
-        return "same", "", f"unverified: no {missing} signature"
+        if torch_short.startswith("__"):
+            return "same", "", "operator dunder: fixed arity"
+        # Said in the file, so a reader knows this `same` rests on the name alone.
+        return "same", (f"{missing} signature not introspectable; `same` assumed from the "
+                        f"matching name"), f"unverified: no {missing} signature"
     t_names = _param_union(t_sigs)
     m_names = _param_union(m_sigs)
     only_t = [n for n in t_names if n not in m_names]
@@ -420,7 +430,7 @@ def _candidates(torch_name: str) -> list[str]:
     if torch_name.startswith("torch.nn.functional."):
         return [f"mindspore.mint.nn.functional.{short}", f"mindspore.mint.{short}",
                 f"mindspore.ops.{short}"]
-    for sub in ("linalg", "special", "fft"):
+    for sub in ("linalg", "special"):
         if torch_name.startswith(f"torch.{sub}."):
             return [f"mindspore.mint.{sub}.{short}", f"mindspore.ops.{short}"]
     if torch_name.startswith("torch.optim."):
@@ -445,9 +455,19 @@ def kind_of(torch_name: str, obj: Any) -> str:
 def decide(torch_name: str) -> Entry | None:
     entry = _decide(torch_name)
     if entry is not None and entry.mindspore in CPU_ROUTES:
-        route = f"no CPU kernel in MindSpore 2.10; on CPU use {CPU_ROUTES[entry.mindspore]}"
+        text = CPU_ROUTES[entry.mindspore]
+        route = f"no CPU kernel in MindSpore 2.10; CPU route: {text}"
         entry.note = f"{entry.note}; {route}" if entry.note else route
+        alternative = _MINDSPORE_NAME.search(text)
+        if alternative:
+            if resolve(alternative.group(0)) is None:
+                raise SystemExit(f"CPU route of {entry.mindspore}: {alternative.group(0)} "
+                                 "does not resolve")
+            entry.alternatives = (alternative.group(0),)
     return entry
+
+
+_MINDSPORE_NAME = re.compile(r"mindspore(?:\.[A-Za-z_]\w*)+")
 
 
 def _decide(torch_name: str) -> Entry | None:
@@ -525,7 +545,9 @@ def build() -> list[Entry]:
     unused = sorted(set(CPU_ROUTES) - {e.mindspore for e in entries})
     if unused:  # a typo in mapping_overrides.py would silently drop a reviewed note
         raise SystemExit(f"CPU_ROUTES names no entry uses: {', '.join(unused)}")
-    order = {"function": 0, "functional": 1, "tensor_method": 2, "module": 3, "class": 4}
+    # torch.nn.functional first: where an ATen-level duplicate (torch.dropout, torch.conv1d)
+    # maps to the same MindSpore name, the reverse lookup should find the spelling users write.
+    order = {"functional": 0, "function": 1, "tensor_method": 2, "module": 3, "class": 4}
     entries.sort(key=lambda e: (order[e.kind], e.torch))
     return entries
 
@@ -559,6 +581,8 @@ def to_yaml(entries: Iterable[Entry]) -> str:
         lines.append(f"  status: {e.status}\n")
         if e.note:
             lines.append(f"  note: {_quote(e.note)}\n")
+        if e.alternatives:
+            lines.append(f"  alternatives: [{', '.join(e.alternatives)}]\n")
     return "".join(lines)
 
 

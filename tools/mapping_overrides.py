@@ -209,8 +209,10 @@ OVERRIDES: dict[str, dict] = {
 
 # MindSpore 2.10 names whose CPU kernel is missing, checked by calling each on CPU (float32,
 # then float16) and syncing: "The kernel XExt unregistered", "Ascend only", ... The value
-# says what runs on CPU instead; the build appends it to the entry's note. The API mapping
-# stays device-neutral (mint is still the torch-like spelling); cases/ use the CPU route.
+# says what runs on CPU instead; the build appends it to the entry's note and lists its first
+# `mindspore.*` name as the entry's alternative (so MindSpore code calling it maps back to
+# torch). The mapping stays device-neutral (mint is still the torch-like spelling); cases/
+# use the CPU route.
 CPU_ROUTES: dict[str, str] = {
     "mindspore.mint.addcmul": "mindspore.ops.addcmul",
     "mindspore.mint.nn.functional.gelu": "mindspore.ops.gelu",
@@ -235,22 +237,23 @@ CPU_ROUTES: dict[str, str] = {
     "mindspore.mint.nn.functional.log_softmax": "mindspore.ops.log_softmax (`axis`)",
     "mindspore.mint.median": "mindspore.ops.median (`axis`; no float16 kernel)",
     "mindspore.mint.stack": "mindspore.ops.stack (`axis`)",
-    "mindspore.mint.roll": "nothing: no CPU roll kernel at all",
+    "mindspore.mint.roll": "none (no CPU roll kernel in any namespace)",
     "mindspore.mint.tril": "mindspore.ops.tril",
     "mindspore.mint.index_select": "mindspore.ops.index_select",
     "mindspore.mint.scatter_add":
         "mindspore.ops.tensor_scatter_elements(input, index, src, axis, reduction='add')",
     "mindspore.mint.nn.functional.embedding":
-        "mindspore.ops.gather(weight, ids, 0) (ops.embedding has no CPU kernel either)",
+        "ops.gather(weight, ids, 0), as nn.Embedding does (ops.embedding has no CPU kernel "
+        "either)",
     "mindspore.mint.nn.functional.pad": "mindspore.ops.pad",
     "mindspore.mint.index_add": "mindspore.ops.index_add(x, int32 indices, y, axis)",
     "mindspore.mint.addmm": "mindspore.ops.addmm",
-    "mindspore.mint.einsum": "nothing: ops.einsum has no CPU kernel either",
+    "mindspore.mint.einsum": "none (ops.einsum has no CPU kernel either)",
     "mindspore.mint.baddbmm": "mindspore.ops.baddbmm",
     "mindspore.mint.nn.functional.conv1d": "mindspore.ops.conv1d (pad_mode='pad' to pad)",
     "mindspore.mint.nn.functional.conv2d": "mindspore.ops.conv2d (pad_mode='pad' to pad)",
     "mindspore.mint.nn.functional.conv_transpose2d":
-        "the mindspore.nn.Conv2dTranspose Cell (no functional form runs on CPU)",
+        "the nn.Conv2dTranspose Cell (no functional form runs on CPU)",
     "mindspore.mint.nn.functional.max_pool2d": "mindspore.ops.max_pool2d",
     "mindspore.mint.nn.functional.avg_pool2d":
         "mindspore.ops.avg_pool2d (its stride defaults to 1, torch's to kernel_size)",
@@ -261,7 +264,7 @@ CPU_ROUTES: dict[str, str] = {
     "mindspore.mint.nn.functional.layer_norm":
         "the nn.LayerNorm Cell, or mint.nn.functional.group_norm(x2d, 1, weight, bias) on "
         "[tokens, hidden] rows (ops.layer_norm fails the same way)",
-    "mindspore.mint.nn.functional.normalize": "nothing functional (LinalgVectorNorm missing)",
+    "mindspore.mint.nn.functional.normalize": "none functional (LinalgVectorNorm missing)",
     "mindspore.mint.nn.functional.cross_entropy": "mindspore.ops.cross_entropy",
     "mindspore.mint.nn.functional.mse_loss": "mindspore.ops.mse_loss",
     "mindspore.mint.nn.functional.l1_loss": "mindspore.ops.l1_loss",
@@ -283,9 +286,39 @@ CPU_ROUTES: dict[str, str] = {
     "mindspore.mint.randn_like": "mindspore.ops.randn_like",
     "mindspore.mint.multinomial": "mindspore.ops.multinomial (replacement defaults to True)",
     "mindspore.mint.randperm": "mindspore.ops.randperm",
-    "mindspore.mint.normal": "nothing checked",
-    "mindspore.mint.randint_like": "nothing checked",
-    "mindspore.ops.rms_norm": "nothing: compose x * rsqrt(mean(x * x, -1) + eps) * weight",
+    "mindspore.mint.normal": "none checked",
+    "mindspore.mint.randint_like": "none checked",
+    "mindspore.ops.rms_norm": "none; compose x * rsqrt(mean(x * x, -1) + eps) * weight",
+    # mint.nn modules fail on CPU with the same missing kernels; the legacy mindspore.nn
+    # Cells run there (checked), with their own constructor arguments (pad_mode, has_bias).
+    "mindspore.mint.nn.Conv1d": "the mindspore.nn.Conv1d Cell (pad_mode, has_bias=False)",
+    "mindspore.mint.nn.Conv2d": "the mindspore.nn.Conv2d Cell (pad_mode, has_bias=False)",
+    "mindspore.mint.nn.ConvTranspose2d": "the mindspore.nn.Conv2dTranspose Cell",
+    "mindspore.mint.nn.LayerNorm": "the mindspore.nn.LayerNorm Cell",
+    "mindspore.mint.nn.GELU": "the mindspore.nn.GELU Cell",
+    "mindspore.mint.nn.Embedding": "the mindspore.nn.Embedding Cell (int32 ids)",
+    "mindspore.mint.nn.BatchNorm1d": "the mindspore.nn.BatchNorm1d Cell",
+    "mindspore.mint.nn.BatchNorm2d": "the mindspore.nn.BatchNorm2d Cell",
+    "mindspore.mint.nn.MaxPool2d": "the mindspore.nn.MaxPool2d Cell",
+    "mindspore.mint.nn.AvgPool2d": "the mindspore.nn.AvgPool2d Cell",
+    "mindspore.mint.nn.AvgPool1d": "the mindspore.nn.AvgPool1d Cell",
+    "mindspore.mint.nn.AdaptiveAvgPool2d": "the mindspore.nn.AdaptiveAvgPool2d Cell",
+    "mindspore.mint.nn.LogSoftmax": "the mindspore.nn.LogSoftmax Cell",
+    "mindspore.mint.nn.CrossEntropyLoss": "the mindspore.nn.CrossEntropyLoss Cell",
+    "mindspore.mint.nn.MSELoss": "the mindspore.nn.MSELoss Cell",
+    "mindspore.mint.nn.L1Loss": "the mindspore.nn.L1Loss Cell",
+    "mindspore.mint.nn.KLDivLoss": "the mindspore.nn.KLDivLoss Cell",
+    "mindspore.mint.nn.Mish": "the mindspore.nn.Mish Cell",
+    "mindspore.mint.nn.ELU": "the mindspore.nn.ELU Cell",
+    "mindspore.mint.nn.ReLU6": "the mindspore.nn.ReLU6 Cell",
+    "mindspore.mint.nn.SELU": "the mindspore.nn.SeLU Cell",
+    "mindspore.mint.nn.Hardtanh": "the mindspore.nn.Hardtanh Cell",
+    "mindspore.mint.nn.LogSigmoid": "the mindspore.nn.LogSigmoid Cell",
+    "mindspore.mint.nn.ZeroPad2d": "the mindspore.nn.ZeroPad2d Cell",
+    "mindspore.mint.nn.ConstantPad2d": "the mindspore.nn.ConstantPad2d Cell",
+    "mindspore.mint.nn.ReflectionPad2d": "the mindspore.nn.ReflectionPad2d Cell",
+    "mindspore.mint.nn.ReplicationPad2d": "the mindspore.nn.ReplicationPad2d Cell",
+    "mindspore.mint.nn.Unfold": "none (mindspore.nn.Unfold fails kernel selection too)",
 }
 
 # torch names the automatic candidate lists miss (not found by dir() of the scanned modules).

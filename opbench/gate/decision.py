@@ -140,11 +140,16 @@ def combine_paths(ratio: ChangeVerdict, target_time: ChangeVerdict | None,
        the target time too, when that also shows one).
     2. target time REGRESSION and reference time UNCHANGED or IMPROVEMENT (same machine,
        and the machine demonstrably not slower)          -> REGRESSION by the target time.
-    3. ratio UNCHANGED or IMPROVEMENT                    -> PASS by the ratio.
-    4. otherwise                                         -> INCONCLUSIVE by the ratio.
+    3. ratio IMPROVEMENT but target time REGRESSION      -> INCONCLUSIVE: the target got
+       slower in absolute time and the "improvement" is the reference slowing down even
+       more - the ratio's premise (the reference tracks the machine) failed, so it cannot
+       vouch for the target. Seen on a loaded 2-core machine, where torch's calls were
+       delayed 100x by MindSpore's spinning worker threads in one process and not another.
+    4. ratio UNCHANGED or IMPROVEMENT                    -> PASS by the ratio.
+    5. otherwise                                         -> INCONCLUSIVE by the ratio.
 
-    The absolute paths only ever add a regression; they never clear one the ratio shows,
-    nor pass a case the ratio cannot decide. Clearing would need the machine's speed to be
+    The absolute paths only ever add a regression or withhold a pass (rule 3); they never
+    clear a regression the ratio shows, nor pass a case the ratio cannot decide. Clearing would need the machine's speed to be
     known to better than min_effect between runs, which a shared runner does not give: a
     machine 20% faster today hides a 20% target slowdown in the absolute times exactly.
     """
@@ -155,6 +160,8 @@ def combine_paths(ratio: ChangeVerdict, target_time: ChangeVerdict | None,
     if (target_time is ChangeVerdict.REGRESSION
             and reference_time in (ChangeVerdict.UNCHANGED, ChangeVerdict.IMPROVEMENT)):
         return GateVerdict.REGRESSION, PATH_TARGET_TIME
+    if ratio is ChangeVerdict.IMPROVEMENT and target_time is ChangeVerdict.REGRESSION:
+        return GateVerdict.INCONCLUSIVE, f"{PATH_RATIO} + {PATH_TARGET_TIME}"
     if ratio in (ChangeVerdict.UNCHANGED, ChangeVerdict.IMPROVEMENT):
         return GateVerdict.PASS, PATH_RATIO
     return GateVerdict.INCONCLUSIVE, PATH_RATIO

@@ -245,6 +245,10 @@ def _pair_result(pair: Pair, second: Mapping[str, Any] | None, reference: str, t
     keys = _decide_keys(pair, measured_second, reference, target, min_effect, machine)
     stage1 = max((m.decision.first.verdict if m.decision else m.verdict for m in keys),
                  key=lambda v: v.severity)
+    if second is not None and not needs_remeasure(stage1):
+        # The two-stage rule is fixed: a passing instance is never re-rolled.
+        raise ValueError(f"{pair.id}: stage 1 was {stage1.value}; the rule takes no second "
+                         f"stage")
     worst = _worst_measurement(keys)
     reason = worst.reason if len(keys) == 1 else f"{worst.key}: {worst.reason}"
     if second is not None and measured_second is None:
@@ -285,20 +289,3 @@ def evaluate(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
     notes = [*extra_notes, *environment_notes(baseline, current), *matching.notes()]
     return GateResult(instances=tuple(results), notes=tuple(notes), same_machine=machine,
                       settings=settings)
-
-
-def change_verdict_counts(result: GateResult) -> dict[str, int]:
-    """How often each path said what, over every compared measurement (for the docs and
-    the report footer: shows how much the absolute path contributed)."""
-    counts: dict[str, int] = {}
-    for inst in result.instances:
-        for m in inst.measurements:
-            if m.decision is None:
-                continue
-            last = m.decision.last
-            for path in (last.ratio, last.target_time, last.reference_time):
-                if path is not None:
-                    key = f"{path.path} {path.verdict.value}"
-                    counts[key] = counts.get(key, 0) + 1
-    return counts
-

@@ -108,8 +108,7 @@ class HistoryStore:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         try:
-            if self.path.parent != Path(""):
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path)
             self._db.execute("PRAGMA foreign_keys = ON")
             self._migrate()

@@ -84,6 +84,28 @@ def test_entries_without_equivalent_are_not_reverse_mapped():
     assert mapping.from_mindspore("None") is None
 
 
+def test_alternatives_map_back_to_torch():
+    # MindSpore code written for CPU calls ops.gelu (mint's gelu has no CPU kernel there);
+    # the reverse lookup must still find torch's gelu, while the primary counterpart stays mint.
+    mapping = load_mapping()
+    entry = mapping.from_mindspore("mindspore.ops.gelu")
+    assert entry is not None and entry.torch == "torch.nn.functional.gelu"
+    assert entry.mindspore == "mindspore.mint.nn.functional.gelu"
+    assert "mindspore.ops.gelu" in entry.alternatives
+
+
+def test_a_primary_name_beats_an_alternative(tmp_path):
+    text = yaml.safe_dump([
+        {"torch": "torch.dot", "mindspore": "mindspore.mint.dot", "kind": "function",
+         "status": "same", "note": "x", "alternatives": ["mindspore.ops.inner"]},
+        {"torch": "torch.inner", "mindspore": "mindspore.ops.inner", "kind": "function",
+         "status": "same"},
+    ])
+    mapping = parse_mapping(text, "m.yaml")
+    assert mapping.from_mindspore("mindspore.ops.inner").torch == "torch.inner"
+    assert mapping.from_torch("torch.dot").alternatives == ("mindspore.ops.inner",)
+
+
 def test_unknown_names_return_none():
     mapping = load_mapping()
     assert mapping.from_torch("torch.no_such_function") is None
@@ -123,6 +145,8 @@ GOOD = {"torch": "torch.abs", "mindspore": "mindspore.mint.abs", "kind": "functi
     ({"torch": 3}, "must be a dotted name starting with 'torch.'"),
     ({"colour": "red"}, "unknown key(s) colour"),
     ({"note": ["a"]}, "note must be a string"),
+    ({"alternatives": "mindspore.ops.abs"}, "alternatives must be a list"),
+    ({"alternatives": ["torch.abs"]}, "alternatives must be a list"),
 ])
 def test_invalid_entries_are_rejected_with_the_entry_named(change, message):
     entry = {**GOOD, **change}

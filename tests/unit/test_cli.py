@@ -262,3 +262,17 @@ def test_list_shows_case_file_paths_with_brackets(tmp_path):
     result = CliRunner().invoke(cli, ["list", str(directory)], terminal_width=400)
     assert result.exit_code == 0, result.output
     assert "lib[v2]" in result.stdout.replace("\n", "")
+
+
+def test_run_records_into_the_history_database(fake_frameworks, cases_dir, tmp_path):
+    from opbench.gate.history import HistoryStore
+
+    db = tmp_path / "hist.db"
+    for i, threshold in enumerate(["0.8", "0.5"]):
+        result = invoke("run", str(cases_dir), *FAST, "-q", "--threshold", threshold, "--json",
+                        str(tmp_path / f"out{i}.json"), "--history-db", str(db))
+        assert result.exit_code == 0, result.output
+        assert "recorded in" in result.stderr
+    with HistoryStore(db) as store:
+        assert store.run_count() == 2
+        assert "add" in store.operators()

@@ -204,3 +204,25 @@ def test_loop_count_is_capped_when_one_side_is_orders_of_magnitude_slower():
     # and the whole timed part respects the budget
     total = sum(sum(v) * m.loops for v in m.per_call_s.values())
     assert total <= settings.max_time_s * 1.01
+
+
+def test_one_burst_in_the_first_probe_does_not_pin_the_loop_count_at_one():
+    """Seen on a loaded 2-core machine: the first probe of a 3 ms op took 0.5 s, and the
+    budget cap computed from it fixed every sample at a single call."""
+    clock = FakeClock()
+    slow = FakeDevice(clock, launch_s=0, kernel_s=3e-3, sync_s=0)
+    fast = FakeDevice(clock, launch_s=0, kernel_s=1e-6, sync_s=0)
+    calls = {"n": 0}
+
+    def bursty_call():
+        calls["n"] += 1
+        slow.call()
+        if calls["n"] == 1:          # the calibration's first probe (warm-up is off)
+            clock.advance(0.5)
+
+    settings = MeasureSettings(rounds=10, min_sample_time_s=0.02, warmup_time_s=0,
+                               max_time_s=2.0)
+    cal = calibrate([fast.side("torch"), Side("mindspore", bursty_call, slow.sync)], settings,
+                    clock, resolution_s=1e-9)
+    # 2 s / (10 rounds x 2 sides) = 0.1 s per sample at 3 ms per call: ~33 loops
+    assert cal.loops > 10

@@ -1,0 +1,353 @@
+"""`opbench gate` and `opbench history`: argument parsing and wiring only.
+
+gate exit codes: 0 pass; 1 a regression or a broken case (or, with --fail-on-slow, a case
+SLOW against the reference); 2 usage or set-up error (bad baseline, unknown API, missing
+framework, nothing in common with the baseline); 3 inconclusive (nothing regressed, but
+some case is too noisy to tell or missing from this run); 130 interrupted.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from ..cli_common import (EXIT_INTERRUPTED, record_history, build_config, default_cases_path, err, fail, load_instances,
+                   out, timing_options)
+from ..verdict import DEFAULT_MIN_EFFECT, EXIT_USAGE
+
+# The gate's default rounds per measurement, higher than `opbench run`'s 15. On the
+# simulated shared machine (tests/unit/timing_simulation.py) an identical pair of runs at
+# 15/15 rounds ends INCONCLUSIVE for ~21% of instances even after the second stage, at
+# 25/25 for ~2%, at 35/35 for ~0%; with 16 instances per gate that is the difference
+# between a gate that is mostly exit 3 and one that passes. The interval is only as narrow
+# as the smaller side allows, so record the baseline with the same --rounds.
+GATE_DEFAULT_ROUNDS = 30
+
+
+def _parse_overrides(values: Sequence[str]) -> tuple[tuple[str, float], ...]:
+    overrides = []
+    for text in values:
+        pattern, sep, value = text.rpartition("=")
+        try:
+            fraction = float(value)
+        except ValueError:
+            fraction = float("nan")
+        if not sep or not pattern or not 0.0 < fraction < 1.0:
+            fail(f"--min-effect-for wants PATTERN=FRACTION with FRACTION in (0, 1), e.g. "
+                 f"'reshape=0.2' or 'add[*float16*]=0.15'; got {text!r}")
+        overrides.append((pattern, fraction))
+    return tuple(overrides)
+
+
+def _read_baseline(path: str) -> dict[str, Any]:
+    from ..results import ResultsError, read_results
+
+    try:
+        baseline = read_results(path)
+    except ResultsError as exc:
+        fail(str(exc))
+    if not any(inst.get("measurements") for inst in baseline.get("instances", [])):
+        fail(f"{path}: the baseline has no timing measurements (a correctness-only or "
+             f"empty run?); record one with `opbench run CASES --json {path}`")
+    return baseline
+
+
+def _on_progress(quiet: bool, stage: str):
+    def report(i, n, inst, result):
+        if quiet or result is None:
+            return
+        ms = result.get("measurements") or {}
+        ratios = " ".join(f"{k} {m['ratio']:.3g}" for k, m in ms.items())
+        err.print(f"[dim]{stage} \\[{i + 1}/{n}][/] {escape(inst.id)}: {result.get('verdict')} "
+                  f"{ratios}",
+                  highlight=False)
+    return report
+
+
+def _remeasure(session, instances, ids: Sequence[str], quiet: bool) -> dict[str, Any]:
+    by_id = {inst.id: inst for inst in instances}
+    second: dict[str, Any] = {}
+    on_progress = _on_progress(quiet, "stage 2")
+    for i, instance_id in enumerate(ids):
+        second[instance_id] = session.run_instance(by_id[instance_id])
+        on_progress(i, len(ids), by_id[instance_id], second[instance_id])
+    return second
+
+
+def _pct_cell(inst, attribute: str) -> str:
+    from .markdown import pct
+
+    cells = []
+    for m in inst.measurements:
+        path = getattr(m.decision.last, attribute) if m.decision else None
+        if path is not None:
+            e = path.estimate
+            cells.append(f"{pct(e.change)} [{pct(e.ci_low)}, {pct(e.ci_high)}]")
+    return "\n".join(cells) or "-"
+
+
+_STYLE = {"PASS": "green", "REGRESSION": "bold red", "BROKEN": "bold magenta",
+          "INCONCLUSIVE": "yellow", "MISSING": "yellow", "NEW": "cyan"}
+
+
+def _print_result(result) -> None:
+    from .markdown import OUTCOME, ratio_text
+
+    table = Table(title="opbench gate (worst first)", title_justify="left")
+    for column in ("gate", "instance", "decided by", "ratio change", "target time change",
+                   "now: verdict, ratio"):
+        table.add_column(column)
+    for inst in result.worst_first():
+        style = _STYLE.get(inst.verdict.value, "")
+        label = inst.verdict.value + (" (2nd)" if inst.remeasured else "")
+        name = inst.id + (f"\n(was {inst.baseline_id})" if inst.renamed else "")
+        table.add_row(f"[{style}]{label}[/]", escape(name), inst.decided_by or "-",
+                      _pct_cell(inst, "ratio"), _pct_cell(inst, "target_time"),
+                      f"{inst.current_verdict or '-'} {ratio_text(inst.current_ratio)}")
+    out.print(table)
+    for note in result.notes:
+        out.print(f"[yellow]{note.kind}[/]: {escape(note.message)}", highlight=False)
+    code = result.exit_code
+    counts = ", ".join(f"{n} {k}" for k, n in result.counts().items() if n)
+    out.print(f"[bold]gate: {OUTCOME.get(code, code)}[/] (exit {code}; {counts})",
+              highlight=False)
+
+
+@click.command("gate")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--baseline", "baseline_path", required=True,
+              type=click.Path(dir_okay=False),
+              help="Results JSON of the baseline run (`opbench run ... --json`).")
+@click.option("-k", "keyword", default=None, help="Only instances whose id contains this.")
+@click.option("--op", "ops", multiple=True, help="Only these operators (repeatable).")
+@click.option("--tag", "tags", multiple=True, help="Only cases with one of these tags.")
+@click.option("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, show_default=True,
+              help="Smallest ratio drop that counts as a regression (0.1 = 10%).")
+@click.option("--min-effect-for", "min_effect_for", multiple=True, metavar="PATTERN=FRACTION",
+              help="Per-case minimum effect: PATTERN is an op name or an id glob "
+                   "(repeatable; the last match wins), e.g. 'reshape=0.2'.")
+@click.option("--fail-on-slow", is_flag=True,
+              help="Also fail (exit 1) when a case is SLOW against the reference now.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
+              help="Write JUnit XML, one test case per instance.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the gate's decisions (and stage-2 samples) as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No per-instance progress lines.")
+@timing_options
+def gate_command(paths, baseline_path, keyword, ops, tags, min_effect, min_effect_for,
+                 fail_on_slow, junit_path, report_path, history_db, quiet, json_path,
+                 markdown_path, html_path, **timing):
+    """Run the cases and compare with a baseline run: exit 0 pass, 1 regression,
+    2 usage/setup error, 3 inconclusive.
+
+    A regression needs evidence (the 95% interval of the change excludes "no change") and
+    size (a drop of at least --min-effect). The primary comparison is the torch-normalised
+    ratio, so machine speed cancels; on the same machine each side's absolute time is
+    compared too. Cases that do not pass are measured a second time; only a regression seen
+    in both measurements fails the gate. Missing, renamed and new cases, another machine
+    and other framework versions are listed in every output. (The Markdown file is the
+    gate's summary, fit for a CI job summary.)"""
+    from .evaluate import GateSettings, evaluate
+    from .selftest import InjectingSession, injection_from_env
+
+    baseline = _read_baseline(baseline_path)
+    instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
+    if timing.get("rounds") is None:
+        timing["rounds"] = GATE_DEFAULT_ROUNDS
+    config = build_config(**timing)
+    b_cfg = baseline.get("config") or {}
+    if (b_cfg.get("reference"), b_cfg.get("target")) != (config.reference, config.target):
+        fail(f"{baseline_path} compares {b_cfg.get('reference')} with {b_cfg.get('target')}; "
+             f"this run compares {config.reference} with {config.target}")
+    try:
+        settings = GateSettings(min_effect=min_effect,
+                                min_effect_overrides=_parse_overrides(min_effect_for),
+                                fail_on_slow=fail_on_slow, ops=tuple(ops), keyword=keyword,
+                                tags=tuple(tags))
+        injection = injection_from_env()
+    except ValueError as exc:
+        fail(str(exc))
+
+    record, second, session = _measure(instances, config, json_path, injection, quiet,
+                                       InjectingSession)
+    from .baseline import HygieneNote
+
+    extra = (HygieneNote("self-test", injection.describe()),) if injection else ()
+    result = evaluate(baseline, record, settings=settings, extra_notes=extra)
+    if result.compared == 0:
+        fail(f"{baseline_path} shares no instance with this run (baseline ids: "
+             f"{', '.join(i['id'] for i in baseline['instances'][:5])} ...); a gate needs a "
+             f"baseline of the same cases")
+    ids = result.to_remeasure()
+    if ids:
+        if not quiet:
+            err.print(f"[dim]stage 2: re-measuring {len(ids)} instance(s) that did not pass[/]",
+                      highlight=False)
+        try:
+            second = _remeasure(session, instances, ids, quiet)
+        except KeyboardInterrupt:
+            err.print("\n[bold]interrupted[/] during the second stage")
+            sys.exit(EXIT_INTERRUPTED)
+        result = evaluate(baseline, record, remeasured=second, settings=settings,
+                          extra_notes=extra)
+    _write_outputs(result, record, second, baseline_path, json_path, junit_path,
+                   markdown_path, html_path, report_path)
+    if history_db:
+        _record_history(history_db, record, json_path, injection is not None)
+    _print_result(result)
+    sys.exit(result.exit_code)
+
+
+def _measure(instances, config, json_path, injection, quiet, injecting_session):
+    import datetime as _dt
+    import os
+
+    from ..frameworks import DeviceUnavailable, FrameworkUnavailable
+    from ..runner import ApiError, Session, run
+
+    session = injecting_session(config, injection) if injection else Session(config)
+    try:
+        session.open()
+    except (FrameworkUnavailable, DeviceUnavailable, ValueError) as exc:
+        fail(str(exc))
+    if json_path is None:
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        json_path = os.path.join("out", f"opbench-gate-{stamp}.json")
+    if not quiet:
+        err.print(f"[dim]{len(instances)} instances, {config.settings.rounds} rounds; "
+                  f"results -> {json_path}[/]", highlight=False)
+    try:
+        record = run(instances, config, json_path=json_path, session=session,
+                     on_progress=_on_progress(quiet, "stage 1"))
+    except ApiError as exc:
+        fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
+    except KeyboardInterrupt:
+        err.print(f"\n[bold]interrupted[/]: partial results in {json_path}")
+        sys.exit(EXIT_INTERRUPTED)
+    return record, {}, session
+
+
+def _write_outputs(result, record, second, baseline_path, json_path, junit_path,
+                   markdown_path, html_path, report_path) -> None:
+    from ..results import write_json_atomic
+    from .junit import render_junit
+    from .markdown import render_markdown
+    from .serialize import result_as_dict
+
+    if junit_path:
+        Path(junit_path).write_text(render_junit(result), encoding="utf-8")
+    if markdown_path:
+        Path(markdown_path).write_text(render_markdown(result), encoding="utf-8")
+    if html_path:
+        from ..report import render_html
+
+        Path(html_path).write_text(render_html(record), encoding="utf-8")
+    if report_path:
+        write_json_atomic(report_path, result_as_dict(
+            result, baseline=str(baseline_path), current=json_path,
+            stage2_records=second))
+
+
+def _record_history(db_path: str, record: Mapping[str, Any], json_path: str | None,
+                    injected: bool) -> None:
+    if injected:
+        err.print("[yellow]history: not recording a self-test run with an injected "
+                  "slowdown[/]")
+        return
+    record_history(db_path, dict(record), json_path, label="gate")
+
+
+# --------------------------------------------------------------------------- history
+
+def _fmt_time(seconds: float | None) -> str:
+    from ..report import fmt_time
+
+    return fmt_time(seconds)
+
+
+@click.command("history")
+@click.argument("selector", required=False)
+@click.option("--db", "db_path", type=click.Path(dir_okay=False), default=None,
+              help="SQLite history file (default $OPBENCH_DB or ./opbench.db).")
+@click.option("--add", "add_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Record these results files first (repeatable).")
+@click.option("--label", default=None, help="Label for the runs recorded with --add.")
+@click.option("--mode", default=None, help="Only this measurement (serial, async, ...).")
+@click.option("--last", "last_runs", type=int, default=None, help="Only the last N runs.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Also draw the trend (PNG/SVG/PDF by extension; needs matplotlib).")
+def history_command(selector, db_path, add_paths, label, mode, last_runs, plot_path):
+    """How an operator's ratio moved over recorded runs. SELECTOR is an op name (or, when
+    no op has that name, a substring of instance ids). Without SELECTOR: what is stored."""
+    from .history import HistoryError, HistoryStore, default_db
+
+    db_path = db_path or default_db()
+    if not add_paths and not Path(db_path).exists():
+        fail(f"no history database at {db_path}; record runs with "
+             f"`opbench history --db {db_path} --add RESULTS.json` or `opbench gate "
+             f"--history-db {db_path}`")
+    try:
+        with HistoryStore(db_path) as store:
+            _add_runs(store, add_paths, label)
+            if selector is None:
+                ops = store.operators()
+                out.print(f"{db_path}: {store.run_count()} runs; operators: "
+                          f"{', '.join(ops) or 'none'}", highlight=False)
+                return
+            points = store.trend(selector, mode=mode, last_runs=last_runs)
+    except HistoryError as exc:
+        fail(str(exc))
+    if not points:
+        fail(f"{db_path}: nothing recorded for '{selector}'")
+    out.print(_trend_table(points, selector))
+    if plot_path:
+        from .plot import PlotUnavailable, plot_trend
+
+        try:
+            plot_trend(points, plot_path, title=f"{selector}: ratio over recorded runs")
+        except PlotUnavailable as exc:
+            fail(str(exc))
+        err.print(f"[dim]plot: {plot_path}[/]", highlight=False)
+
+
+def _add_runs(store, add_paths: Sequence[str], label: str | None) -> None:
+    from ..results import ResultsError, read_results
+
+    for path in add_paths:
+        try:
+            record = read_results(path)
+        except ResultsError as exc:
+            fail(str(exc), EXIT_USAGE)
+        run_id, added = store.record_run(record, source=str(path), label=label)
+        err.print(f"[dim]{path}: run #{run_id} {'recorded' if added else 'already recorded'}"
+                  f"[/]", highlight=False)
+
+
+def _trend_table(points, selector: str) -> Table:
+    table = Table(title=f"history of {selector} (oldest first; change vs the previous run)",
+                  title_justify="left")
+    for column in ("instance", "mode", "run", "date", "commit", "machine", "versions",
+                   "ratio [95% CI]", "change", "verdict", "target median"):
+        table.add_column(column)
+    previous: dict[tuple[str, str], float] = {}
+    for p in sorted(points, key=lambda p: (p.instance_id, p.mode, p.run_id)):
+        key = (p.instance_id, p.mode)
+        change = "-"
+        if p.ratio is not None and key in previous:
+            change = f"{(p.ratio / previous[key] - 1) * 100:+.1f}%"
+        if p.ratio is not None:
+            previous[key] = p.ratio
+        ratio = ("-" if p.ratio is None
+                 else f"{p.ratio:.3g} [{p.ci_low:.3g}, {p.ci_high:.3g}]")
+        table.add_row(escape(p.instance_id), p.mode, f"#{p.run_id}", (p.created_utc or "-")[:16],
+                      (p.git_commit or "-")[:9], p.machine_id or "-",
+                      f"{p.reference_version or '?'} / {p.target_version or '?'}", ratio,
+                      change, p.verdict or "-", _fmt_time(p.target_median_s))
+    return table
+
+
+__all__ = ["GATE_DEFAULT_ROUNDS", "gate_command", "history_command"]

@@ -1,0 +1,85 @@
+"""The SQLite run history and `opbench history` (no frameworks: recorded records only)."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+from test_gate_evaluate import pair_of_runs
+
+from opbench.gate.command import history_command
+from opbench.gate.history import HistoryError, HistoryStore
+
+
+def test_records_runs_once_and_returns_a_trend(tmp_path):
+    db = tmp_path / "h.db"
+    base, cur = pair_of_runs(40, {"add[b]": 1.25})
+    cur["environment"]["git_commit"] = "def"
+    with HistoryStore(db) as store:
+        first, added = store.record_run(base, source="base.json")
+        assert added
+        assert store.record_run(base) == (first, False)      # same content: not twice
+        second, added = store.record_run(cur, label="pr")
+        assert added and second != first
+        assert store.run_count() == 2
+        assert store.operators() == ["add", "relu"]
+        points = store.trend("add")
+        assert {p.instance_id for p in points} == {"add[a]", "add[b]"}
+        b_points = [p for p in points if p.instance_id == "add[b]"]
+        assert [p.run_id for p in b_points] == [first, second]
+        assert b_points[1].ratio == pytest.approx(b_points[0].ratio * 0.8, rel=0.05)
+        assert b_points[1].git_commit == "def" and b_points[1].label == "pr"
+        assert b_points[0].machine_id == "m1" and b_points[0].target_version == "2.10.0"
+        # Not an op name: a substring of instance ids.
+        assert {p.instance_id for p in store.trend("[b")} == {"add[b]"}
+        assert [p.run_id for p in store.trend("add", last_runs=1)] == [second, second]
+        samples = store.samples(first, "add[a]", "serial")
+        assert samples["torch"] == base["instances"][0]["measurements"]["serial"]["samples_s"][
+            "torch"]
+
+
+def test_refuses_a_foreign_sqlite_file(tmp_path):
+    db = tmp_path / "other.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    with pytest.raises(HistoryError, match="not an opbench history"):
+        HistoryStore(db)
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not sqlite at all" * 100)
+    with pytest.raises(HistoryError, match="junk.db"):
+        HistoryStore(junk)
+
+
+def _results_file(tmp_path, name, rec):
+    path = tmp_path / name
+    path.write_text(json.dumps(rec))
+    return path
+
+
+def test_history_command_adds_shows_and_plots(tmp_path):
+    base, cur = pair_of_runs(41, {"add[b]": 1.25})
+    files = [_results_file(tmp_path, "a.json", base), _results_file(tmp_path, "b.json", cur)]
+    db = tmp_path / "h.db"
+    runner = CliRunner()
+    added = runner.invoke(history_command, ["--db", str(db), "--add", str(files[0]),
+                                            "--add", str(files[1])])
+    assert added.exit_code == 0, added.output
+    listing = runner.invoke(history_command, ["--db", str(db)])
+    assert "2 runs" in listing.output and "add" in listing.output
+    plot = tmp_path / "trend.png"
+    shown = runner.invoke(history_command, ["--db", str(db), "add", "--plot", str(plot)],
+                          terminal_width=250)
+    assert shown.exit_code == 0, shown.output
+    assert "add[b]" in shown.output and "-20." in shown.output   # change vs previous run
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_history_command_without_a_db_is_a_usage_error(tmp_path):
+    result = CliRunner().invoke(history_command, ["--db", str(tmp_path / "none.db"), "add"])
+    assert result.exit_code == 2
+    missing = tmp_path / "h.db"
+    with HistoryStore(missing) as store:
+        store.record_run(pair_of_runs(42)[0])
+    result = CliRunner().invoke(history_command, ["--db", str(missing), "softmax"])
+    assert result.exit_code == 2

@@ -1,0 +1,76 @@
+"""The gate's CI outputs: JUnit XML, the Markdown job summary, the JSON report."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+from test_gate_evaluate import pair_of_runs
+
+from opbench.gate.evaluate import evaluate
+from opbench.gate.junit import render_junit
+from opbench.gate.markdown import render_markdown
+from opbench.gate.serialize import result_as_dict
+
+
+def mixed_result():
+    """add[b] regressed 25% (confirmed), relu[a] missing now, new[x] new, one id renamed."""
+    base, cur = pair_of_runs(30, {"add[b]": 1.25}, ids=("add[a]", "add[b]", "relu[a]"))
+    _, again = pair_of_runs(31, {"add[b]": 1.25}, ids=("add[a]", "add[b]", "relu[a]"))
+    cur["instances"] = cur["instances"][:2]
+    new = json.loads(json.dumps(cur["instances"][0]))
+    new.update(id="new[x]", params={"shape": [7]})
+    cur["instances"].append(new)
+    cur["environment"]["machine_id"] = "m2"
+    return evaluate(base, cur, remeasured={"add[b]": again["instances"][1]})
+
+
+def test_junit_has_one_testcase_per_instance_and_the_right_elements():
+    result = mixed_result()
+    root = ET.fromstring(render_junit(result).split("\n", 1)[1])
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert set(cases) == {"add[a]", "add[b]", "relu[a]", "new[x]"}
+    assert cases["add[b]"].find("failure").get("type") == "REGRESSION"
+    assert cases["relu[a]"].find("error").get("type") == "MISSING"
+    assert cases["new[x]"].find("skipped") is not None
+    assert cases["add[a]"].find("failure") is None and cases["add[a]"].find("error") is None
+    assert root.get("tests") == "4" and root.get("failures") == "1"
+    assert root.get("errors") == "1" and root.get("skipped") == "1"
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["exit_code"] == "1"
+    assert any(k.endswith(".machine") for k in props)
+    assert "different machine" in root.find("system-out").text
+
+
+def test_markdown_summary_puts_the_outcome_hygiene_and_worst_first():
+    text = render_markdown(mixed_result())
+    first_line = text.splitlines()[0]
+    assert first_line == "## opbench gate: FAIL: regression (exit 1)"
+    assert "### Baseline hygiene" in text
+    assert "**machine**: different machine" in text
+    assert "**missing**: 'relu[a]' is in the baseline" in text
+    assert "**new**: 'new[x]' has no baseline" in text
+    attention = text.split("### Needs attention (worst first)")[1]
+    rows = [ln for ln in attention.splitlines() if ln.startswith("| ")][1:]   # no header
+    assert "add[b]" in rows[0] and "REGRESSION (re-measured)" in rows[0]
+    assert "relu[a]" in rows[1]
+    assert "-20." in rows[0]          # the ratio change, in percent
+    assert "Exit codes: 0 pass, 1 regression" in text
+
+
+def test_markdown_for_a_clean_pass():
+    base, cur = pair_of_runs(32)
+    text = render_markdown(evaluate(base, cur))
+    assert text.startswith("## opbench gate: PASS (exit 0)")
+    assert "### Passed" in text and "Needs attention" not in text
+
+
+def test_json_report_roundtrips():
+    result = mixed_result()
+    data = json.loads(json.dumps(result_as_dict(result, baseline="b.json")))
+    assert data["exit_code"] == 1 and data["baseline"] == "b.json"
+    first = data["instances"][0]
+    assert first["id"] == "add[b]" and first["verdict"] == "REGRESSION"
+    stage2 = first["measurements"][0]["stage2"]
+    assert stage2["ratio"]["verdict"] == "REGRESSION"
+    assert stage2["target_time"] is None           # different machine: not compared
+    assert data["counts"]["MISSING"] == 1
