@@ -90,7 +90,7 @@ def timing_options(f):
         click.option("--min-sample-time", "min_sample_time_s", type=float, default=None,
                      help="Seconds each timed sample lasts at least (default 0.02)."),
         click.option("--max-time", "max_time_s", type=float, default=None,
-                     help="Budget per measurement for the timed rounds, seconds (default 4)."),
+                     help="Budget per measurement for the timed rounds, seconds (default 2)."),
         click.option("--no-backward", is_flag=True, help="Skip forward+backward timing."),
         click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
                      help="Results file (written after every instance). Default: "

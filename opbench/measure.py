@@ -50,7 +50,7 @@ CAP_CONFIRM_PROBES = 3
 # Per-measurement time budget for the timed rounds: a library of a few hundred instances must
 # time in ~20 minutes on 2 cores. Rounds shrink (never below MIN_ROUNDS) and the loop count is
 # capped so one slow kernel, or a side 1000x slower than the other, cannot stall a run.
-DEFAULT_MAX_TIME_S = 4.0
+DEFAULT_MAX_TIME_S = 2.0
 
 
 @dataclass(frozen=True)

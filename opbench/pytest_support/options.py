@@ -68,7 +68,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="Seconds each timed sample lasts at least (default 0.02).")
     group.addoption(
         "--opbench-max-time", type=float, default=None, dest="opbench_max_time_s",
-        help="Per-instance budget for the timed rounds, seconds (default 20).")
+        help="Budget per measurement for the timed rounds, seconds (default 2).")
     group.addoption(
         "--opbench-no-backward", action="store_true", default=False, dest="opbench_no_backward",
         help="Skip forward+backward timing of cases marked backward.")
