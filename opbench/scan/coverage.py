@@ -27,17 +27,29 @@ def covered_apis(instances: Iterable) -> dict[str, frozenset[str]]:
 
 
 def default_cases_dir() -> Path | None:
-    """The shipped case library: `cases/` next to the opbench package, if present."""
-    package_dir = Path(__file__).resolve().parent.parent      # .../opbench
-    candidate = package_dir.parent / "cases"
-    return candidate if candidate.is_dir() else None
+    """The case library: $OPBENCH_CASES or ./cases (as for `opbench run`), else the
+    `cases/` of the source checkout opbench runs from. An installed opbench sits in
+    site-packages, whose neighbouring `cases/` (if any) belongs to someone else, so the
+    checkout is recognised by its pyproject.toml."""
+    env = os.environ.get("OPBENCH_CASES")
+    if env:
+        return Path(env) if Path(env).exists() else None
+    if Path("cases").is_dir():
+        return Path("cases")
+    checkout = Path(__file__).resolve().parent.parent.parent   # .../<checkout>/opbench/scan
+    candidate = checkout / "cases"
+    if candidate.is_dir() and (checkout / "pyproject.toml").is_file():
+        return candidate
+    return None
 
 
 def case_files(cases_dir: str | os.PathLike) -> list[str]:
     root = Path(cases_dir)
     if root.is_file():
         return [str(root)]
-    return sorted(str(p) for p in root.rglob("*") if p.suffix in CASE_FILE_SUFFIXES)
+    # hidden directories are skipped, as opbench.cases.load_cases does
+    return sorted(str(p) for p in root.rglob("*") if p.suffix in CASE_FILE_SUFFIXES
+                  and not any(part.startswith(".") for part in p.relative_to(root).parts))
 
 
 def load_covered_apis(cases_dir: str | os.PathLike) -> dict[str, frozenset[str]]:

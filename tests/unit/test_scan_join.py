@@ -1,6 +1,8 @@
 """Mapping, case coverage and results joined onto scan rows."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from opbench.apimap import ApiMapping, MappingEntry
@@ -157,3 +159,17 @@ def test_summary_counts_distinct_apis():
     assert (summary.covered_apis, summary.slow_apis, summary.slow_calls) == (1, 1, 2)
     plain = summarize(result, rows)
     assert plain.covered_apis is None and plain.slow_apis is None
+
+
+def test_default_cases_dir_prefers_the_working_directory_and_the_environment(tmp_path,
+                                                                             monkeypatch):
+    from opbench.scan.coverage import default_cases_dir
+
+    monkeypatch.delenv("OPBENCH_CASES", raising=False)
+    (tmp_path / "cases").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert default_cases_dir() == Path("cases")
+    other = tmp_path / "lib"
+    other.mkdir()
+    monkeypatch.setenv("OPBENCH_CASES", str(other))
+    assert default_cases_dir() == other
