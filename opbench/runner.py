@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from . import inputs as inputs_mod
-from .cases import CaseInstance, FrameworkCall, Ref
+from .cases import FLOAT_DTYPES, CaseInstance, FrameworkCall, Ref
 from .check import SHAPE, CheckResult, compare_outputs, select_outputs
 from .explain import explain_measurement, explain_modes
 from .frameworks import Adapter, get_adapter
@@ -27,7 +27,6 @@ from .stats import ratio_estimate, summarize
 from .verdict import DEFAULT_THRESHOLD, Verdict, ratio_verdict, worst
 
 BACKWARD_SUFFIX = "+backward"
-FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
 def default_threads() -> int:
