@@ -158,6 +158,9 @@ class Case:
     params: Mapping[str, tuple[Any, ...]]        # sweep axes, in file order
     raw: Mapping[str, Any]                       # the case mapping as loaded (for expansion)
     threshold: float | None = None
+    # The gate's minimum effect for this case (opbench gate): between --min-effect-for
+    # patterns, which win, and --min-effect, which it overrides.
+    min_effect: float | None = None
     rtol: float | None = None
     atol: float | None = None
     backward: bool = False
@@ -583,6 +586,8 @@ def _simple_message(error) -> str:
         return f"must be <= {value}, got {_short(instance)}"
     if kind == "exclusiveMinimum":
         return f"must be > {value}, got {_short(instance)}"
+    if kind == "exclusiveMaximum":
+        return f"must be < {value}, got {_short(instance)}"
     if kind == "minItems" and value == 1:
         return "must not be empty"
     if kind in ("minProperties", "minLength") and value == 1:
@@ -608,6 +613,7 @@ def _make_case(raw: Mapping[str, Any], file: str, ctx: _Context) -> Case:
         params={k: tuple(v) for k, v in (raw.get("params") or {}).items()},
         raw=raw,
         threshold=raw.get("threshold"),
+        min_effect=raw.get("min_effect"),
         rtol=tolerance.get("rtol"),
         atol=tolerance.get("atol"),
         backward=raw.get("backward", False),

@@ -27,11 +27,19 @@ def cli() -> None:
 @click.option("--op", "ops", multiple=True, help="Only these operators (repeatable).")
 @click.option("--tag", "tags", multiple=True, help="Only cases with one of these tags.")
 @click.option("-q", "--quiet", is_flag=True, help="No per-instance progress lines.")
+@click.option("--for-gate", is_flag=True,
+              help="Measure with the regression gate's settings (blocking launches, 1 thread, "
+                   "20 passes, 40 rounds, 6 s budget; options given here win): the way to "
+                   "record a baseline for `opbench gate`.")
 @timing_options
-def run(paths, keyword, ops, tags, quiet, json_path, markdown_path, html_path, history_db,
-        **timing):
+def run(paths, keyword, ops, tags, quiet, for_gate, json_path, markdown_path, html_path,
+        history_db, **timing):
     """Time every selected case instance (default: ./cases) in both frameworks."""
     instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
+    if for_gate:
+        from .gate.settings import with_gate_settings
+
+        timing = with_gate_settings(timing)
     execute(instances, build_config(**timing), json_path, markdown_path, html_path, quiet,
             history_db=history_db)
 

@@ -73,10 +73,18 @@ def load_instances(paths: Sequence[str], ops=None, keyword=None, tags=None):
 
 def timing_options(f):
     options = [
-        click.option("--mode", type=click.Choice(["serial", "async", "both"]), default="serial",
-                     show_default=True,
+        click.option("--mode", type=click.Choice(["serial", "async", "both"]), default=None,
                      help="serial: sync after every call (latency); async: one sync per "
-                          "sample (throughput); both: each, side by side."),
+                          "sample (throughput); both: each, side by side. Default: serial."),
+        click.option("--launch", type=click.Choice(["queued", "blocking"]), default=None,
+                     help="queued: each framework launches operators its own way (MindSpore "
+                          "through PyNative's launch queue); blocking: every operator runs to "
+                          "completion in its call, so a serial time is the op's own cost "
+                          "without the queue's hand-off. Default: queued."),
+        click.option("--passes", type=int, default=None,
+                     help="Spread each instance's rounds over this many passes through the "
+                          "selection, so slow drift of the machine lands inside every "
+                          "measurement instead of between runs. Default: 1."),
         click.option("--threshold", type=float, default=None,
                      help="Ratio threshold for cases that set none (default 0.8)."),
         click.option("--device", default="cpu", show_default=True,
@@ -109,7 +117,8 @@ def timing_options(f):
 
 
 def build_config(mode, threshold, device, threads, reference, target, rounds,
-                 min_sample_time_s, max_time_s, no_backward, timing=True):
+                 min_sample_time_s, max_time_s, no_backward, timing=True, launch=None,
+                 passes=None):
     from .measure import MeasureSettings
     from .runner import RunConfig, default_threads
     from .verdict import DEFAULT_THRESHOLD
@@ -124,7 +133,9 @@ def build_config(mode, threshold, device, threads, reference, target, rounds,
     try:
         return RunConfig(reference=reference, target=target, device=device,
                          threads=threads or default_threads(),
-                         modes=("serial", "async") if mode == "both" else (mode,),
+                         modes=(("serial", "async") if mode == "both"
+                                else (mode or "serial",)),
+                         launch=launch or "queued", passes=1 if passes is None else passes,
                          threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
                          backward=not no_backward, timing=timing,
                          settings=MeasureSettings(**settings_kw))
@@ -147,6 +158,14 @@ def _progress_printer(quiet: bool):
     return on_progress
 
 
+def pass_printer(quiet: bool):
+    def on_pass(pass_index, passes):
+        if not quiet:
+            err.print(f"[dim]pass {pass_index}/{passes}: more rounds for every measured "
+                      f"instance[/]", highlight=False)
+    return on_pass
+
+
 def execute(instances, config, json_path, markdown_path=None, html_path=None,
             quiet=False, worst_first=False, history_db=None) -> None:
     """Run, save, print, exit with the verdict code. Never shows a traceback for the
@@ -165,12 +184,13 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
         fail(str(exc))
     if not quiet:
         err.print(f"[dim]{len(instances)} instances; {config.reference} vs {config.target} on "
-                  f"{config.device}, {config.threads} threads; results -> "
+                  f"{config.device}, {config.threads} threads, {config.launch} launches"
+                  f"{f', {config.passes} passes' if config.passes > 1 else ''}; results -> "
                   f"{escape(str(json_path))}[/]",
                   highlight=False)
     try:
         record = run(instances, config, json_path=json_path, session=session,
-                     on_progress=_progress_printer(quiet))
+                     on_progress=_progress_printer(quiet), on_pass=pass_printer(quiet))
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
     except KeyboardInterrupt:

@@ -32,8 +32,10 @@ def explain_measurement(mode: str, medians_s: Mapping[str, float],
     return notes
 
 
-def explain_modes(per_mode_medians_s: Mapping[str, Mapping[str, float]]) -> list[str]:
-    """Notes comparing serial with async for each side (forward or backward alike)."""
+def explain_modes(per_mode_medians_s: Mapping[str, Mapping[str, float]],
+                  launch: str = "queued") -> list[str]:
+    """Notes comparing serial with async for each side (forward or backward alike). With
+    queued launches the note points at --launch blocking, which takes the queue out."""
     notes = []
     for serial_key in [k for k in per_mode_medians_s if k.startswith("serial")]:
         async_key = "async" + serial_key[len("serial"):]
@@ -45,7 +47,9 @@ def explain_modes(per_mode_medians_s: Mapping[str, Mapping[str, float]]) -> list
             if s and a and s > MODE_GAP_FACTOR * a:
                 notes.append(f"{name}: {serial_key} {_us(s)} is {s / a:.0f}x {async_key} "
                              f"{_us(a)} per call: waiting for each result (sync latency) "
-                             f"dominates the serial time, not the kernel")
+                             f"dominates the serial time, not the kernel"
+                             + ("; `--launch blocking` times the op without its launch "
+                                "queue's hand-off" if launch == "queued" else ""))
     return notes
 
 

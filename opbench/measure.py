@@ -51,6 +51,7 @@ CAP_CONFIRM_PROBES = 3
 # time in ~20 minutes on 2 cores. Rounds shrink (never below MIN_ROUNDS) and the loop count is
 # capped so one slow kernel, or a side 1000x slower than the other, cannot stall a run.
 DEFAULT_MAX_TIME_S = 2.0
+ROUNDS_CUT_NOTE = "rounds cut from"
 
 
 @dataclass(frozen=True)
@@ -70,12 +71,17 @@ class MeasureSettings:
     warmup_time_s: float = DEFAULT_WARMUP_TIME_S
     max_time_s: float = DEFAULT_MAX_TIME_S
     max_loops: int = MAX_LOOPS
+    # The floor the time budget may cut rounds to. A measurement spread over several passes
+    # (runner.RunConfig.passes) gets a share of it per pass, so the total keeps the floor.
+    min_rounds: int = MIN_ROUNDS
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {self.mode!r}")
         if self.rounds < 1:
             raise ValueError("rounds must be >= 1")
+        if self.min_rounds < 1:
+            raise ValueError("min_rounds must be >= 1")
 
 
 @dataclass(frozen=True)
@@ -230,12 +236,12 @@ def interleaved_order(names: Sequence[str], rounds: int) -> tuple[tuple[str, ...
 
 
 def rounds_within_budget(settings: MeasureSettings, sample_time_s: float, n_sides: int) -> int:
-    """Shrink the round count so the timed part fits max_time_s, never below MIN_ROUNDS
-    (fewer rounds cannot give a 95% interval) nor above what was asked."""
+    """Shrink the round count so the timed part fits max_time_s, never below min_rounds
+    (MIN_ROUNDS by default: fewer rounds cannot give a 95% interval) nor above what was asked."""
     if sample_time_s <= 0:
         return settings.rounds
     affordable = int(settings.max_time_s / (sample_time_s * n_sides))
-    return max(min(settings.rounds, MIN_ROUNDS), min(settings.rounds, affordable))
+    return max(min(settings.rounds, settings.min_rounds), min(settings.rounds, affordable))
 
 
 def measure(sides: Sequence[Side], settings: MeasureSettings,
@@ -250,7 +256,7 @@ def measure(sides: Sequence[Side], settings: MeasureSettings,
     rounds = rounds_within_budget(settings, slowest_sample_s, len(sides))
     notes = []
     if rounds < settings.rounds:
-        notes.append(f"rounds cut from {settings.rounds} to {rounds} to stay within "
+        notes.append(f"{ROUNDS_CUT_NOTE} {settings.rounds} to {rounds} to stay within "
                      f"{settings.max_time_s:g} s")
     if calibration.loops >= settings.max_loops:
         notes.append(f"loop count capped at {settings.max_loops}")
@@ -273,6 +279,36 @@ def measure(sides: Sequence[Side], settings: MeasureSettings,
                        per_call_s={k: tuple(v) for k, v in per_call.items()}, order=order,
                        warmup_calls=warmups, calibration=calibration,
                        rounds_requested=settings.rounds, notes=tuple(notes))
+
+
+@dataclass(frozen=True)
+class MoreRounds:
+    """Rounds added to an existing measurement in a later pass (same loop count)."""
+
+    per_call_s: dict[str, tuple[float, ...]]
+    order: tuple[tuple[str, ...], ...]
+    warmup_calls: dict[str, int]
+
+
+def more_rounds(sides: Sequence[Side], mode: str, loops: int, rounds: int,
+                clock: Clock = time.perf_counter,
+                warmup_time_s: float = DEFAULT_WARMUP_TIME_S) -> MoreRounds:
+    """Another pass of an earlier measurement: warm up (the callables are freshly prepared),
+    then `rounds` interleaved rounds at the loop count calibrated the first time, so every
+    sample of the measurement covers the same work and the rounds can be pooled."""
+    if len({s.name for s in sides}) != len(sides) or not sides:
+        raise ValueError("sides need distinct names")
+    if loops < 1 or rounds < 1:
+        raise ValueError("loops and rounds must be >= 1")
+    warmups = {s.name: warm_up(s, mode, clock, warmup_time_s) for s in sides}
+    by_name = {s.name: s for s in sides}
+    per_call: dict[str, list[float]] = {s.name: [] for s in sides}
+    order = interleaved_order([s.name for s in sides], rounds)
+    for round_order in order:
+        for name in round_order:
+            per_call[name].append(run_sample(by_name[name], loops, mode, clock) / loops)
+    return MoreRounds(per_call_s={k: tuple(v) for k, v in per_call.items()}, order=order,
+                      warmup_calls=warmups)
 
 
 @dataclass(frozen=True)

@@ -125,10 +125,13 @@ def overhead_table(record: dict[str, Any]) -> Table | None:
 
 def header_text(record: dict[str, Any]) -> str:
     env, cfg, fw = record["environment"], record["config"], record.get("frameworks", {})
-    parts = [f"{n} {i.get('version')} on {i.get('device')} ({i.get('threads')} threads)"
+    parts = [f"{n} {i.get('version')} on {i.get('device')} ({i.get('threads')} threads"
+             f"{', ' + i['launch'] + ' launches' if i.get('launch') else ''})"
              for n, i in fw.items()]
+    passes = cfg.get("passes", 1)
     return (f"opbench {env.get('opbench')} | " + " vs ".join(parts) + f" | {env.get('cpu_model')}"
-            f" ({env.get('cpu_count')} cores) | modes {', '.join(cfg['modes'])}")
+            f" ({env.get('cpu_count')} cores) | modes {', '.join(cfg['modes'])}"
+            + (f" | rounds spread over {passes} passes" if passes > 1 else ""))
 
 
 def notes_lines(record: dict[str, Any]) -> list[str]:
@@ -139,6 +142,7 @@ def notes_lines(record: dict[str, Any]) -> list[str]:
             notes += [f"[{key}] {n}" for n in m.get("notes", [])]
         if inst.get("check", {}).get("expected_mismatch"):
             notes.append(f"expected mismatch: {inst['check']['expected_mismatch']}")
+        notes += [f"{e}; the earlier passes' rounds are kept" for e in inst.get("pass_errors", [])]
         lines += [f"{inst['id']}: {n}" for n in notes]
     return lines
 

@@ -20,8 +20,9 @@ from .cases import FLOAT_DTYPES, CaseInstance, FrameworkCall, Ref
 from .check import SHAPE, CheckResult, compare_outputs, select_outputs
 from .explain import explain_measurement, explain_modes
 from .frameworks import Adapter, get_adapter
-from .measure import (ASYNC, MODES, SERIAL, Clock, MeasureSettings, Side, measure,
-                      measure_overhead)
+from .frameworks.base import LAUNCH_BLOCKING, LAUNCH_MODES, LAUNCH_QUEUED
+from .measure import (ASYNC, MODES, ROUNDS_CUT_NOTE, SERIAL, Clock, Measurement,
+                      MeasureSettings, MoreRounds, Side, measure, measure_overhead, more_rounds)
 from .results import new_record, utc_now, write_json_atomic
 from .stats import ratio_estimate, summarize
 from .verdict import DEFAULT_THRESHOLD, Verdict, ratio_verdict, worst
@@ -47,12 +48,25 @@ class RunConfig:
     threshold: float = DEFAULT_THRESHOLD
     backward: bool = True        # also time forward+backward for cases marked backward
     timing: bool = True          # False: correctness only (`pytest cases/`, `opbench check`)
+    # "queued": each framework launches as it does by default; "blocking": every operator
+    # runs to completion in its call (frameworks/base.py LAUNCH_MODES says why it matters).
+    launch: str = LAUNCH_QUEUED
+    # Spread each measurement's rounds over this many passes through the instance list. The
+    # ratio of two frameworks drifts by ~10% over seconds to minutes on a shared machine
+    # (measured: one instance's median moved as much between passes in one process as between
+    # processes), so rounds taken back to back understate the noise and two runs disagree
+    # by more than their intervals say. Passes sample that drift inside the run.
+    passes: int = 1
     settings: MeasureSettings = field(default_factory=MeasureSettings)
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
         if unknown or not self.modes:
             raise ValueError(f"modes must be among {MODES}, not {self.modes}")
+        if isinstance(self.passes, bool) or not isinstance(self.passes, int) or self.passes < 1:
+            raise ValueError(f"passes must be a positive integer, not {self.passes!r}")
+        if self.launch not in LAUNCH_MODES:
+            raise ValueError(f"launch must be one of {LAUNCH_MODES}, not {self.launch!r}")
         if self.reference == self.target:
             raise ValueError("reference and target must be different frameworks")
 
@@ -139,6 +153,8 @@ class Session:
         for name in self.config.frameworks:
             adapter = get_adapter(name)
             adapter.setup(self.config.device, self.config.threads)
+            if self.config.launch == LAUNCH_BLOCKING:
+                adapter.block_launches()
             self.adapters[name] = adapter
 
     def framework_info(self) -> dict[str, Any]:
@@ -203,6 +219,90 @@ class Session:
 
     def _run_into(self, instance: CaseInstance, record: dict[str, Any]) -> None:
         cfg = self.config
+        checked = self._checked_sides(instance, record)
+        if checked is None:
+            return
+        if not cfg.timing:
+            record["verdict"] = Verdict.PASS.value
+            return
+
+        threshold = (instance.case.threshold if instance.case.threshold is not None
+                     else cfg.threshold)
+        record["threshold"] = threshold
+        record["measurements"] = {key: self._measure(sides, key_mode(key), threshold)
+                                  for key, sides in self._timed_sides(*checked).items()}
+        _conclude(record, cfg)
+
+    def _timed_sides(self, prepared: Mapping[str, _Prepared],
+                     grad_sides: Mapping[str, Callable[[], Any]]) -> dict[str, list[Side]]:
+        """Measurement key (serial, async, serial+backward, ...) -> the sides to time."""
+        cfg = self.config
+        timed: dict[str, list[Side]] = {}
+        for mode in cfg.modes:
+            timed[mode] = [Side(n, prepared[n].invoke, prepared[n].adapter.sync)
+                           for n in cfg.frameworks]
+            if grad_sides:
+                timed[mode + BACKWARD_SUFFIX] = [Side(n, grad_sides[n], self.adapters[n].sync)
+                                                 for n in cfg.frameworks]
+        return timed
+
+    def extend_instance(self, instance: CaseInstance, record: dict[str, Any],
+                        pass_index: int) -> None:
+        """Pass `pass_index` (2, 3, ...) of a measured instance: fresh inputs and callables,
+        the outputs checked again, then as many rounds per measurement as the first pass took,
+        at its loop count, pooled with the earlier rounds; statistics and verdict are redone.
+        A failure is noted in the record and keeps what earlier passes measured."""
+        measurements = record.get("measurements")
+        if not measurements:
+            return
+        started = self.clock()
+        try:
+            self._extend_measurements(instance, record, measurements, pass_index)
+        finally:
+            record["duration_s"] = record.get("duration_s", 0.0) + self.clock() - started
+
+    def _extend_measurements(self, instance: CaseInstance, record: dict[str, Any],
+                             measurements: dict[str, Any], pass_index: int) -> None:
+        scratch = instance_header(instance, self.config)
+        try:
+            checked = self._checked_sides(instance, scratch)
+            if checked is None:
+                raise RuntimeError(scratch.get("error") or "outputs no longer agree")
+            timed = self._timed_sides(*checked)
+            for key, m in measurements.items():
+                if key not in timed:
+                    continue
+                # The op was warmed up and calibrated in pass 1; the fresh tensors need only
+                # a few calls, so the passes share one warm-up budget between them.
+                extra = more_rounds(timed[key], m["mode"], m["loops"], m["rounds_per_pass"],
+                                    self.clock,
+                                    self.config.settings.warmup_time_s / self.config.passes)
+                self._pool_rounds(m, extra, pass_index)
+        except Exception as exc:
+            record.setdefault("pass_errors", []).append(
+                f"pass {pass_index}: {scratch.get('error') or _error_text(exc)}")
+            return
+        _conclude(record, self.config)
+
+    def _pool_rounds(self, m: dict[str, Any], extra: MoreRounds, pass_index: int) -> None:
+        cfg = self.config
+        old_medians = {n: m["summary"][n]["median_s"] for n in cfg.frameworks}
+        stale = set(explain_measurement(m["mode"], old_medians, self.overhead))
+        for name, values in extra.per_call_s.items():
+            m["samples_s"][name].extend(values)
+        m["order"].extend(list(o) for o in extra.order)
+        m["pass_of_round"].extend([pass_index] * len(extra.order))
+        m["passes"] = pass_index
+        m["rounds"] = len(m["order"])
+        m.update(self._statistics(m["samples_s"], m["mode"], m["threshold"]))
+        m["notes"] = [n for n in m["notes"] if n not in stale] + m.pop("_explain")
+
+    def _checked_sides(self, instance: CaseInstance, record: dict[str, Any]
+                       ) -> tuple[dict[str, _Prepared], dict[str, Callable[[], Any]]] | None:
+        """Inputs -> both frameworks -> outputs (and gradients) compared. Returns the prepared
+        forward calls and the forward+backward callables, or None when the outputs disagree
+        unexpectedly (the record then says MISMATCH and why)."""
+        cfg = self.config
         arrays = inputs_mod.generate_inputs(instance)
         rtol, atol = inputs_mod.tolerance_for(instance)
         prepared: dict[str, _Prepared] = {}
@@ -225,36 +325,16 @@ class Session:
         expected = instance.case.expect_mismatch
         if not check.ok and not expected:
             record["verdict"] = Verdict.MISMATCH.value
-            return
+            return None
         if not check.ok:
             record["check"]["expected_mismatch"] = expected
 
-        backward = cfg.backward and instance.case.backward
         grad_sides: dict[str, Callable[[], Any]] = {}
-        if backward:
+        if cfg.backward and instance.case.backward:
             grad_sides = self._backward_sides(instance, arrays, outputs, rtol, atol, record)
             if record.get("verdict") == Verdict.MISMATCH.value:
-                return
-        if not cfg.timing:
-            record["verdict"] = Verdict.PASS.value
-            return
-
-        threshold = (instance.case.threshold if instance.case.threshold is not None
-                     else cfg.threshold)
-        record["threshold"] = threshold
-        measurements: dict[str, Any] = {}
-        for mode in cfg.modes:
-            sides = [Side(n, prepared[n].invoke, prepared[n].adapter.sync)
-                     for n in cfg.frameworks]
-            measurements[mode] = self._measure(sides, mode, threshold)
-            if grad_sides:
-                sides = [Side(n, grad_sides[n], self.adapters[n].sync) for n in cfg.frameworks]
-                measurements[mode + BACKWARD_SUFFIX] = self._measure(sides, mode, threshold)
-        record["measurements"] = measurements
-        per_mode = {k: {n: m["summary"][n]["median_s"] for n in cfg.frameworks}
-                    for k, m in measurements.items()}
-        record["explanation"] = explain_modes(per_mode)
-        record["verdict"] = worst(Verdict(m["verdict"]) for m in measurements.values()).value
+                return None
+        return prepared, grad_sides
 
     def _backward_sides(self, instance, arrays, outputs, rtol, atol, record):
         """Forward+backward callables for both sides, gradients compared like outputs."""
@@ -308,29 +388,27 @@ class Session:
         w = inputs_mod.grad_weight(instance.id, reference_out.shape, dtype_of(reference_out))
         return p.adapter.from_numpy(w, dtype_of(reference_out))
 
-    def _measure(self, sides: Sequence[Side], mode: str, threshold: float) -> dict[str, Any]:
+    def _pass_settings(self, mode: str) -> MeasureSettings:
+        """The first pass's share of a measurement: its rounds, its time budget and its
+        share of the round floor; later passes repeat the round count it ends up with."""
         cfg = self.config
         settings = replace(cfg.settings, mode=mode)
-        m = measure(sides, settings, self.clock)
-        ref = m.per_call_s[cfg.reference]
-        tgt = m.per_call_s[cfg.target]
-        est = ratio_estimate(ref, tgt)
+        if cfg.passes == 1:
+            return settings
+        return replace(settings, rounds=math.ceil(settings.rounds / cfg.passes),
+                       max_time_s=settings.max_time_s / cfg.passes,
+                       min_rounds=math.ceil(settings.min_rounds / cfg.passes))
+
+    def _statistics(self, per_call: Mapping[str, Sequence[float]], mode: str,
+                    threshold: float) -> dict[str, Any]:
+        """Everything computed from a measurement's rounds (redone after each pass).
+        '_explain' carries the explanation notes for the caller to place."""
+        cfg = self.config
+        est = ratio_estimate(per_call[cfg.reference], per_call[cfg.target])
         verdict = ratio_verdict(est, threshold)
-        summaries = {n: asdict(summarize(m.per_call_s[n])) for n in cfg.frameworks}
+        summaries = {n: asdict(summarize(per_call[n])) for n in cfg.frameworks}
         medians = {n: summaries[n]["median_s"] for n in cfg.frameworks}
         return {
-            "mode": mode,
-            "loops": m.loops,
-            "rounds": m.rounds,
-            "rounds_requested": m.rounds_requested,
-            "samples_s": {n: list(v) for n, v in m.per_call_s.items()},
-            "order": [list(o) for o in m.order],
-            "warmup_calls": m.warmup_calls,
-            "calibration": {"target_sample_time_s": m.calibration.target_sample_time_s,
-                            "clock_resolution_s": m.calibration.clock_resolution_s,
-                            "sync_cost_s": m.calibration.sync_cost_s,
-                            "probes": [{"loops": lp, "sample_s": t}
-                                       for lp, t in m.calibration.probes]},
             "summary": summaries,
             "ratio": est.ratio,
             "ci_low": est.ci_low,
@@ -339,10 +417,60 @@ class Session:
             "coverage": est.coverage,
             "method": est.method,
             "too_few_rounds": est.too_few_rounds,
-            "threshold": threshold,
             "verdict": verdict.value,
-            "notes": list(m.notes) + explain_measurement(mode, medians, self.overhead),
+            "_explain": explain_measurement(mode, medians, self.overhead),
         }
+
+    def _measure(self, sides: Sequence[Side], mode: str, threshold: float) -> dict[str, Any]:
+        cfg = self.config
+        m = measure(sides, self._pass_settings(mode), self.clock)
+        record = {
+            "mode": mode,
+            "loops": m.loops,
+            "rounds": m.rounds,
+            "rounds_requested": cfg.settings.rounds,
+            "passes": 1,
+            "rounds_per_pass": m.rounds,
+            "pass_of_round": [1] * m.rounds,
+            "samples_s": {n: list(v) for n, v in m.per_call_s.items()},
+            "order": [list(o) for o in m.order],
+            "warmup_calls": m.warmup_calls,
+            "calibration": {"target_sample_time_s": m.calibration.target_sample_time_s,
+                            "clock_resolution_s": m.calibration.clock_resolution_s,
+                            "sync_cost_s": m.calibration.sync_cost_s,
+                            "probes": [{"loops": lp, "sample_s": t}
+                                       for lp, t in m.calibration.probes]},
+            "threshold": threshold,
+        }
+        record.update(self._statistics(m.per_call_s, mode, threshold))
+        record["notes"] = self._protocol_notes(m) + record.pop("_explain")
+        return record
+
+    def _protocol_notes(self, m: Measurement) -> list[str]:
+        """measure()'s notes speak of the first pass's share; restate a cut in totals."""
+        cfg = self.config
+        if cfg.passes == 1:
+            return list(m.notes)
+        notes = [n for n in m.notes if not n.startswith(ROUNDS_CUT_NOTE)]
+        if len(notes) < len(m.notes):
+            notes.insert(0, f"{ROUNDS_CUT_NOTE} {cfg.settings.rounds} to "
+                            f"{m.rounds * cfg.passes} ({m.rounds} in each of {cfg.passes} "
+                            f"passes) to stay within {cfg.settings.max_time_s:g} s")
+        return notes
+
+
+def key_mode(key: str) -> str:
+    """The timing mode of a measurement key ("serial+backward" -> "serial")."""
+    return key[:-len(BACKWARD_SUFFIX)] if key.endswith(BACKWARD_SUFFIX) else key
+
+
+def _conclude(record: dict[str, Any], config: RunConfig) -> None:
+    """An instance's explanation and verdict from its measurements (redone after a pass)."""
+    measurements = record["measurements"]
+    per_mode = {k: {n: m["summary"][n]["median_s"] for n in config.frameworks}
+                for k, m in measurements.items()}
+    record["explanation"] = explain_modes(per_mode, config.launch)
+    record["verdict"] = worst(Verdict(m["verdict"]) for m in measurements.values()).value
 
 
 def _shapes(value: Any) -> Any:
@@ -352,7 +480,11 @@ def _shapes(value: Any) -> Any:
 
 
 def instance_header(instance: CaseInstance, config: RunConfig) -> dict[str, Any]:
-    """What identifies an instance in the record, before anything ran."""
+    """What identifies an instance in the record, before anything ran, and the case's own
+    gate minimum effect: `opbench gate` decides from the records alone (gate/evaluate.py is
+    pure). Written as null when the case sets none, so the gate can tell "this case sets
+    none now" from "written before the key existed" (absent), which falls back to the
+    baseline's."""
     case = instance.case
     return {
         "id": instance.id,
@@ -366,6 +498,7 @@ def instance_header(instance: CaseInstance, config: RunConfig) -> dict[str, Any]
                    for s in instance.inputs],
         "apis": {n: c.api for n, c in instance.calls.items()},
         "backward": case.backward,
+        "min_effect": case.min_effect,
         "verdict": None,
         "error": None,
     }
@@ -388,16 +521,19 @@ def _jsonable(value: Any) -> Any:
 # -- a whole run ----------------------------------------------------------------------------
 
 InstanceCallback = Callable[[int, int, CaseInstance, "dict[str, Any] | None"], None]
+PassCallback = Callable[[int, int], None]
 
 
 def run(instances: Sequence[CaseInstance], config: RunConfig, *,
         json_path: str | os.PathLike | None = None,
         on_progress: InstanceCallback | None = None,
         session: Session | None = None,
-        clock: Clock = time.perf_counter) -> dict[str, Any]:
+        clock: Clock = time.perf_counter,
+        on_pass: PassCallback | None = None) -> dict[str, Any]:
     """Run every instance and return the record. With json_path the record is rewritten
-    atomically after every instance, so an interrupt or crash keeps what was measured.
-    on_progress(i, n, instance, record_or_None) is called before (None) and after each.
+    atomically after every instance (and every pass), so an interrupt or crash keeps what
+    was measured. on_progress(i, n, instance, record_or_None) is called before (None) and
+    after each instance of the first pass; on_pass(pass_index, passes) before each later one.
     Raises ApiError before timing anything if an API does not resolve."""
     if session is None:
         session = Session(config, clock)
@@ -410,14 +546,8 @@ def run(instances: Sequence[CaseInstance], config: RunConfig, *,
     save = (lambda: write_json_atomic(json_path, record)) if json_path else (lambda: None)
     save()
     try:
-        for i, inst in enumerate(instances):
-            if on_progress:
-                on_progress(i, len(instances), inst, None)
-            result = session.run_instance(inst)
-            record["instances"].append(result)
-            save()
-            if on_progress:
-                on_progress(i, len(instances), inst, result)
+        run_passes(session, instances, record["instances"], save=save,
+                   on_progress=on_progress, on_pass=on_pass)
     except BaseException:
         # KeyboardInterrupt or a crash outside an instance: keep what was measured
         record["interrupted"] = True
@@ -430,9 +560,36 @@ def run(instances: Sequence[CaseInstance], config: RunConfig, *,
     return record
 
 
+def run_passes(session: Session, instances: Sequence[CaseInstance],
+               records: list[dict[str, Any]], *, save: Callable[[], None] = lambda: None,
+               on_progress: InstanceCallback | None = None,
+               on_pass: PassCallback | None = None) -> list[dict[str, Any]]:
+    """Pass 1 runs each instance whole (check, calibration, its share of the rounds) and
+    appends its record to `records`; passes 2..config.passes visit the measured instances
+    again in the same order and add rounds (Session.extend_instance). save() runs after
+    every instance of every pass."""
+    first = len(records)
+    for i, inst in enumerate(instances):
+        if on_progress:
+            on_progress(i, len(instances), inst, None)
+        result = session.run_instance(inst)
+        records.append(result)
+        save()
+        if on_progress:
+            on_progress(i, len(instances), inst, result)
+    passes = session.config.passes if session.config.timing else 1
+    for pass_index in range(2, passes + 1):
+        if on_pass:
+            on_pass(pass_index, passes)
+        for inst, result in zip(instances, records[first:]):
+            session.extend_instance(inst, result, pass_index)
+            save()
+    return records[first:]
+
+
 def check_only(config: RunConfig) -> RunConfig:
     return replace(config, timing=False)
 
 
-__all__ = ["RunConfig", "Session", "ApiError", "run", "instance_header", "default_threads",
-           "CheckResult", "ASYNC", "SERIAL", "BACKWARD_SUFFIX"]
+__all__ = ["RunConfig", "Session", "ApiError", "run", "run_passes", "instance_header",
+           "default_threads", "key_mode", "CheckResult", "ASYNC", "SERIAL", "BACKWARD_SUFFIX"]

@@ -124,7 +124,9 @@ class ChangeVerdict(str, Enum):
     UNCHANGED = "UNCHANGED"        # any change is confidently smaller than min_effect
     REGRESSION = "REGRESSION"      # ratio clearly fell, by at least min_effect
     IMPROVEMENT = "IMPROVEMENT"    # ratio clearly rose, by at least min_effect
-    INCONCLUSIVE = "INCONCLUSIVE"  # a meaningful change can be neither shown nor excluded
+    NOT_SLOWER = "NOT_SLOWER"      # a drop of min_effect is excluded; a rise is not (a gate
+                                   # asks only about the drop, so this passes it)
+    INCONCLUSIVE = "INCONCLUSIVE"  # a drop of min_effect can be neither shown nor excluded
 
     def __str__(self) -> str:
         return self.value
@@ -141,8 +143,12 @@ def change_verdict(estimate: ChangeEstimate,
     IMPROVEMENT  ci_low > 1 and change >= upper
     UNCHANGED    the whole interval inside [lower, upper]: a change of min_effect or more is
                  excluded, whether or not a smaller one is detectable
-    INCONCLUSIVE everything else: the interval reaches past a bound without the evidence and
-                 size for a claim - a noisy run, or a clear but borderline-size change. This
+    NOT_SLOWER   ci_low >= lower but the interval reaches past upper: a drop of min_effect
+                 is excluded (at 97.5% one-sided for a 95% interval), a rise is not claimed.
+                 A regression gate needs no more than this; without it every noisy case
+                 that merely *might* have got faster would block a merge as INCONCLUSIVE.
+    INCONCLUSIVE everything else: the interval reaches below lower without the evidence and
+                 size for a claim - a noisy run, or a clear but borderline-size drop. This
                  is what stops a wide interval from passing silently.
 
     too_few_rounds is always INCONCLUSIVE.
@@ -159,4 +165,6 @@ def change_verdict(estimate: ChangeEstimate,
         return ChangeVerdict.IMPROVEMENT
     if lower <= estimate.ci_low and estimate.ci_high <= upper:
         return ChangeVerdict.UNCHANGED
+    if lower <= estimate.ci_low:
+        return ChangeVerdict.NOT_SLOWER
     return ChangeVerdict.INCONCLUSIVE

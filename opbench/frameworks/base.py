@@ -6,6 +6,8 @@ History of compatible additions (callers written against the first version keep 
   hides errors that a constant cotangent cancels out.
 - `devices()` lists the devices that exist here (for messages and `opbench info`).
 - `Unsupported`: the framework cannot do what was asked (a dtype, autograd).
+- `block_launches()` makes every operator launch synchronously (a run-level choice, see
+  LAUNCH_MODES); the default does nothing, for frameworks that never queue work.
 """
 from __future__ import annotations
 
@@ -32,6 +34,19 @@ class Unsupported(Exception):
     Message is user-facing."""
 
 
+# How operators are launched, a process-wide choice made before the first operator:
+# "queued": the framework's default. MindSpore's PyNative mode hands every op to a launch
+#   queue served by other threads, so a serial measurement (sync after each call) includes
+#   that hand-off and its wake-up; on a 2-core CPU that is ~0.8 ms per call, bimodal, and it
+#   moves 20-50% between processes. CUDA queues kernels on streams.
+# "blocking": each op runs to completion in the call (mindspore.runtime.launch_blocking(),
+#   CUDA_LAUNCH_BLOCKING=1): what is left is the op's own host and kernel cost, measured
+#   here at ~80 us for a MindSpore CPU add with a 10-90% spread of 78-81 us.
+LAUNCH_QUEUED = "queued"
+LAUNCH_BLOCKING = "blocking"
+LAUNCH_MODES = (LAUNCH_QUEUED, LAUNCH_BLOCKING)
+
+
 class Adapter(ABC):
     name: str           # "torch" | "mindspore" | "numpy"
 
@@ -44,6 +59,15 @@ class Adapter(ABC):
         intra-op thread count. Raises DeviceUnavailable with a clear message.
         Call it before running any operator: some frameworks (MindSpore) only honour the
         thread count and device when they are set before the runtime starts."""
+
+    def block_launches(self) -> None:
+        """Make every later operator launch synchronously ("blocking", see LAUNCH_MODES).
+        Call it after setup() and before any operator. The default suits frameworks that
+        run operators synchronously already; frameworks with a launch queue override it."""
+
+    def launch(self) -> str:
+        """The launch mode in force: LAUNCH_QUEUED or LAUNCH_BLOCKING."""
+        return LAUNCH_QUEUED
 
     @abstractmethod
     def threads(self) -> int:
@@ -94,7 +118,7 @@ class Adapter(ABC):
 
     def info(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version(), "device": self.device(),
-                "threads": self.threads()}
+                "threads": self.threads(), "launch": self.launch()}
 
 
 def check_thread_count(threads: int) -> int:

@@ -19,7 +19,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Adapter, DeviceUnavailable, FrameworkUnavailable, check_thread_count
+from .base import (LAUNCH_BLOCKING, LAUNCH_QUEUED, Adapter, DeviceUnavailable,
+                   FrameworkUnavailable, check_thread_count)
 from .devices import ASCEND, CPU, CUDA, DeviceSpec, absent_device_message, indexed, parse_device
 from .dtypes import BFLOAT16, MINDSPORE_DTYPE_ATTRS, carrier_copy
 from .loading import import_framework
@@ -49,6 +50,7 @@ class _ProcessState:
 
     device: str | None = None
     threads: int | None = None
+    launch_blocking: bool = False    # launch_blocking() cannot be undone in a process
     glog_set_by_opbench: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -206,6 +208,23 @@ class MindSporeAdapter(Adapter):
         except Exception:  # noqa: BLE001 - internal API; absent or changed means "unknown"
             return None
         return bool(context is not None and context.initialized())
+
+    def block_launches(self) -> None:
+        """mindspore.runtime.launch_blocking(): every op runs to completion in the call
+        instead of going through PyNative's launch queue. Process-wide and permanent."""
+        if _PROCESS.launch_blocking:
+            return
+        runtime = getattr(self._ms, "runtime", None)
+        blocking = getattr(runtime, "launch_blocking", None)
+        if blocking is None:
+            raise FrameworkUnavailable(
+                f"mindspore {self.version()} has no mindspore.runtime.launch_blocking(); "
+                f"blocking launches need MindSpore 2.3 or newer (use --launch queued)")
+        blocking()
+        _PROCESS.launch_blocking = True
+
+    def launch(self) -> str:
+        return LAUNCH_BLOCKING if _PROCESS.launch_blocking else LAUNCH_QUEUED
 
     def threads(self) -> int:
         return DEFAULT_CPU_THREADS if _PROCESS.threads is None else _PROCESS.threads

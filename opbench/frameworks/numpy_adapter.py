@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Adapter, DeviceUnavailable, Unsupported, check_thread_count
+from .base import LAUNCH_BLOCKING, Adapter, DeviceUnavailable, Unsupported, check_thread_count
 from .devices import CPU, absent_device_message, parse_device
 from .dtypes import BFLOAT16, carrier_copy
 from .outputs import nested_to_numpy
@@ -45,6 +45,9 @@ class NumpyAdapter(Adapter):
         threadpoolctl = self._threadpoolctl()
         if threadpoolctl is not None:
             self._limiter = threadpoolctl.threadpool_limits(limits=threads, user_api="blas")
+
+    def launch(self) -> str:
+        return LAUNCH_BLOCKING   # every numpy call runs to completion before it returns
 
     def threads(self) -> int:
         threadpoolctl = self._threadpoolctl()

@@ -5,12 +5,13 @@ torch is imported when the adapter is created, never when this module is importe
 from __future__ import annotations
 
 import importlib
+import os
 import types
 from typing import Any, Callable
 
 import numpy as np
 
-from .base import Adapter, DeviceUnavailable, check_thread_count
+from .base import LAUNCH_BLOCKING, LAUNCH_QUEUED, Adapter, DeviceUnavailable, check_thread_count
 from .devices import ASCEND, CPU, CUDA, DeviceSpec, absent_device_message, indexed, parse_device
 from .dtypes import BFLOAT16, TORCH_DTYPE_ATTRS, carrier_copy
 from .loading import import_framework
@@ -20,6 +21,9 @@ from .resolve import resolve_api
 
 # Huawei's out-of-tree backend: importing it registers torch.npu and the "npu" device type.
 TORCH_NPU_MODULE = "torch_npu"
+# The switches that make each device backend launch kernels synchronously; both are read when
+# the backend initialises, so they must be in the environment before the first kernel.
+LAUNCH_BLOCKING_ENV = {CUDA: "CUDA_LAUNCH_BLOCKING", ASCEND: "ASCEND_LAUNCH_BLOCKING"}
 
 
 def _no_sync() -> None:
@@ -128,6 +132,32 @@ class TorchAdapter(Adapter):
 
     def threads(self) -> int:
         return int(self._torch.get_num_threads())
+
+    def block_launches(self) -> None:
+        """CPU: nothing to do (operators run in the call). CUDA / Ascend: set the backend's
+        launch-blocking variable, which it reads only when it initialises."""
+        variable = LAUNCH_BLOCKING_ENV.get(self._spec.kind)
+        if variable is None or os.environ.get(variable) == "1":
+            return
+        if self._backend_initialized():
+            raise ValueError(
+                f"torch: cannot make {self._spec.kind} launches blocking: the backend already "
+                f"started in this process without {variable}=1; set it in the environment "
+                f"before starting opbench")
+        os.environ[variable] = "1"
+
+    def _backend_initialized(self) -> bool:
+        if self._spec.kind == CUDA:
+            return bool(self._torch.cuda.is_initialized())
+        npu = getattr(self._torch, "npu", None)
+        is_initialized = getattr(npu, "is_initialized", None)
+        return bool(is_initialized()) if callable(is_initialized) else False
+
+    def launch(self) -> str:
+        variable = LAUNCH_BLOCKING_ENV.get(self._spec.kind)
+        if variable is None:
+            return LAUNCH_BLOCKING   # CPU operators are synchronous
+        return LAUNCH_BLOCKING if os.environ.get(variable) == "1" else LAUNCH_QUEUED
 
     # -- tensors --------------------------------------------------------------------------
     def resolve(self, api: str) -> Callable[..., Any]:

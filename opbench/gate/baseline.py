@@ -23,6 +23,7 @@ __all__ = [
     "match_instances",
     "same_machine",
     "select_records",
+    "inherit_settings",
 ]
 
 # Note kinds, in the order reports list them.
@@ -39,6 +40,11 @@ NOTE_ORDER = (KIND_SETUP, KIND_MACHINE, KIND_VERSION, KIND_CONFIG, KIND_MISSING,
 # Run settings whose difference changes what a sample means. A different threshold does
 # not (it only moves the cross-framework verdict), so it is not listed.
 _COMPARED_CONFIG = ("device", "threads", "modes", "backward")
+# Compared with the value an older results file implies when it lacks the key.
+_COMPARED_CONFIG_DEFAULTS = {"launch": "queued", "passes": 1}
+# The `opbench gate` options (build_config's keywords) a baseline's config can supply.
+_INHERITED_SETTINGS = ("rounds", "min_sample_time_s", "max_time_s")
+_OPTION_NAMES = {"min_sample_time_s": "min-sample-time", "max_time_s": "max-time"}
 _COMPARED_SETTINGS = ("min_sample_time_s", "warmup_time_s")
 
 
@@ -196,6 +202,10 @@ def environment_notes(baseline: Mapping[str, Any],
         if key in b_cfg and key in c_cfg and b_cfg[key] != c_cfg[key]:
             notes.append(HygieneNote(KIND_CONFIG,
                                      f"{key}: {b_cfg[key]!r} in the baseline, {c_cfg[key]!r} now"))
+    for key, default in _COMPARED_CONFIG_DEFAULTS.items():
+        if b_cfg and c_cfg and b_cfg.get(key, default) != c_cfg.get(key, default):
+            notes.append(HygieneNote(KIND_CONFIG, f"{key}: {b_cfg.get(key, default)!r} in the "
+                                     f"baseline, {c_cfg.get(key, default)!r} now"))
     b_set, c_set = b_cfg.get("settings") or {}, c_cfg.get("settings") or {}
     for key in _COMPARED_SETTINGS:
         if key in b_set and key in c_set and b_set[key] != c_set[key]:
@@ -208,3 +218,35 @@ def environment_notes(baseline: Mapping[str, Any],
             f"interval of a change is only as narrow as the smaller side allows, so expect "
             f"more INCONCLUSIVE (record the baseline with --rounds {c_rounds})")))
     return notes
+
+
+def inherit_settings(options: Mapping[str, Any],
+                     baseline_config: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The gate measures the way its baseline was measured: every timing option the user
+    left unset (None) is taken from the baseline's config (mode, threads, launch, passes,
+    rounds, sample time, budget; backward off when the baseline had it off). Options the
+    user set win and are compared like any other difference (environment_notes).
+
+    options: build_config's keywords as the command line gave them. Returns the completed
+    keywords and one line per inherited value, for the gate to print."""
+    done = dict(options)
+    inherited: list[str] = []
+
+    def take(key: str, value: Any) -> None:
+        if done.get(key) is None and value is not None:
+            done[key] = value
+            inherited.append(f"--{_OPTION_NAMES.get(key, key)} {value}")
+
+    modes = list(baseline_config.get("modes") or [])
+    take("mode", "both" if sorted(modes) == ["async", "serial"] else (modes[0] if modes else None))
+    take("threads", baseline_config.get("threads"))
+    # A file written before these keys existed was measured with queued launches, 1 pass.
+    take("launch", baseline_config.get("launch", "queued"))
+    take("passes", baseline_config.get("passes", 1))
+    settings = baseline_config.get("settings") or {}
+    for key in _INHERITED_SETTINGS:
+        take(key, settings.get(key))
+    if baseline_config.get("backward") is False and not done.get("no_backward"):
+        done["no_backward"] = True
+        inherited.append("--no-backward")
+    return done, inherited

@@ -15,17 +15,18 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ..cli_common import (EXIT_INTERRUPTED, record_history, build_config, default_cases_path, err, fail, load_instances,
-                   out, timing_options)
+from ..cli_common import (EXIT_INTERRUPTED, build_config, default_cases_path, err, fail,
+                          load_instances, out, pass_printer, record_history, timing_options)
 from ..verdict import DEFAULT_MIN_EFFECT, EXIT_USAGE
+from .settings import GATE_SETTINGS, with_gate_settings
 
-# The gate's default rounds per measurement, higher than `opbench run`'s 15. On the
-# simulated shared machine (tests/unit/timing_simulation.py) an identical pair of runs at
-# 15/15 rounds ends INCONCLUSIVE for ~21% of instances even after the second stage, at
-# 25/25 for ~2%, at 35/35 for ~0%; with 16 instances per gate that is the difference
-# between a gate that is mostly exit 3 and one that passes. The interval is only as narrow
-# as the smaller side allows, so record the baseline with the same --rounds.
-GATE_DEFAULT_ROUNDS = 30
+# The gate's rounds per measurement when its baseline records none, higher than `opbench
+# run`'s 15. On the simulated shared machine (tests/unit/timing_simulation.py) an identical
+# pair of runs at 15/15 rounds ends INCONCLUSIVE for ~21% of instances even after the second
+# stage, at 25/25 for ~2%, at 35/35 for ~0%. The interval is only as narrow as the smaller
+# side allows, hence `opbench run --for-gate`, which records the baseline with the same
+# settings (gate/settings.py), and the gate's habit of measuring like its baseline.
+GATE_DEFAULT_ROUNDS = GATE_SETTINGS["rounds"]
 
 
 def _parse_overrides(values: Sequence[str]) -> tuple[tuple[str, float], ...]:
@@ -69,13 +70,14 @@ def _on_progress(quiet: bool, stage: str):
 
 
 def _remeasure(session, instances, ids: Sequence[str], quiet: bool) -> dict[str, Any]:
-    by_id = {inst.id: inst for inst in instances}
-    second: dict[str, Any] = {}
-    on_progress = _on_progress(quiet, "stage 2")
-    for i, instance_id in enumerate(ids):
-        second[instance_id] = session.run_instance(by_id[instance_id])
-        on_progress(i, len(ids), by_id[instance_id], second[instance_id])
-    return second
+    """Stage 2: the instances that did not pass, measured again the same way (all passes)."""
+    from ..runner import run_passes
+
+    wanted = set(ids)
+    subset = [inst for inst in instances if inst.id in wanted]
+    records = run_passes(session, subset, [], on_progress=_on_progress(quiet, "stage 2"),
+                         on_pass=pass_printer(quiet))
+    return {inst.id: record for inst, record in zip(subset, records)}
 
 
 def _pct_cell(inst, attribute: str) -> str:
@@ -126,10 +128,13 @@ def _print_result(result) -> None:
 @click.option("--op", "ops", multiple=True, help="Only these operators (repeatable).")
 @click.option("--tag", "tags", multiple=True, help="Only cases with one of these tags.")
 @click.option("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, show_default=True,
-              help="Smallest ratio drop that counts as a regression (0.1 = 10%).")
+              help="Smallest ratio drop that counts as a regression (0.1 = 10%), for "
+                   "cases that set no `min_effect` of their own and match no "
+                   "--min-effect-for.")
 @click.option("--min-effect-for", "min_effect_for", multiple=True, metavar="PATTERN=FRACTION",
               help="Per-case minimum effect: PATTERN is an op name or an id glob "
-                   "(repeatable; the last match wins), e.g. 'reshape=0.2'.")
+                   "(repeatable; the last match wins), e.g. 'reshape=0.2'. Wins over the "
+                   "case's own `min_effect` key, which wins over --min-effect.")
 @click.option("--fail-on-slow", is_flag=True,
               help="Also fail (exit 1) when a case is SLOW against the reference now.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
@@ -145,20 +150,28 @@ def gate_command(paths, baseline_path, keyword, ops, tags, min_effect, min_effec
     2 usage/setup error, 3 inconclusive.
 
     A regression needs evidence (the 95% interval of the change excludes "no change") and
-    size (a drop of at least --min-effect). The primary comparison is the torch-normalised
+    size (a drop of at least the minimum effect: --min-effect-for, else the case's
+    min_effect, else --min-effect). The primary comparison is the torch-normalised
     ratio, so machine speed cancels; on the same machine each side's absolute time is
-    compared too. Cases that do not pass are measured a second time; only a regression seen
-    in both measurements fails the gate. Missing, renamed and new cases, another machine
+    compared too. Timing options left out are taken from the baseline's config, so both
+    runs are measured alike (record the baseline with `opbench run --for-gate`). Cases that
+    do not pass are measured a second time; only a regression seen in both measurements
+    fails the gate. Missing, renamed and new cases, another machine
     and other framework versions are listed in every output. (The Markdown file is the
     gate's summary, fit for a CI job summary.)"""
     from .evaluate import GateSettings, evaluate
+    from .baseline import inherit_settings
     from .selftest import InjectingSession, injection_from_env
 
     baseline = _read_baseline(baseline_path)
     instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
-    if timing.get("rounds") is None:
-        timing["rounds"] = GATE_DEFAULT_ROUNDS
+    timing, inherited = inherit_settings(timing, baseline.get("config") or {})
+    timing = with_gate_settings(timing)   # only what neither the user nor the baseline set
     config = build_config(**timing)
+    if inherited:
+        # Printed even with -q: it is what this gate measured with, not progress.
+        err.print(f"[dim]measuring like the baseline: {', '.join(inherited)}[/]",
+                  highlight=False)
     b_cfg = baseline.get("config") or {}
     if (b_cfg.get("reference"), b_cfg.get("target")) != (config.reference, config.target):
         fail(f"{baseline_path} compares {b_cfg.get('reference')} with {b_cfg.get('target')}; "
@@ -222,7 +235,7 @@ def _measure(instances, config, json_path, injection, quiet, injecting_session):
                   f"results -> {json_path}[/]", highlight=False)
     try:
         record = run(instances, config, json_path=json_path, session=session,
-                     on_progress=_on_progress(quiet, "stage 1"))
+                     on_progress=_on_progress(quiet, "stage 1"), on_pass=pass_printer(quiet))
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
     except KeyboardInterrupt:

@@ -132,20 +132,26 @@ def _path(name: str, baseline: Sequence[float], current: Sequence[float], min_ef
     return PathChange(name, estimate, change_verdict(estimate, min_effect))
 
 
+# The path verdicts that exclude a slowdown of min_effect.
+_NOT_SLOWER = (ChangeVerdict.UNCHANGED, ChangeVerdict.NOT_SLOWER, ChangeVerdict.IMPROVEMENT)
+
+
 def combine_paths(ratio: ChangeVerdict, target_time: ChangeVerdict | None,
                   reference_time: ChangeVerdict | None) -> tuple[GateVerdict, str]:
     """The rule that turns the paths' verdicts into one (verdict, decided_by):
 
     1. ratio REGRESSION                                  -> REGRESSION by the ratio (and by
        the target time too, when that also shows one).
-    2. target time REGRESSION and reference time UNCHANGED or IMPROVEMENT (same machine,
-       and the machine demonstrably not slower)          -> REGRESSION by the target time.
+    2. target time REGRESSION and reference time UNCHANGED, NOT SLOWER or IMPROVEMENT
+       (same machine, and the machine demonstrably not slower) -> REGRESSION by the target
+       time.
     3. ratio IMPROVEMENT but target time REGRESSION      -> INCONCLUSIVE: the target got
        slower in absolute time and the "improvement" is the reference slowing down even
        more - the ratio's premise (the reference tracks the machine) failed, so it cannot
        vouch for the target. Seen on a loaded 2-core machine, where torch's calls were
        delayed 100x by MindSpore's spinning worker threads in one process and not another.
-    4. ratio UNCHANGED or IMPROVEMENT                    -> PASS by the ratio.
+    4. ratio UNCHANGED, NOT SLOWER or IMPROVEMENT        -> PASS by the ratio (a drop of
+       min_effect is excluded; that is all the gate asks).
     5. otherwise                                         -> INCONCLUSIVE by the ratio.
 
     The absolute paths only ever add a regression or withhold a pass (rule 3); they never
@@ -157,12 +163,11 @@ def combine_paths(ratio: ChangeVerdict, target_time: ChangeVerdict | None,
         both = target_time is ChangeVerdict.REGRESSION
         return GateVerdict.REGRESSION, (f"{PATH_RATIO} + {PATH_TARGET_TIME}" if both
                                         else PATH_RATIO)
-    if (target_time is ChangeVerdict.REGRESSION
-            and reference_time in (ChangeVerdict.UNCHANGED, ChangeVerdict.IMPROVEMENT)):
+    if (target_time is ChangeVerdict.REGRESSION and reference_time in _NOT_SLOWER):
         return GateVerdict.REGRESSION, PATH_TARGET_TIME
     if ratio is ChangeVerdict.IMPROVEMENT and target_time is ChangeVerdict.REGRESSION:
         return GateVerdict.INCONCLUSIVE, f"{PATH_RATIO} + {PATH_TARGET_TIME}"
-    if ratio in (ChangeVerdict.UNCHANGED, ChangeVerdict.IMPROVEMENT):
+    if ratio in _NOT_SLOWER:
         return GateVerdict.PASS, PATH_RATIO
     return GateVerdict.INCONCLUSIVE, PATH_RATIO
 

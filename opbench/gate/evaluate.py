@@ -33,8 +33,11 @@ _UNMEASURED = ("ERROR", "MISMATCH")
 
 @dataclass(frozen=True)
 class GateSettings:
-    """min_effect_overrides: (pattern, min_effect) pairs; a pattern matches an instance
-    whose op equals it or whose id matches it as a shell glob; the last match wins.
+    """min_effect: --min-effect, for instances that neither a pattern nor their case give
+    one (see min_effect_for).
+    min_effect_overrides: (pattern, min_effect) pairs (--min-effect-for); a pattern matches
+    an instance whose op equals it or whose id matches it as a shell glob; the last match
+    wins, over the case's own `min_effect` too.
     fail_on_slow: also fail (exit 1) when the current run finds a case SLOW against the
     reference - the cross-framework question - not only when it regressed."""
 
@@ -51,12 +54,34 @@ class GateSettings:
                 raise ValueError(f"min_effect must be in (0, 1), got {value!r}")
 
 
-def min_effect_for(instance_id: str, op: str | None, settings: GateSettings) -> float:
-    chosen = settings.min_effect
+def min_effect_for(instance_id: str, op: str | None, settings: GateSettings,
+                   case_min_effect: float | None = None) -> float:
+    """The minimum effect that applies to one instance, most explicit first:
+    1. the last --min-effect-for pattern matching its op or id: written on this command
+       line, for this gate, so it beats what the case file says;
+    2. case_min_effect: the case's own `min_effect` key (as recorded in the run);
+    3. settings.min_effect: --min-effect (default 0.10)."""
+    chosen = None
     for pattern, value in settings.min_effect_overrides:
         if pattern == op or fnmatch.fnmatchcase(instance_id, pattern):
             chosen = value
-    return chosen
+    if chosen is not None:
+        return chosen
+    return case_min_effect if case_min_effect is not None else settings.min_effect
+
+
+def _case_min_effect(pair: Pair) -> float | None:
+    """The case's own min_effect: as the current run recorded it, since that is the case
+    file as it is now (null there: the case sets none); from the baseline only when the
+    current record predates the key (absent)."""
+    source, record = (("this run", pair.current) if "min_effect" in pair.current
+                      else ("the baseline", pair.baseline))
+    value = record.get("min_effect")
+    if value is not None and not (isinstance(value, (int, float))
+                                  and not isinstance(value, bool) and 0.0 < value < 1.0):
+        raise ValueError(f"{record.get('id')}: min_effect in {source} must be a number in "
+                         f"(0, 1), got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -207,7 +232,8 @@ def _worst_measurement(results: Sequence[MeasurementResult]) -> MeasurementResul
 
 def _pair_result(pair: Pair, second: Mapping[str, Any] | None, reference: str, target: str,
                  settings: GateSettings, machine: bool) -> InstanceResult:
-    min_effect = min_effect_for(pair.id, pair.current.get("op"), settings)
+    min_effect = min_effect_for(pair.id, pair.current.get("op"), settings,
+                                _case_min_effect(pair))
     common = dict(id=pair.id, op=pair.current.get("op", ""), baseline_id=pair.baseline_id,
                   min_effect=min_effect, baseline_verdict=pair.baseline.get("verdict"),
                   baseline_ratio=_ratio_of(pair.baseline))

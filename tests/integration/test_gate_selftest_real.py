@@ -1,5 +1,5 @@
-"""Self-tests of the gate on the real frameworks: an A/A pair must not fail, an injected
-slowdown must.
+"""Self-tests of the gate on the real frameworks: an A/A pair must pass, an injected
+slowdown must fail.
 
 Each opbench call is a subprocess: MindSpore fixes its thread count at its first operator,
 so every run gets a fresh process, as in CI. The case file is written here (not taken from
@@ -33,19 +33,16 @@ cases:
     mindspore: {api: mindspore.mint.add, args: [$x, $y]}
 """
 INSTANCE = "gate_selftest.add[shape=256x1024]"
-# Short but decisive runs: enough rounds for a usable interval on a shared machine. One
-# thread per framework: with two, on a loaded 2-core machine, MindSpore's spinning worker
-# threads delayed torch's calls up to ~100x in some processes and not in others, which no
-# statistics can tell from a change. Samples of 20 ms keep the loop count well above 1.
-TIMING = ["--rounds", "30", "--min-sample-time", "0.02", "--max-time", "6", "--threads", "1",
-          "--no-backward"]
-# The self-test slowdown: gross on purpose. On the 2-core machine shared with other jobs
-# where this was written, MindSpore's CPU per-call time moved by up to ~50% between
-# processes on its own (torch's did not), which hid a 1.5x injection once; 3x is beyond that
-# drift, so this test checks the gate's wiring end to end, not its resolution. Resolution
-# (20% slowdowns) is tested by simulation in tests/unit/test_gate_decision.py; the 25% runs
-# on real frameworks are reported in docs/gate.md.
-INJECTED_FACTOR = 3.0
+# The gate's own settings (`opbench run --for-gate`: blocking launches, one thread, rounds
+# spread over passes), with half the passes and rounds to keep CI short. The gate is given
+# no timing options at all: it must measure the way the baseline was measured.
+BASELINE_TIMING = ["--for-gate", "--passes", "10", "--rounds", "20", "--max-time", "3",
+                   "--no-backward"]
+# Queued launches and back-to-back rounds made MindSpore's CPU time move 20-50% between
+# processes and the gate flaky (docs/gate.md); with the gate's settings 25% slowdowns were
+# caught in A/A-clean runs over 15 shipped instances. One instance in CI gets a clearer
+# margin: 1.5x, still a real end-to-end check of measuring, judging and both stages.
+INJECTED_FACTOR = 1.5
 EXIT_OK, EXIT_SLOW, EXIT_INCONCLUSIVE = 0, 1, 3
 
 
@@ -61,31 +58,50 @@ def opbench(*args: str, env_extra: dict[str, str] | None = None, cwd: Path):
 def baseline(tmp_path_factory):
     work = tmp_path_factory.mktemp("gate")
     (work / "cases.yaml").write_text(CASE)
-    done = opbench("run", "cases.yaml", *TIMING, "--json", "baseline.json", "-q", cwd=work)
+    done = opbench("run", "cases.yaml", *BASELINE_TIMING, "--json", "baseline.json", "-q",
+                   cwd=work)
     if done.returncode == 2:
         pytest.skip(f"frameworks unavailable: {done.stderr[-500:]}")
     assert (work / "baseline.json").exists(), done.stderr
     return work
 
 
-def test_a_a_gate_does_not_fail(baseline):
-    done = opbench("gate", "cases.yaml", "--baseline", "baseline.json", *TIMING,
-                   "--json", "aa.json", "--junit", "aa.xml", "--markdown", "aa.md",
-                   "--report", "aa-gate.json", "--history-db", "h.db", cwd=baseline)
-    assert done.returncode in (EXIT_OK, EXIT_INCONCLUSIVE), done.stdout + done.stderr
-    report = json.loads((baseline / "aa-gate.json").read_text())
+def aa_gate(work: Path, attempt: int):
+    return opbench("gate", "cases.yaml", "--baseline", "baseline.json",
+                   "--json", f"aa{attempt}.json", "--junit", f"aa{attempt}.xml",
+                   "--markdown", f"aa{attempt}.md", "--report", f"aa{attempt}-gate.json",
+                   "--history-db", f"h{attempt}.db", cwd=work)
+
+
+def test_a_a_gate_passes(baseline):
+    """Same code, two runs: the gate must never fail, and must pass. A gate that ends
+    INCONCLUSIVE (exit 3: a noisy moment on a shared runner) is run once more - as a CI job
+    would be - but a second INCONCLUSIVE, or any REGRESSION, fails the test."""
+    for attempt in (1, 2):
+        done = aa_gate(baseline, attempt)
+        assert done.returncode in (EXIT_OK, EXIT_INCONCLUSIVE), done.stdout + done.stderr
+        if done.returncode == EXIT_OK:
+            break
+    assert done.returncode == EXIT_OK, done.stdout + done.stderr
+    assert "measuring like the baseline" in done.stderr
+    assert "--launch blocking" in done.stderr and "--passes 10" in done.stderr
+    current = json.loads((baseline / f"aa{attempt}.json").read_text())
+    assert current["config"]["launch"] == "blocking" and current["config"]["passes"] == 10
+    assert current["config"]["threads"] == 1
+    report = json.loads((baseline / f"aa{attempt}-gate.json").read_text())
     (inst,) = report["instances"]
-    assert inst["id"] == INSTANCE and inst["verdict"] in ("PASS", "INCONCLUSIVE")
+    assert inst["id"] == INSTANCE and inst["verdict"] == "PASS"
     assert report["same_machine"] is True
-    assert ET.parse(baseline / "aa.xml").getroot().get("tests") == "1"
-    assert (baseline / "aa.md").read_text().startswith("## opbench gate:")
+    assert not [n for n in report["notes"] if n["kind"] == "config"]   # measured alike
+    assert ET.parse(baseline / f"aa{attempt}.xml").getroot().get("tests") == "1"
+    assert (baseline / f"aa{attempt}.md").read_text().startswith("## opbench gate:")
     assert "run #1 recorded" in done.stderr
-    history = opbench("history", "--db", "h.db", "add", cwd=baseline)
+    history = opbench("history", "--db", f"h{attempt}.db", "add", cwd=baseline)
     assert history.returncode == 0 and "add" in history.stdout
 
 
 def test_an_injected_slowdown_fails_the_gate(baseline):
-    done = opbench("gate", "cases.yaml", "--baseline", "baseline.json", *TIMING,
+    done = opbench("gate", "cases.yaml", "--baseline", "baseline.json",
                    "--report", "slow-gate.json", "--history-db", "h2.db",
                    env_extra={"OPBENCH_INJECT_SLOWDOWN": f"{INSTANCE}:{INJECTED_FACTOR}"},
                    cwd=baseline)
@@ -103,6 +119,6 @@ def test_a_baseline_of_other_cases_is_a_usage_error(baseline):
     other = CASE.replace("gate_selftest.add", "gate_selftest.other").replace(
         "[[256, 1024]]", "[[8, 8]]")
     (baseline / "other.yaml").write_text(other)
-    done = opbench("gate", "other.yaml", "--baseline", "baseline.json", *TIMING, cwd=baseline)
+    done = opbench("gate", "other.yaml", "--baseline", "baseline.json", cwd=baseline)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "shares no instance" in done.stderr

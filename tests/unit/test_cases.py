@@ -74,6 +74,7 @@ def test_documented_example_loads_with_every_field():
     assert case.params == {"shape": ([8, 16], [64, 1024]), "dtype": ("float32", "float16")}
     assert list(case.params) == ["shape", "dtype"]
     assert (case.threshold, case.rtol, case.atol) == (0.8, 1e-5, 1e-6)
+    assert case.min_effect == 0.2
     assert case.backward is False
     assert case.expect_mismatch == "reason"
     assert case.compare == "values"
@@ -84,6 +85,7 @@ def test_optional_fields_take_their_defaults(tmp_path):
     assert case.op == "neg"
     assert case.tags == () and case.description == "" and case.params == {}
     assert (case.threshold, case.rtol, case.atol) == (None, None, None)
+    assert case.min_effect is None
     assert case.backward is False and case.expect_mismatch is None
     assert case.compare == "values"
 
@@ -92,6 +94,12 @@ def test_exponent_floats_are_numbers_not_strings(tmp_path):
     # PyYAML alone reads `1e-5` as the string "1e-5"; the schema would then reject it.
     [case] = load_text(tmp_path, MINIMAL + "    tolerance: {rtol: 1e-5, atol: 2E-6}\n")
     assert (case.rtol, case.atol) == (1e-5, 2e-6)
+
+
+def test_min_effect_is_carried_by_the_case_and_its_instances(tmp_path):
+    [case] = load_text(tmp_path, MINIMAL + "    min_effect: 0.25\n")
+    assert case.min_effect == 0.25
+    assert [i.case.min_effect for i in expand(case)] == [0.25]
 
 
 def test_op_groups_cases_and_defaults_to_name():
@@ -149,6 +157,22 @@ def test_shape_invalid_after_substitution_names_param_line_and_key():
     assert str(err) == (f"{ERRORS / 'bad_shape_param.yaml'}:6 case 'neg': key "
                         "'inputs.x.shape': [4, 2.5] is not a list of non-negative ints "
                         "(from $shape)")
+
+
+@pytest.mark.parametrize("value, text", [
+    ("0", "must be > 0, got 0"),
+    ("1", "must be < 1, got 1"),
+    ("-1", "must be > 0, got -1"),
+    ("1.5", "must be < 1, got 1.5"),
+    ("x", "expected a number, got 'x'"),
+    ("true", "expected a number, got True"),
+])
+def test_bad_min_effect_names_file_line_case_and_key(tmp_path, value, text):
+    # MINIMAL's last line is 6, so the key is on line 7.
+    err = error_of(tmp_path, MINIMAL + f"    min_effect: {value}\n")
+    path = tmp_path / "case.yaml"
+    assert str(err) == f"{path}:7 case 'neg': key 'min_effect': {text}"
+    assert (err.file, err.line, err.case, err.key) == (str(path), 7, "neg", "min_effect")
 
 
 def test_missing_api_points_at_the_section():

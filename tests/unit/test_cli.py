@@ -276,3 +276,43 @@ def test_run_records_into_the_history_database(fake_frameworks, cases_dir, tmp_p
     with HistoryStore(db) as store:
         assert store.run_count() == 2
         assert "add" in store.operators()
+
+
+def test_run_for_gate_records_the_gate_settings_and_options_given_win(fake_frameworks,
+                                                                      cases_dir, tmp_path):
+    out = tmp_path / "base.json"
+    result = invoke("run", str(cases_dir), "--for-gate", "--passes", "2", "--max-time", "1",
+                    "--min-sample-time", "0.002", "-q", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    config = read_results(out)["config"]
+    assert (config["launch"], config["threads"], config["passes"]) == ("blocking", 1, 2)
+    assert config["settings"]["rounds"] == 40 and config["settings"]["max_time_s"] == 1
+    m = read_results(out)["instances"][0]["measurements"]["serial"]
+    assert m["passes"] == 2 and m["rounds"] == 40
+
+
+def test_the_gate_measures_like_its_baseline(fake_frameworks, cases_dir, tmp_path):
+    base = tmp_path / "base.json"
+    assert invoke("run", str(cases_dir), "--launch", "blocking", "--passes", "2",
+                  "--rounds", "8", *FAST[2:], "--threads", "3", "-q",
+                  "--json", str(base)).exit_code == 0
+    current = tmp_path / "current.json"
+    result = invoke("gate", str(cases_dir), "--baseline", str(base), "-q",
+                    "--json", str(current))
+    assert result.exit_code == 0, result.output
+    assert ("measuring like the baseline: --mode serial, --threads 3, --launch blocking, "
+            "--passes 2, --rounds 8, --min-sample-time 0.002, --max-time 1") in " ".join(
+                result.stderr.split())
+    config = read_results(current)["config"]
+    assert (config["launch"], config["passes"], config["threads"]) == ("blocking", 2, 3)
+    assert "gate: PASS" in result.stdout
+
+
+def test_a_gate_option_given_on_the_command_line_wins_and_is_listed(fake_frameworks,
+                                                                    cases_dir, tmp_path):
+    base = tmp_path / "base.json"
+    assert invoke("run", str(cases_dir), "--passes", "2", "--rounds", "8", *FAST[2:], "-q",
+                  "--json", str(base)).exit_code == 0
+    result = invoke("gate", str(cases_dir), "--baseline", str(base), "--passes", "1", "-q",
+                    "--json", str(tmp_path / "current.json"))
+    assert "passes: 2 in the baseline, 1 now" in " ".join(result.stdout.split())

@@ -663,3 +663,76 @@ def test_weighted_pairs():
 def test_check_grad_positions(positions, message):
     with pytest.raises(ValueError, match=message):
         check_grad_positions((np.zeros(1), 3), positions, lambda v: isinstance(v, np.ndarray))
+
+
+# --------------------------------------------------------------------------- launch modes
+def test_torch_cpu_launches_are_always_blocking_and_blocking_them_changes_nothing(
+        install_torch, monkeypatch):
+    monkeypatch.delenv("CUDA_LAUNCH_BLOCKING", raising=False)
+    install_torch(cuda_devices=1, cuda_build=True)
+    adapter = TorchAdapter()
+    adapter.setup("cpu", 2)
+    assert adapter.launch() == "blocking"
+    adapter.block_launches()
+    assert "CUDA_LAUNCH_BLOCKING" not in os.environ
+    assert adapter.info()["launch"] == "blocking"
+
+
+def test_torch_cuda_blocking_sets_the_variable_before_cuda_starts(install_torch, monkeypatch):
+    monkeypatch.delenv("CUDA_LAUNCH_BLOCKING", raising=False)
+    torch = install_torch(cuda_devices=1, cuda_build=True)
+    torch.cuda.is_initialized = lambda: False
+    adapter = TorchAdapter()
+    adapter.setup("cuda", 2)
+    assert adapter.launch() == "queued"
+    adapter.block_launches()
+    assert os.environ["CUDA_LAUNCH_BLOCKING"] == "1"
+    assert adapter.launch() == "blocking"
+
+
+def test_torch_cuda_blocking_after_cuda_started_is_refused_with_the_fix(install_torch,
+                                                                        monkeypatch):
+    monkeypatch.delenv("CUDA_LAUNCH_BLOCKING", raising=False)
+    torch = install_torch(cuda_devices=1, cuda_build=True)
+    torch.cuda.is_initialized = lambda: True
+    adapter = TorchAdapter()
+    adapter.setup("cuda", 2)
+    with pytest.raises(ValueError, match="set it in the environment before starting"):
+        adapter.block_launches()
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")   # set by the user beforehand: fine
+    adapter.block_launches()
+    assert adapter.launch() == "blocking"
+
+
+def test_torch_ascend_blocking_uses_the_npu_variable(install_torch, monkeypatch):
+    monkeypatch.delenv("ASCEND_LAUNCH_BLOCKING", raising=False)
+    torch = install_torch(npu_devices=1)
+    adapter = TorchAdapter()
+    adapter.setup("ascend", 2)
+    torch.npu.is_initialized = lambda: False
+    adapter.block_launches()
+    assert os.environ["ASCEND_LAUNCH_BLOCKING"] == "1"
+
+
+def test_mindspore_blocking_calls_launch_blocking_once_per_process(install_mindspore):
+    ms = install_mindspore()
+    ms.runtime.launch_blocking = lambda: ms.calls.append(("runtime.launch_blocking",))
+    adapter = MindSporeAdapter()
+    adapter.setup("cpu", 2)
+    assert adapter.launch() == "queued"
+    adapter.block_launches()
+    MindSporeAdapter().block_launches()      # a second adapter in the process: no second call
+    assert ms.calls.count(("runtime.launch_blocking",)) == 1
+    assert adapter.launch() == "blocking" and adapter.info()["launch"] == "blocking"
+
+
+def test_mindspore_without_launch_blocking_says_which_version_has_it(install_mindspore):
+    install_mindspore()
+    adapter = MindSporeAdapter()
+    adapter.setup("cpu", 2)
+    with pytest.raises(FrameworkUnavailable, match="launch_blocking.*--launch queued"):
+        adapter.block_launches()
+
+
+def test_numpy_launches_are_blocking():
+    assert NumpyAdapter().launch() == "blocking"

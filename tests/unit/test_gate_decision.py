@@ -181,7 +181,10 @@ def test_identical_code_on_a_noisy_machine_is_inconclusive_not_failed():
     # time, and NOISY makes the size bar easy); needing both stages squares that away.
     rates = gate_rates(101, 1.0, model=NOISY)
     assert rates[GateVerdict.REGRESSION] <= FALSE_ALARM_LIMIT
-    assert rates[GateVerdict.INCONCLUSIVE] >= 0.8
+    # Most noisy gates cannot exclude a 10% drop. The rest PASS because their interval's low
+    # end is above -10% (NOT SLOWER: the one-sided question a gate asks), ~36% at this seed.
+    assert rates[GateVerdict.INCONCLUSIVE] >= 0.5
+    assert 0.2 <= rates[GateVerdict.PASS] <= 0.5
 
 
 def test_a_20_percent_slowdown_fails_the_gate():

@@ -282,6 +282,61 @@ def test_per_case_min_effect_override():
         GateSettings(min_effect_overrides=(("x", 1.5),))
 
 
+def test_min_effect_precedence_pattern_then_case_then_global():
+    settings = GateSettings(min_effect=0.1, min_effect_overrides=(("add", 0.3),))
+    assert min_effect_for("add[a]", "add", settings, case_min_effect=0.2) == 0.3
+    assert min_effect_for("relu[a]", "relu", settings, case_min_effect=0.2) == 0.2
+    assert min_effect_for("relu[a]", "relu", settings, case_min_effect=None) == 0.1
+    assert min_effect_for("relu[a]", "relu", settings) == 0.1
+
+
+def with_case_min_effect(run: dict, id_: str, value) -> dict:
+    next(i for i in run["instances"] if i["id"] == id_)["min_effect"] = value
+    return run
+
+
+def gated(base, cur, id_: str = "add[b]", **settings):
+    inst = {i.id: i for i in evaluate(base, cur, settings=GateSettings(**settings)).instances}
+    return inst[id_].verdict, inst[id_].min_effect
+
+
+def test_the_case_min_effect_recorded_in_the_run_relaxes_the_gate():
+    # A 25% slowdown: a regression at the default 10%, not at the case's own 30%.
+    base, cur = pair_of_runs(24, {"add[b]": 1.25})
+    assert gated(base, cur) == (GateVerdict.REGRESSION, 0.1)
+    with_case_min_effect(cur, "add[b]", 0.3)
+    assert gated(base, cur) == (GateVerdict.PASS, 0.3)
+    # The case's value beats --min-effect, in either direction ...
+    assert gated(base, cur, min_effect=0.05) == (GateVerdict.PASS, 0.3)
+    with_case_min_effect(cur, "add[b]", 0.05)
+    assert gated(base, cur, min_effect=0.3) == (GateVerdict.REGRESSION, 0.05)
+    # ... and a matching --min-effect-for beats the case's value.
+    assert gated(base, cur, min_effect_overrides=(("add", 0.3),)) == (GateVerdict.PASS, 0.3)
+    assert gated(base, cur, min_effect_overrides=(("relu", 0.3),)) == (
+        GateVerdict.REGRESSION, 0.05)
+
+
+def test_the_baseline_min_effect_applies_only_to_records_without_the_key():
+    base, cur = pair_of_runs(25, {"add[b]": 1.25})
+    with_case_min_effect(base, "add[b]", 0.3)
+    # The current record predates the key: the baseline's value is all there is.
+    assert gated(base, cur) == (GateVerdict.PASS, 0.3)
+    # The current run says the case sets none (null): the case file no longer asks for it.
+    with_case_min_effect(cur, "add[b]", None)
+    assert gated(base, cur) == (GateVerdict.REGRESSION, 0.1)
+    # The current run's own value wins over the baseline's.
+    with_case_min_effect(cur, "add[b]", 0.2)
+    assert gated(base, cur)[1] == 0.2
+
+
+@pytest.mark.parametrize("bad", [0, 1.0, -0.5, "0.2", True])
+def test_a_bad_recorded_min_effect_names_the_instance(bad):
+    base, cur = pair_of_runs(26)
+    with_case_min_effect(cur, "add[b]", bad)
+    with pytest.raises(ValueError, match=r"^add\[b\]: min_effect in this run must be"):
+        evaluate(base, cur)
+
+
 def test_fail_on_slow_makes_the_cross_framework_verdict_gate():
     base, cur = pair_of_runs(22)
     cur["instances"][0]["verdict"] = "SLOW"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import pytest
 from runner_fakes import binary_case, case_file, fake_config, fake_session, load_instances
 
 from opbench.results import read_results, validate_record
-from opbench.runner import ApiError, RunConfig, check_only, run
+from opbench.runner import ApiError, RunConfig, check_only, instance_header, run
 
 
 def run_fake(tmp_path, *cases, config=None, json_path=None, on_progress=None, **target):
@@ -274,7 +275,9 @@ def test_the_record_describes_the_run(tmp_path):
     assert record["config"]["modes"] == ["serial"]
     assert record["config"]["settings"]["rounds"] == 6
     assert record["frameworks"]["mindspore"] == {"name": "mindspore", "version": "0.0-fake",
-                                                 "device": "cpu", "threads": 2}
+                                                 "device": "cpu", "threads": 2,
+                                                 "launch": "queued"}
+    assert record["config"]["launch"] == "queued" and record["config"]["passes"] == 1
     inst = only(record)
     assert inst["tags"] == ["math"]
     assert inst["inputs"][0] == {"name": "x", "shape": [4, 8], "dtype": "float32",
@@ -302,3 +305,26 @@ def test_non_finite_parameter_values_still_give_a_valid_json_file(tmp_path):
     assert saved["instances"][0]["params"] == {"by": "inf"}
     assert saved["instances"][1]["params"] == {"by": 1.5}
     assert saved["complete"] is True
+
+
+def test_the_header_records_the_case_min_effect_for_the_gate(tmp_path):
+    # The gate decides from records alone, so the case's min_effect must be in them; null
+    # (not absent) when the case sets none, which the gate reads as "none now".
+    cases = (binary_case("relaxed", extra="min_effect: 0.2"), binary_case("plain"))
+    record, _ = run_fake(tmp_path, *cases, config=check_only(fake_config()))
+    validate_record(record)
+    by_id = {inst["id"]: inst for inst in record["instances"]}
+    assert by_id["relaxed"]["min_effect"] == 0.2
+    assert "min_effect" in by_id["plain"] and by_id["plain"]["min_effect"] is None
+    header = instance_header(load_instances(case_file(tmp_path, cases[0], name="one.yaml"))[0],
+                             fake_config())
+    assert header["min_effect"] == 0.2
+
+
+def test_records_without_min_effect_still_validate_and_bad_ones_do_not(tmp_path):
+    record, _ = run_fake(tmp_path, binary_case("add"), config=check_only(fake_config()))
+    del only(record)["min_effect"]      # as written before the key existed
+    validate_record(record)
+    only(record)["min_effect"] = 1.0
+    with pytest.raises(jsonschema.ValidationError):
+        validate_record(record)

@@ -1,0 +1,45 @@
+"""The measurement settings a regression gate needs, and how a run adopts them.
+
+A gate compares two runs made minutes or days apart, so what matters is how far a run's
+ratio moves between runs of identical code, not how narrow one run's interval looks. The
+values below were chosen from A/A runs on the project's 2-core CPU machine (docs/gate.md
+has the figures):
+
+- launch "blocking": MindSpore's queued PyNative launches put a thread hand-off, bimodal and
+  20-50% different from one process to the next, into every serial call;
+- threads 1: with one kernel thread per framework on 2 cores neither framework's pool
+  competes with the other's calls or with the runner's other work;
+- 20 passes of 2 rounds (40 rounds): the ratio drifts ~10% over seconds to minutes, so the
+  rounds are spread over the run instead of taken back to back;
+- a 6 s budget per measurement and 10 ms samples: with 4 s, dispatch-bound ops whose
+  MindSpore side is 30x slower than torch's (their samples are capped by the budget) got
+  one round per pass and intervals of +-10-14%, too wide to exclude a 10% drop.
+
+`opbench run --for-gate` records a baseline with these; `opbench gate` measures the way its
+baseline was measured (baseline.inherit_settings), so both sides always match.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+__all__ = ["GATE_SETTINGS", "with_gate_settings"]
+
+# build_config's keywords -> value.
+GATE_SETTINGS: dict[str, Any] = {
+    "launch": "blocking",
+    "threads": 1,
+    "passes": 20,
+    "rounds": 40,
+    "max_time_s": 6.0,
+    "min_sample_time_s": 0.01,
+}
+
+
+def with_gate_settings(options: Mapping[str, Any]) -> dict[str, Any]:
+    """options with every timing option the user left unset (None) taken from
+    GATE_SETTINGS; options the user gave win."""
+    done = dict(options)
+    for key, value in GATE_SETTINGS.items():
+        if done.get(key) is None:
+            done[key] = value
+    return done
