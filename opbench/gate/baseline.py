@@ -28,13 +28,14 @@ __all__ = [
 
 # Note kinds, in the order reports list them.
 KIND_SETUP = "setup"              # the baseline cannot be used as is (e.g. incomplete)
+KIND_POOLED = "pooled baseline"   # several baseline runs pooled (gate/pool.py)
 KIND_MACHINE = "machine"
 KIND_VERSION = "framework version"
 KIND_CONFIG = "config"
 KIND_MISSING = "missing"
 KIND_RENAMED = "renamed"
 KIND_NEW = "new"
-NOTE_ORDER = (KIND_SETUP, KIND_MACHINE, KIND_VERSION, KIND_CONFIG, KIND_MISSING, KIND_RENAMED,
+NOTE_ORDER = (KIND_SETUP, KIND_POOLED, KIND_MACHINE, KIND_VERSION, KIND_CONFIG, KIND_MISSING, KIND_RENAMED,
               KIND_NEW)
 
 # Run settings whose difference changes what a sample means. A different threshold does
@@ -180,6 +181,11 @@ def environment_notes(baseline: Mapping[str, Any],
     if not baseline.get("complete", True) or baseline.get("interrupted"):
         notes.append(HygieneNote(KIND_SETUP, "the baseline run did not complete (interrupted "
                                  "or crashed): instances it lacks are listed as missing"))
+    pooled_from = baseline.get("pooled_from") or []
+    if len(pooled_from) > 1:
+        notes.append(HygieneNote(KIND_POOLED, (
+            f"the baseline pools {len(pooled_from)} runs ({', '.join(pooled_from)}): each "
+            f"instance's rounds come from every run that measured it")))
     b_env, c_env = baseline.get("environment") or {}, current.get("environment") or {}
     if not same_machine(baseline, current):
         notes.append(HygieneNote(KIND_MACHINE, (

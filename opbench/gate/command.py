@@ -57,6 +57,15 @@ def _read_baseline(path: str) -> dict[str, Any]:
     return baseline
 
 
+def _read_baselines(paths: Sequence[str]) -> dict[str, Any]:
+    from .pool import PoolError, pool_baselines
+
+    try:
+        return pool_baselines([_read_baseline(p) for p in paths], list(paths))
+    except PoolError as exc:
+        fail(str(exc))
+
+
 def _on_progress(quiet: bool, stage: str):
     def report(i, n, inst, result):
         if quiet or result is None:
@@ -121,9 +130,12 @@ def _print_result(result) -> None:
 
 @click.command("gate")
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--baseline", "baseline_path", required=True,
+@click.option("--baseline", "baseline_paths", required=True, multiple=True,
               type=click.Path(dir_okay=False),
-              help="Results JSON of the baseline run (`opbench run ... --json`).")
+              help="Results JSON of the baseline run (`opbench run --for-gate ... --json`). "
+                   "Repeat it to pool several baseline runs of the same code, recorded in "
+                   "separate processes (e.g. main's last CI runs): each process's own offset "
+                   "averages out, and false alarms and INCONCLUSIVE results drop.")
 @click.option("-k", "keyword", default=None, help="Only instances whose id contains this.")
 @click.option("--op", "ops", multiple=True, help="Only these operators (repeatable).")
 @click.option("--tag", "tags", multiple=True, help="Only cases with one of these tags.")
@@ -143,7 +155,7 @@ def _print_result(result) -> None:
               help="Write the gate's decisions (and stage-2 samples) as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No per-instance progress lines.")
 @timing_options
-def gate_command(paths, baseline_path, keyword, ops, tags, min_effect, min_effect_for,
+def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effect_for,
                  fail_on_slow, junit_path, report_path, history_db, quiet, json_path,
                  markdown_path, html_path, **timing):
     """Run the cases and compare with a baseline run: exit 0 pass, 1 regression,
@@ -163,7 +175,8 @@ def gate_command(paths, baseline_path, keyword, ops, tags, min_effect, min_effec
     from .baseline import inherit_settings
     from .selftest import InjectingSession, injection_from_env
 
-    baseline = _read_baseline(baseline_path)
+    baseline = _read_baselines(baseline_paths)
+    baseline_path = " + ".join(baseline_paths)
     instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
     timing, inherited = inherit_settings(timing, baseline.get("config") or {})
     timing = with_gate_settings(timing)   # only what neither the user nor the baseline set

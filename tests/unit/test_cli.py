@@ -316,3 +316,29 @@ def test_a_gate_option_given_on_the_command_line_wins_and_is_listed(fake_framewo
     result = invoke("gate", str(cases_dir), "--baseline", str(base), "--passes", "1", "-q",
                     "--json", str(tmp_path / "current.json"))
     assert "passes: 2 in the baseline, 1 now" in " ".join(result.stdout.split())
+
+
+def test_the_gate_pools_several_baselines_and_says_so(fake_frameworks, cases_dir, tmp_path):
+    paths = []
+    for i in range(2):
+        paths.append(str(tmp_path / f"base{i}.json"))
+        assert invoke("run", str(cases_dir), *FAST, "-q", "--json", paths[-1]).exit_code == 0
+    report = tmp_path / "gate.json"
+    result = invoke("gate", str(cases_dir), "--baseline", paths[0], "--baseline", paths[1],
+                    "-q", "--json", str(tmp_path / "current.json"), "--report", str(report))
+    assert result.exit_code == 0, result.output
+    assert "gate: PASS" in result.stdout
+    assert "pools 2 runs" in " ".join(result.stdout.split())
+    gate = json.loads(report.read_text())
+    assert gate["notes"][0]["kind"] == "pooled baseline"
+
+
+def test_baselines_measured_differently_are_not_pooled(fake_frameworks, cases_dir, tmp_path):
+    a, b = str(tmp_path / "a.json"), str(tmp_path / "b.json")
+    assert invoke("run", str(cases_dir), *FAST, "-q", "--json", a).exit_code == 0
+    assert invoke("run", str(cases_dir), *FAST, "--passes", "2", "-q",
+                  "--json", b).exit_code == 0
+    result = invoke("gate", str(cases_dir), "--baseline", a, "--baseline", b, "-q")
+    assert result.exit_code == 2
+    assert "b.json: passes is 2" in " ".join(result.output.split())
+    assert "Traceback" not in result.output

@@ -1,0 +1,125 @@
+"""Several baseline runs as one baseline: `opbench gate --baseline a.json --baseline b.json`.
+
+Why: on the project's shared 2-core machine the torch/MindSpore ratio of one instance moves
+by a standard deviation of 2-8% from one process to the next (MindSpore's per-process state,
+neighbours on the host), and no statistic inside one run can see that. A baseline recorded
+in a single process carries its own process's offset into every gate that compares with
+it: in 10 A/A gates against one baseline, `add.bias[hidden=768]` read 9-17% "slower" every
+time because the baseline process had been a fast one. Rounds pooled from baselines
+recorded in separate processes (main's last few CI runs) average those offsets out.
+Measured by replaying the gate over 11 independent runs here (docs/gate.md): with a baseline
+of 1, 2, 3 and 4 processes, false REGRESSIONs per instance-gate fell 1.2%, 0.6%, 0.6%, 0.3%
+and INCONCLUSIVE 14%, 10%, 7%, 5%.
+
+Pure: records in, one record out. Runs that were not measured alike cannot be pooled (their
+rounds would mean different things), so a difference in what the gate compares is an error
+naming the file, not a note.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict
+from typing import Any, Mapping, Sequence
+
+from ..stats import ratio_estimate, summarize
+from ..verdict import ratio_verdict
+
+__all__ = ["PoolError", "pool_baselines"]
+
+# What must be equal for two runs' rounds to be pooled: the pair compared, how a sample was
+# taken, and what a round holds.
+_SAME_CONFIG = ("reference", "target", "device", "threads", "modes", "backward", "launch",
+                "passes")
+_SAME_SETTINGS = ("rounds", "min_sample_time_s", "max_time_s")
+
+
+class PoolError(ValueError):
+    """The baselines cannot be pooled; the message names the file and the difference."""
+
+
+def _framework_versions(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {n: i.get("version") for n, i in (record.get("frameworks") or {}).items()}
+
+
+def _check_alike(records: Sequence[Mapping[str, Any]], names: Sequence[str]) -> None:
+    first_cfg = records[0].get("config") or {}
+    for name, record in zip(names[1:], records[1:]):
+        cfg = record.get("config") or {}
+        for key in _SAME_CONFIG:
+            if cfg.get(key) != first_cfg.get(key):
+                raise PoolError(f"{name}: {key} is {cfg.get(key)!r}, {names[0]} has "
+                                f"{first_cfg.get(key)!r}; only baselines measured alike can "
+                                f"be pooled")
+        settings, first_settings = cfg.get("settings") or {}, first_cfg.get("settings") or {}
+        for key in _SAME_SETTINGS:
+            if settings.get(key) != first_settings.get(key):
+                raise PoolError(f"{name}: settings.{key} is {settings.get(key)!r}, {names[0]} "
+                                f"has {first_settings.get(key)!r}; only baselines measured "
+                                f"alike can be pooled")
+        if _framework_versions(record) != _framework_versions(records[0]):
+            raise PoolError(f"{name}: framework versions {_framework_versions(record)} differ "
+                            f"from {names[0]}'s {_framework_versions(records[0])}; a baseline "
+                            f"pools runs of the same code")
+
+
+def _pool_measurement(parts: Sequence[Mapping[str, Any]], reference: str,
+                      target: str) -> dict[str, Any]:
+    """One measurement key of one instance over several runs: rounds concatenated in run
+    order (each run's rounds stay paired), statistics redone on the pool."""
+    pooled = copy.deepcopy(dict(parts[0]))
+    samples = {n: [x for p in parts for x in p["samples_s"][n]] for n in parts[0]["samples_s"]}
+    pooled["samples_s"] = samples
+    pooled["order"] = [o for p in parts for o in p.get("order", [])]
+    pooled["run_of_round"] = [i for i, p in enumerate(parts)
+                              for _ in range(len(p["samples_s"][reference]))]
+    pooled["rounds"] = len(samples[reference])
+    estimate = ratio_estimate(samples[reference], samples[target])
+    pooled.update(summary={n: asdict(summarize(v)) for n, v in samples.items()},
+                  ratio=estimate.ratio, ci_low=estimate.ci_low, ci_high=estimate.ci_high,
+                  confidence=estimate.confidence, coverage=estimate.coverage,
+                  method=estimate.method, too_few_rounds=estimate.too_few_rounds,
+                  verdict=ratio_verdict(estimate, pooled.get("threshold", 0.8)).value)
+    return pooled
+
+
+def _pool_instance(versions: Sequence[Mapping[str, Any]], reference: str,
+                   target: str) -> dict[str, Any]:
+    measured = [v for v in versions if v.get("measurements")]
+    if not measured:
+        return copy.deepcopy(dict(versions[0]))   # ERROR / MISMATCH everywhere: as it was
+    pooled = copy.deepcopy(dict(measured[0]))
+    keys = [k for k in measured[0]["measurements"]
+            if all(k in v["measurements"] for v in measured)]
+    pooled["measurements"] = {k: _pool_measurement([v["measurements"][k] for v in measured],
+                                                   reference, target) for k in keys}
+    pooled["pooled_runs"] = len(measured)
+    return pooled
+
+
+def pool_baselines(records: Sequence[Mapping[str, Any]],
+                   names: Sequence[str]) -> dict[str, Any]:
+    """records[i] was read from names[i]. One record: returned unchanged. Several: one
+    record whose instances carry every run's rounds (`run_of_round` says whose), with
+    ratio, interval and verdict recomputed; an instance measured in only some runs pools
+    those. `pooled_from` lists the names. The environment is the first run's, with
+    machine_id cleared unless every run has the same one (absolute times are compared only
+    on one machine). Raises PoolError when the runs were not measured alike."""
+    if len(records) != len(names) or not records:
+        raise ValueError("one name per record, at least one record")
+    if len(records) == 1:
+        return dict(records[0])
+    _check_alike(records, names)
+    cfg = records[0].get("config") or {}
+    reference, target = cfg.get("reference", "torch"), cfg.get("target", "mindspore")
+    by_id: dict[str, list[Mapping[str, Any]]] = {}
+    for record in records:
+        for inst in record.get("instances", []):
+            by_id.setdefault(inst["id"], []).append(inst)
+    pooled = copy.deepcopy({k: v for k, v in records[0].items() if k != "instances"})
+    pooled["instances"] = [_pool_instance(versions, reference, target)
+                           for versions in by_id.values()]
+    machine_ids = {(r.get("environment") or {}).get("machine_id") for r in records}
+    if len(machine_ids) != 1:
+        pooled.setdefault("environment", {})["machine_id"] = None
+    pooled["pooled_from"] = list(names)
+    return pooled

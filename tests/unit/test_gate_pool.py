@@ -1,0 +1,110 @@
+"""Several baseline runs pooled into one (gate/pool.py): rounds kept paired and concatenated,
+statistics redone, runs measured differently refused, and the pool named in the notes."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from test_gate_evaluate import instance, measurement, record
+
+from opbench.gate.baseline import environment_notes, same_machine
+from opbench.gate.evaluate import evaluate
+from opbench.gate.pool import PoolError, pool_baselines
+from opbench.stats import ratio_estimate
+
+
+def run_record(seed: int, target_s: float = 2e-4, **kwargs):
+    rng = np.random.default_rng(seed)
+    return record([instance("add[4x4]", "add", measurement(rng, 1e-4, target_s))], **kwargs)
+
+
+def test_one_baseline_is_used_as_it_is():
+    only = run_record(1)
+    assert pool_baselines([only], ["a.json"]) == only
+
+
+def test_rounds_are_concatenated_in_run_order_and_the_ratio_is_redone():
+    a, b = run_record(1), run_record(2)
+    pooled = pool_baselines([a, b], ["a.json", "b.json"])
+    m = pooled["instances"][0]["measurements"]["serial"]
+    ma, mb = (r["instances"][0]["measurements"]["serial"] for r in (a, b))
+    for side in ("torch", "mindspore"):
+        assert m["samples_s"][side] == ma["samples_s"][side] + mb["samples_s"][side]
+    assert m["rounds"] == 2 * ma["rounds"]
+    assert m["run_of_round"] == [0] * ma["rounds"] + [1] * mb["rounds"]
+    expected = ratio_estimate(m["samples_s"]["torch"], m["samples_s"]["mindspore"])
+    assert (m["ratio"], m["ci_low"], m["ci_high"]) == (expected.ratio, expected.ci_low,
+                                                       expected.ci_high)
+    assert m["summary"]["mindspore"]["median_s"] == pytest.approx(
+        float(np.median(m["samples_s"]["mindspore"])))
+    assert pooled["instances"][0]["pooled_runs"] == 2
+    assert pooled["pooled_from"] == ["a.json", "b.json"]
+    # the inputs are not modified
+    assert len(ma["samples_s"]["torch"]) == ma["rounds"]
+
+
+def test_process_offsets_average_out():
+    """The reason to pool: one baseline process 12% fast, another 12% slow. Against either
+    alone an unchanged current run looks changed by ~12%; against the pool it does not."""
+    fast, slow = run_record(1, target_s=2e-4 / 1.12), run_record(2, target_s=2e-4 * 1.12)
+    current = run_record(3)
+    pooled = pool_baselines([fast, slow], ["fast.json", "slow.json"])
+    ratio = pooled["instances"][0]["measurements"]["serial"]["ratio"]
+    assert ratio == pytest.approx(0.5, rel=0.03)
+    alone = evaluate(fast, current).instances[0]
+    together = evaluate(pooled, current).instances[0]
+    assert alone.verdict.value != "PASS"          # -12% against the fast process alone
+    assert together.verdict.value == "PASS"
+
+
+def test_an_instance_that_failed_in_one_run_pools_the_runs_that_measured_it():
+    a = run_record(1)
+    b = run_record(2)
+    b["instances"][0] = instance("add[4x4]", "add", None, error="boom")
+    pooled = pool_baselines([a, b], ["a.json", "b.json"])
+    inst = pooled["instances"][0]
+    assert inst["pooled_runs"] == 1 and inst["verdict"] != "ERROR"
+    assert (inst["measurements"]["serial"]["samples_s"]
+            == a["instances"][0]["measurements"]["serial"]["samples_s"])
+
+
+def test_an_instance_failed_everywhere_stays_failed():
+    a, b = run_record(1), run_record(2)
+    for r in (a, b):
+        r["instances"][0] = instance("add[4x4]", "add", None, error="boom")
+    inst = pool_baselines([a, b], ["a.json", "b.json"])["instances"][0]
+    assert inst["verdict"] == "ERROR" and inst["measurements"] == {}
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda r: r["config"].update(launch="blocking"), "b.json: launch is 'blocking'"),
+    (lambda r: r["config"].update(threads=1), "b.json: threads is 1"),
+    (lambda r: r["config"]["settings"].update(rounds=10), "b.json: settings.rounds is 10"),
+    (lambda r: r["frameworks"]["mindspore"].update(version="2.11.0"),
+     "b.json: framework versions"),
+])
+def test_runs_not_measured_alike_are_refused_with_the_file_named(change, message):
+    a, b = run_record(1), run_record(2)
+    change(b)
+    with pytest.raises(PoolError, match=message.replace("[", r"\[")):
+        pool_baselines([a, b], ["a.json", "b.json"])
+
+
+def test_a_pool_from_several_machines_compares_ratios_only():
+    a, b = run_record(1, machine="m1"), run_record(2, machine="m2")
+    pooled = pool_baselines([a, b], ["a.json", "b.json"])
+    assert not same_machine(pooled, run_record(3, machine="m1"))
+    same = pool_baselines([a, run_record(2, machine="m1")], ["a.json", "b.json"])
+    assert same_machine(same, run_record(3, machine="m1"))
+
+
+def test_the_notes_say_the_baseline_is_pooled():
+    pooled = pool_baselines([run_record(1), run_record(2), run_record(3)],
+                            ["a.json", "b.json", "c.json"])
+    notes = environment_notes(pooled, run_record(4))
+    assert notes[0].kind == "pooled baseline"
+    assert "pools 3 runs (a.json, b.json, c.json)" in notes[0].message
+    single = copy.deepcopy(run_record(1))
+    assert not [n for n in environment_notes(single, run_record(4))
+                if n.kind == "pooled baseline"]
