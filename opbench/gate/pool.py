@@ -6,10 +6,10 @@ neighbours on the host), and no statistic inside one run can see that. A baselin
 in a single process carries its own process's offset into every gate that compares with
 it: in 10 A/A gates against one baseline, `add.bias[hidden=768]` read 9-17% "slower" every
 time because the baseline process had been a fast one. Rounds pooled from baselines
-recorded in separate processes (main's last few CI runs) average those offsets out.
-Measured by replaying the gate over 11 independent runs here (docs/gate.md): with a baseline
-of 1, 2, 3 and 4 processes, false REGRESSIONs per instance-gate fell 1.2%, 0.6%, 0.6%, 0.3%
-and INCONCLUSIVE 14%, 10%, 7%, 5%.
+recorded in separate processes average those offsets out. Replaying the gate's decision
+over 11 independent runs of 18 shipped instances here (docs/gate.md; stage 2 taken from yet
+another process), a baseline of 1, 2, 3 and 4 processes gave 0.6%, 0.4%, 0.2% and 0.1% false
+REGRESSIONs per instance-gate and 13.8%, 8.5%, 6.2% and 4.8% INCONCLUSIVE.
 
 Pure: records in, one record out. Runs that were not measured alike cannot be pooled (their
 rounds would mean different things), so a difference in what the gate compares is an error

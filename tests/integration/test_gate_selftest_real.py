@@ -38,10 +38,11 @@ INSTANCE = "gate_selftest.add[shape=256x1024]"
 # no timing options at all: it must measure the way the baseline was measured.
 BASELINE_TIMING = ["--for-gate", "--passes", "10", "--rounds", "20", "--max-time", "3",
                    "--no-backward"]
-# Queued launches and back-to-back rounds made MindSpore's CPU time move 20-50% between
-# processes and the gate flaky (docs/gate.md); with the gate's settings 25% slowdowns were
-# caught in A/A-clean runs over 15 shipped instances. One instance in CI gets a clearer
-# margin: 1.5x, still a real end-to-end check of measuring, judging and both stages.
+# With the gate's settings a 25% slowdown was caught on every one of 18 shipped instances in
+# each gate measured here (docs/gate.md), but that is 18 chances per gate; this test has one
+# instance and runs on shared CI machines, so it injects 1.5x: still a real end-to-end check
+# of measuring, judging and both stages, with a margin over the 2-8% process-to-process
+# spread of the ratio.
 INJECTED_FACTOR = 1.5
 EXIT_OK, EXIT_SLOW, EXIT_INCONCLUSIVE = 0, 1, 3
 
