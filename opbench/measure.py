@@ -244,12 +244,30 @@ def rounds_within_budget(settings: MeasureSettings, sample_time_s: float, n_side
     return max(min(settings.rounds, settings.min_rounds), min(settings.rounds, affordable))
 
 
+def _check_distinct(sides: Sequence[Side]) -> None:
+    if len({s.name for s in sides}) != len(sides) or not sides:
+        raise ValueError("sides need distinct names")
+
+
+def _interleaved_rounds(sides: Sequence[Side], loops: int, rounds: int, mode: str,
+                        clock: Clock) -> tuple[dict[str, tuple[float, ...]],
+                                               tuple[tuple[str, ...], ...]]:
+    """`rounds` interleaved rounds (interleaved_order) of one sample per side at `loops`
+    calls each: per-call seconds by side, and the order the samples ran in."""
+    by_name = {s.name: s for s in sides}
+    per_call: dict[str, list[float]] = {s.name: [] for s in sides}
+    order = interleaved_order([s.name for s in sides], rounds)
+    for round_order in order:
+        for name in round_order:
+            per_call[name].append(run_sample(by_name[name], loops, mode, clock) / loops)
+    return {k: tuple(v) for k, v in per_call.items()}, order
+
+
 def measure(sides: Sequence[Side], settings: MeasureSettings,
             clock: Clock = time.perf_counter, resolution_s: float | None = None) -> Measurement:
     """The whole protocol: warm-up each side, calibrate one loop count, then interleaved
     rounds. Every raw per-round sample is kept."""
-    if len({s.name for s in sides}) != len(sides) or not sides:
-        raise ValueError("sides need distinct names")
+    _check_distinct(sides)
     warmups = {s.name: warm_up(s, settings.mode, clock, settings.warmup_time_s) for s in sides}
     calibration = calibrate(sides, settings, clock, resolution_s)
     slowest_sample_s = max(calibration.probes[-1][1].values())
@@ -268,15 +286,10 @@ def measure(sides: Sequence[Side], settings: MeasureSettings,
             f"{max(times.values()) / max(min(times.values()), 1e-12):.0f}x slower per call, so "
             f"{fast}'s samples last {min(times.values()) * 1e3:.3g} ms instead of "
             f"{calibration.target_sample_time_s * 1e3:.3g} ms (coarser, but the gap dwarfs it)")
-    by_name = {s.name: s for s in sides}
-    per_call: dict[str, list[float]] = {s.name: [] for s in sides}
-    order = interleaved_order([s.name for s in sides], rounds)
-    for round_order in order:
-        for name in round_order:
-            elapsed = run_sample(by_name[name], calibration.loops, settings.mode, clock)
-            per_call[name].append(elapsed / calibration.loops)
-    return Measurement(mode=settings.mode, loops=calibration.loops,
-                       per_call_s={k: tuple(v) for k, v in per_call.items()}, order=order,
+    per_call, order = _interleaved_rounds(sides, calibration.loops, rounds, settings.mode,
+                                          clock)
+    return Measurement(mode=settings.mode, loops=calibration.loops, per_call_s=per_call,
+                       order=order,
                        warmup_calls=warmups, calibration=calibration,
                        rounds_requested=settings.rounds, notes=tuple(notes))
 
@@ -296,19 +309,12 @@ def more_rounds(sides: Sequence[Side], mode: str, loops: int, rounds: int,
     """Another pass of an earlier measurement: warm up (the callables are freshly prepared),
     then `rounds` interleaved rounds at the loop count calibrated the first time, so every
     sample of the measurement covers the same work and the rounds can be pooled."""
-    if len({s.name for s in sides}) != len(sides) or not sides:
-        raise ValueError("sides need distinct names")
+    _check_distinct(sides)
     if loops < 1 or rounds < 1:
         raise ValueError("loops and rounds must be >= 1")
     warmups = {s.name: warm_up(s, mode, clock, warmup_time_s) for s in sides}
-    by_name = {s.name: s for s in sides}
-    per_call: dict[str, list[float]] = {s.name: [] for s in sides}
-    order = interleaved_order([s.name for s in sides], rounds)
-    for round_order in order:
-        for name in round_order:
-            per_call[name].append(run_sample(by_name[name], loops, mode, clock) / loops)
-    return MoreRounds(per_call_s={k: tuple(v) for k, v in per_call.items()}, order=order,
-                      warmup_calls=warmups)
+    per_call, order = _interleaved_rounds(sides, loops, rounds, mode, clock)
+    return MoreRounds(per_call_s=per_call, order=order, warmup_calls=warmups)
 
 
 @dataclass(frozen=True)
