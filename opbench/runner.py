@@ -404,22 +404,11 @@ class Session:
         """Everything computed from a measurement's rounds (redone after each pass).
         '_explain' carries the explanation notes for the caller to place."""
         cfg = self.config
-        est = ratio_estimate(per_call[cfg.reference], per_call[cfg.target])
-        verdict = ratio_verdict(est, threshold)
-        summaries = {n: asdict(summarize(per_call[n])) for n in cfg.frameworks}
-        medians = {n: summaries[n]["median_s"] for n in cfg.frameworks}
-        return {
-            "summary": summaries,
-            "ratio": est.ratio,
-            "ci_low": est.ci_low,
-            "ci_high": est.ci_high,
-            "confidence": est.confidence,
-            "coverage": est.coverage,
-            "method": est.method,
-            "too_few_rounds": est.too_few_rounds,
-            "verdict": verdict.value,
-            "_explain": explain_measurement(mode, medians, self.overhead),
-        }
+        fields = measurement_statistics({n: per_call[n] for n in cfg.frameworks},
+                                        cfg.reference, cfg.target, threshold)
+        medians = {n: fields["summary"][n]["median_s"] for n in cfg.frameworks}
+        fields["_explain"] = explain_measurement(mode, medians, self.overhead)
+        return fields
 
     def _measure(self, sides: Sequence[Side], mode: str, threshold: float) -> dict[str, Any]:
         cfg = self.config
@@ -457,6 +446,26 @@ class Session:
                             f"{m.rounds * cfg.passes} ({m.rounds} in each of {cfg.passes} "
                             f"passes) to stay within {cfg.settings.max_time_s:g} s")
         return notes
+
+
+def measurement_statistics(per_call: Mapping[str, Sequence[float]], reference: str,
+                           target: str, threshold: float) -> dict[str, Any]:
+    """A measurement record's statistics from its rounds (per-call seconds by framework,
+    round i of each side paired): per-side summaries, the reference/target ratio with its
+    interval, and the verdict against threshold. Pure; shared by a run (redone after every
+    pass) and by baselines pooled for the gate (gate/pool.py)."""
+    est = ratio_estimate(per_call[reference], per_call[target])
+    return {
+        "summary": {n: asdict(summarize(v)) for n, v in per_call.items()},
+        "ratio": est.ratio,
+        "ci_low": est.ci_low,
+        "ci_high": est.ci_high,
+        "confidence": est.confidence,
+        "coverage": est.coverage,
+        "method": est.method,
+        "too_few_rounds": est.too_few_rounds,
+        "verdict": ratio_verdict(est, threshold).value,
+    }
 
 
 def key_mode(key: str) -> str:
@@ -592,4 +601,5 @@ def check_only(config: RunConfig) -> RunConfig:
 
 
 __all__ = ["RunConfig", "Session", "ApiError", "run", "run_passes", "instance_header",
-           "default_threads", "key_mode", "CheckResult", "ASYNC", "SERIAL", "BACKWARD_SUFFIX"]
+           "default_threads", "key_mode", "measurement_statistics", "CheckResult", "ASYNC",
+           "SERIAL", "BACKWARD_SUFFIX"]

@@ -18,11 +18,10 @@ naming the file, not a note.
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict
 from typing import Any, Mapping, Sequence
 
-from ..stats import ratio_estimate, summarize
-from ..verdict import ratio_verdict
+from ..runner import measurement_statistics
+from ..verdict import DEFAULT_THRESHOLD
 
 __all__ = ["PoolError", "pool_baselines"]
 
@@ -73,12 +72,8 @@ def _pool_measurement(parts: Sequence[Mapping[str, Any]], reference: str,
     pooled["run_of_round"] = [i for i, p in enumerate(parts)
                               for _ in range(len(p["samples_s"][reference]))]
     pooled["rounds"] = len(samples[reference])
-    estimate = ratio_estimate(samples[reference], samples[target])
-    pooled.update(summary={n: asdict(summarize(v)) for n, v in samples.items()},
-                  ratio=estimate.ratio, ci_low=estimate.ci_low, ci_high=estimate.ci_high,
-                  confidence=estimate.confidence, coverage=estimate.coverage,
-                  method=estimate.method, too_few_rounds=estimate.too_few_rounds,
-                  verdict=ratio_verdict(estimate, pooled.get("threshold", 0.8)).value)
+    pooled.update(measurement_statistics(samples, reference, target,
+                                         pooled.get("threshold", DEFAULT_THRESHOLD)))
     return pooled
 
 
