@@ -19,6 +19,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from .frameworks.base import LAUNCH_MODES, LAUNCH_QUEUED
 from .verdict import EXIT_USAGE, Verdict, exit_code
 
 EXIT_INTERRUPTED = 130
@@ -76,7 +77,7 @@ def timing_options(f):
         click.option("--mode", type=click.Choice(["serial", "async", "both"]), default=None,
                      help="serial: sync after every call (latency); async: one sync per "
                           "sample (throughput); both: each, side by side. Default: serial."),
-        click.option("--launch", type=click.Choice(["queued", "blocking"]), default=None,
+        click.option("--launch", type=click.Choice(LAUNCH_MODES), default=None,
                      help="queued: each framework launches operators its own way (MindSpore "
                           "through PyNative's launch queue); blocking: every operator runs to "
                           "completion in its call, so a serial time is the op's own cost "
@@ -135,7 +136,7 @@ def build_config(mode, threshold, device, threads, reference, target, rounds,
                          threads=threads or default_threads(),
                          modes=(("serial", "async") if mode == "both"
                                 else (mode or "serial",)),
-                         launch=launch or "queued", passes=1 if passes is None else passes,
+                         launch=launch or LAUNCH_QUEUED, passes=1 if passes is None else passes,
                          threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
                          backward=not no_backward, timing=timing,
                          settings=MeasureSettings(**settings_kw))

@@ -13,6 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..frameworks.base import LAUNCH_QUEUED
+
 __all__ = [
     "HygieneNote",
     "Matching",
@@ -35,14 +37,15 @@ KIND_CONFIG = "config"
 KIND_MISSING = "missing"
 KIND_RENAMED = "renamed"
 KIND_NEW = "new"
-NOTE_ORDER = (KIND_SETUP, KIND_POOLED, KIND_MACHINE, KIND_VERSION, KIND_CONFIG, KIND_MISSING, KIND_RENAMED,
-              KIND_NEW)
+NOTE_ORDER = (KIND_SETUP, KIND_POOLED, KIND_MACHINE, KIND_VERSION, KIND_CONFIG, KIND_MISSING,
+              KIND_RENAMED, KIND_NEW)
 
 # Run settings whose difference changes what a sample means. A different threshold does
 # not (it only moves the cross-framework verdict), so it is not listed.
 _COMPARED_CONFIG = ("device", "threads", "modes", "backward")
-# Compared with the value an older results file implies when it lacks the key.
-_COMPARED_CONFIG_DEFAULTS = {"launch": "queued", "passes": 1}
+# Compared (and inherited by the gate) with the value an older results file implies when it
+# lacks the key: it was measured with queued launches in one pass.
+_COMPARED_CONFIG_DEFAULTS = {"launch": LAUNCH_QUEUED, "passes": 1}
 # The `opbench gate` options (build_config's keywords) a baseline's config can supply.
 _INHERITED_SETTINGS = ("rounds", "min_sample_time_s", "max_time_s")
 _OPTION_NAMES = {"min_sample_time_s": "min-sample-time", "max_time_s": "max-time"}
@@ -246,9 +249,8 @@ def inherit_settings(options: Mapping[str, Any],
     modes = list(baseline_config.get("modes") or [])
     take("mode", "both" if sorted(modes) == ["async", "serial"] else (modes[0] if modes else None))
     take("threads", baseline_config.get("threads"))
-    # A file written before these keys existed was measured with queued launches, 1 pass.
-    take("launch", baseline_config.get("launch", "queued"))
-    take("passes", baseline_config.get("passes", 1))
+    for key, default in _COMPARED_CONFIG_DEFAULTS.items():
+        take(key, baseline_config.get(key, default))
     settings = baseline_config.get("settings") or {}
     for key in _INHERITED_SETTINGS:
         take(key, settings.get(key))
