@@ -5,16 +5,20 @@ import pytest
 
 from opbench.measure import (
     ASYNC,
+    BUDGET_SLACK,
     MIN_ROUNDS,
     MIN_WARMUP_CALLS,
     SERIAL,
+    Calibration,
     MeasureSettings,
     Side,
     calibrate,
     clock_resolution_s,
+    expected_sample_s,
     interleaved_order,
     measure,
     measure_overhead,
+    rounds_within_budget,
     run_sample,
 )
 
@@ -226,3 +230,46 @@ def test_one_burst_in_the_first_probe_does_not_pin_the_loop_count_at_one():
                     clock, resolution_s=1e-9)
     # 2 s / (10 rounds x 2 sides) = 0.1 s per sample at 3 ms per call: ~33 loops
     assert cal.loops > 10
+
+
+def _jittery_side(clock: FakeClock, name: str, per_call_s: float, spread: float,
+                  seed: int = 7) -> Side:
+    """A side whose calls cost per_call_s x U(1, 1 + spread): the calibration's best
+    per-call time is its floor, and longer samples average above it, as real calls do."""
+    import random
+
+    rng = random.Random(seed)
+    return Side(name, lambda: clock.advance(per_call_s * (1 + spread * rng.random())),
+                lambda: None)
+
+
+def test_a_budget_capped_sample_a_little_over_its_share_keeps_its_rounds():
+    """Bug: a measurement spread over passes of 2 rounds (`--for-gate`: 40 rounds in 20
+    passes, 0.3 s per pass) had every budget-capped pass cut to 1 round, because the cap
+    came from the best per-call time, the samples ran 7-35% above it, and int(1.97) is 1.
+    MindSpore's dispatch-bound instances got 20 rounds instead of 40."""
+    clock = FakeClock()
+    settings = MeasureSettings(rounds=2, min_rounds=1, min_sample_time_s=0.01,
+                               warmup_time_s=0, max_time_s=0.3)
+    fast = FakeDevice(clock, launch_s=0, kernel_s=1e-6, sync_s=0).side("torch")
+    slow = _jittery_side(clock, "mindspore", 3e-3, spread=0.3)
+    m = measure([fast, slow], settings, clock, 1e-9)
+    assert m.calibration.capped_by_budget
+    assert m.rounds == 2
+    assert not any("rounds cut" in n for n in m.notes)
+    # the budget is still kept, give or take its slack
+    total = sum(sum(v) * m.loops for v in m.per_call_s.values())
+    assert total <= settings.max_time_s * BUDGET_SLACK
+
+
+def test_rounds_are_sized_from_the_median_probe_not_one_burst():
+    cal = Calibration(loops=20, target_sample_time_s=0.01, clock_resolution_s=1e-9,
+                      sync_cost_s={"a": 0.0, "b": 0.0},
+                      probes=((1, {"a": 1e-6, "b": 3e-3}), (20, {"a": 2e-5, "b": 0.06}),
+                              (20, {"a": 2e-5, "b": 0.5}), (20, {"a": 2e-5, "b": 0.062})),
+                      capped_by_budget=True)
+    assert expected_sample_s(cal) == pytest.approx(0.062)
+    settings = MeasureSettings(rounds=2, min_rounds=1, max_time_s=0.3)
+    assert rounds_within_budget(settings, expected_sample_s(cal), 2) == 2
+    # a real overrun still cuts: samples twice their share
+    assert rounds_within_budget(settings, 0.15, 2) == 1
