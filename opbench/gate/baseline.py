@@ -37,8 +37,9 @@ KIND_CONFIG = "config"
 KIND_MISSING = "missing"
 KIND_RENAMED = "renamed"
 KIND_NEW = "new"
-NOTE_ORDER = (KIND_SETUP, KIND_POOLED, KIND_MACHINE, KIND_VERSION, KIND_CONFIG, KIND_MISSING,
-              KIND_RENAMED, KIND_NEW)
+KIND_STAGE2 = "stage 2"           # the second stage could not run in a fresh process
+NOTE_ORDER = (KIND_SETUP, KIND_STAGE2, KIND_POOLED, KIND_MACHINE, KIND_VERSION, KIND_CONFIG,
+              KIND_MISSING, KIND_RENAMED, KIND_NEW)
 
 # Run settings whose difference changes what a sample means. A different threshold does
 # not (it only moves the cross-framework verdict), so it is not listed.

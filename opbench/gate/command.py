@@ -7,6 +7,7 @@ some case is too noisy to tell or missing from this run); 130 interrupted.
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -66,7 +67,9 @@ def _read_baselines(paths: Sequence[str]) -> dict[str, Any]:
         fail(str(exc))
 
 
-def _on_progress(quiet: bool, stage: str):
+def progress_printer(quiet: bool, stage: str):
+    """One stderr line per measured instance of a gate stage (also the fresh stage-2
+    process's)."""
     def report(i, n, inst, result):
         if quiet or result is None:
             return
@@ -78,15 +81,34 @@ def _on_progress(quiet: bool, stage: str):
     return report
 
 
-def _remeasure(session, instances, ids: Sequence[str], quiet: bool) -> dict[str, Any]:
-    """Stage 2: the instances that did not pass, measured again the same way (all passes)."""
+def _remeasure_here(session, instances, ids: Sequence[str], quiet: bool) -> dict[str, Any]:
+    """Stage 2 in this process: the instances that did not pass, measured again the same
+    way (all passes)."""
     from ..runner import run_passes
 
     wanted = set(ids)
     subset = [inst for inst in instances if inst.id in wanted]
-    records = run_passes(session, subset, [], on_progress=_on_progress(quiet, "stage 2"),
+    records = run_passes(session, subset, [], on_progress=progress_printer(quiet, "stage 2"),
                          on_pass=pass_printer(quiet))
     return {inst.id: record for inst, record in zip(subset, records)}
+
+
+def _remeasure(session, instances, ids: Sequence[str], quiet: bool, spec_fields):
+    """Stage 2 in a fresh process (gate/fresh_stage.py says why), or, when that process
+    fails, in this one with a note saying so: (records by id, extra hygiene notes)."""
+    from .baseline import KIND_STAGE2, HygieneNote
+    from .fresh_stage import FreshStageError, StageSpec, remeasure_in_fresh_process
+
+    spec = StageSpec(ids=tuple(ids), output="", quiet=quiet, **spec_fields)
+    try:
+        return remeasure_in_fresh_process(spec), ()
+    except FreshStageError as exc:
+        err.print(f"[yellow]stage 2: the fresh process failed; re-measuring in this one[/] "
+                  f"({escape(str(exc))})", highlight=False)
+        note = HygieneNote(KIND_STAGE2, f"re-measured in the first stage's process, which "
+                                      f"shares its offset, because the fresh process "
+                                      f"failed: {exc}")
+        return _remeasure_here(session, instances, ids, quiet), (note,)
 
 
 def _pct_cell(inst, attribute: str) -> str:
@@ -167,8 +189,8 @@ def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effe
     ratio, so machine speed cancels; on the same machine each side's absolute time is
     compared too. Timing options left out are taken from the baseline's config, so both
     runs are measured alike (record the baseline with `opbench run --for-gate`). Cases that
-    do not pass are measured a second time; only a regression seen in both measurements
-    fails the gate. Missing, renamed and new cases, another machine
+    do not pass are measured a second time, in a fresh process; only a regression seen in
+    both measurements fails the gate. Missing, renamed and new cases, another machine
     and other framework versions are listed in every output. (The Markdown file is the
     gate's summary, fit for a CI job summary.)"""
     from .evaluate import GateSettings, evaluate
@@ -177,7 +199,8 @@ def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effe
 
     baseline = _read_baselines(baseline_paths)
     baseline_path = " + ".join(baseline_paths)
-    instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
+    case_paths = [os.path.abspath(p) for p in paths or [default_cases_path()]]
+    instances = load_instances(case_paths, ops, keyword, tags)
     timing, inherited = inherit_settings(timing, baseline.get("config") or {})
     timing = with_gate_settings(timing)   # only what neither the user nor the baseline set
     config = build_config(**timing)
@@ -211,13 +234,17 @@ def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effe
     ids = result.to_remeasure()
     if ids:
         if not quiet:
-            err.print(f"[dim]stage 2: re-measuring {len(ids)} instance(s) that did not pass[/]",
+            err.print(f"[dim]stage 2: re-measuring {len(ids)} instance(s) that did not pass, "
+                      f"in a fresh process[/]",
                       highlight=False)
+        spec_fields = {"paths": tuple(case_paths), "config_options": dict(timing),
+                       "ops": tuple(ops), "keyword": keyword, "tags": tuple(tags)}
         try:
-            second = _remeasure(session, instances, ids, quiet)
+            second, stage2_notes = _remeasure(session, instances, ids, quiet, spec_fields)
         except KeyboardInterrupt:
             err.print("\n[bold]interrupted[/] during the second stage")
             sys.exit(EXIT_INTERRUPTED)
+        extra += stage2_notes
         result = evaluate(baseline, record, remeasured=second, settings=settings,
                           extra_notes=extra)
     _write_outputs(result, record, second, baseline_path, json_path, junit_path,
@@ -230,7 +257,6 @@ def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effe
 
 def _measure(instances, config, json_path, injection, quiet, injecting_session):
     import datetime as _dt
-    import os
 
     from ..frameworks import DeviceUnavailable, FrameworkUnavailable
     from ..runner import ApiError, Session, run
@@ -248,7 +274,7 @@ def _measure(instances, config, json_path, injection, quiet, injecting_session):
                   f"results -> {json_path}[/]", highlight=False)
     try:
         record = run(instances, config, json_path=json_path, session=session,
-                     on_progress=_on_progress(quiet, "stage 1"), on_pass=pass_printer(quiet))
+                     on_progress=progress_printer(quiet, "stage 1"), on_pass=pass_printer(quiet))
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
     except KeyboardInterrupt:
@@ -376,4 +402,4 @@ def _trend_table(points, selector: str) -> Table:
     return table
 
 
-__all__ = ["GATE_DEFAULT_ROUNDS", "gate_command", "history_command"]
+__all__ = ["GATE_DEFAULT_ROUNDS", "gate_command", "history_command", "progress_printer"]

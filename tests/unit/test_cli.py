@@ -4,6 +4,7 @@ file:line, no traceback), reports of saved files, and whole runs on fake framewo
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 from click.testing import CliRunner
@@ -177,7 +178,15 @@ def fake_frameworks(monkeypatch):
             for adapter in self.adapters.values():
                 adapter.setup(self.config.device, self.config.threads)
 
+    def run_child_here(spec_path):
+        """The gate's fresh stage-2 process, run in this one on the same fakes."""
+        from opbench.gate import fresh_stage
+
+        code = fresh_stage.main([spec_path], session_factory=FakeSession)
+        return subprocess.CompletedProcess(["fresh_stage", spec_path], code, "", "")
+
     monkeypatch.setattr("opbench.runner.Session", FakeSession)
+    monkeypatch.setattr("opbench.gate.fresh_stage.run_child_process", run_child_here)
     return target_options
 
 
@@ -341,4 +350,40 @@ def test_baselines_measured_differently_are_not_pooled(fake_frameworks, cases_di
     result = invoke("gate", str(cases_dir), "--baseline", a, "--baseline", b, "-q")
     assert result.exit_code == 2
     assert "b.json: passes is 2" in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+
+
+def test_a_regression_is_confirmed_by_a_second_stage_in_a_fresh_process(
+        fake_frameworks, cases_dir, tmp_path):
+    base = tmp_path / "base.json"
+    assert invoke("run", str(cases_dir), *FAST, "-q", "--json", str(base)).exit_code == 0
+    fake_frameworks["cost_s"] = 2e-4   # the target side now does twice the work
+    report = tmp_path / "gate.json"
+    result = invoke("gate", str(cases_dir), "--baseline", str(base), "--report", str(report),
+                    "--json", str(tmp_path / "current.json"))
+    assert result.exit_code == 1, result.output
+    assert "in a fresh process" in result.stderr
+    assert "stage 2 [" in result.stderr            # the child's progress lines
+    gate = json.loads(report.read_text())
+    assert sorted(gate["stage2_records"]) == ["add[shape=2x3]", "add[shape=4x8]", "sub"]
+    assert not any(n["kind"] == "stage 2" for n in gate["notes"])
+    assert "REGRESSION (2nd)" in result.stdout
+
+
+def test_when_the_fresh_process_fails_stage_2_runs_here_and_the_report_says_so(
+        fake_frameworks, cases_dir, tmp_path, monkeypatch):
+    def broken_child(spec_path):
+        return subprocess.CompletedProcess(["fresh_stage"], 1, "", "Segmentation fault\n")
+
+    monkeypatch.setattr("opbench.gate.fresh_stage.run_child_process", broken_child)
+    base = tmp_path / "base.json"
+    assert invoke("run", str(cases_dir), *FAST, "-q", "--json", str(base)).exit_code == 0
+    fake_frameworks["cost_s"] = 2e-4
+    report = tmp_path / "gate.json"
+    result = invoke("gate", str(cases_dir), "--baseline", str(base), "-q",
+                    "--report", str(report), "--json", str(tmp_path / "current.json"))
+    assert result.exit_code == 1, result.output
+    notes = json.loads(report.read_text())["notes"]
+    stage2 = [n["message"] for n in notes if n["kind"] == "stage 2"]
+    assert stage2 and "exited 1: Segmentation fault" in stage2[0]
     assert "Traceback" not in result.output
