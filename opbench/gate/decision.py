@@ -215,8 +215,9 @@ def needs_remeasure(verdict: GateVerdict) -> bool:
 
 @dataclass(frozen=True)
 class StagedDecision:
-    """Stage 1 and, when it did not pass, stage 2 (a fresh measurement, compared with the
-    same baseline on its own - never pooled with stage 1, so the stages are independent)."""
+    """Stage 1 and, when it did not pass, stage 2 (a fresh measurement in a fresh process,
+    compared with the same baseline on its own - never pooled with stage 1, so the stages
+    are independent)."""
 
     first: Decision
     second: Decision | None = None
