@@ -23,8 +23,9 @@ from .settings import GATE_SETTINGS, with_gate_settings
 
 # The gate's rounds per measurement when its baseline records none, higher than `opbench
 # run`'s 15. On the simulated shared machine (tests/unit/timing_simulation.py) an identical
-# pair of runs at 15/15 rounds ends INCONCLUSIVE for ~21% of instances even after the second
-# stage, at 25/25 for ~2%, at 35/35 for ~0%. The interval is only as narrow as the smaller
+# pair of runs at 15/15 rounds ends INCONCLUSIVE for 8.3% of instances even after the second
+# stage, at 25/25 for 0.4%, at 35/35 for none; the real machine's per-process offsets need
+# the margin (docs/gate.md). The interval is only as narrow as the smaller
 # side allows, hence `opbench run --for-gate`, which records the baseline with the same
 # settings (gate/settings.py), and the gate's habit of measuring like its baseline.
 GATE_DEFAULT_ROUNDS = GATE_SETTINGS["rounds"]

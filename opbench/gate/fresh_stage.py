@@ -132,10 +132,12 @@ ChildRunner = Callable[[str], "subprocess.CompletedProcess[str]"]
 def run_child_process(spec_path: str) -> "subprocess.CompletedProcess[str]":
     """Run the child with this interpreter. Its progress lines pass through to our stderr
     as it goes; stderr is also kept (tee'd by reading line by line) for an error message."""
-    env = dict(os.environ)
+    # The environment is inherited: GLOG_v, PYTHONPATH and a self-test's injection apply.
+    # The child's stdout (nothing of ours; a framework's stray prints) is dropped so it
+    # cannot mix into the gate's table.
     proc = subprocess.Popen([sys.executable, "-m", "opbench.gate.fresh_stage", spec_path],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True)
     kept: list[str] = []
     assert proc.stderr is not None
     try:

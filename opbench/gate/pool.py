@@ -7,9 +7,9 @@ in a single process carries its own process's offset into every gate that compar
 it: in 10 A/A gates against one baseline, `add.bias[hidden=768]` read 9-17% "slower" every
 time because the baseline process had been a fast one. Rounds pooled from baselines
 recorded in separate processes average those offsets out. Replaying the gate's decision
-over 11 independent runs of 18 shipped instances here (docs/gate.md; stage 2 taken from yet
-another process), a baseline of 1, 2, 3 and 4 processes gave 0.6%, 0.4%, 0.2% and 0.1% false
-REGRESSIONs per instance-gate and 13.8%, 8.5%, 6.2% and 4.8% INCONCLUSIVE.
+over 26 independent runs of 18 shipped instances here (docs/gate.md; stage 2 taken from yet
+another process), a baseline of 1, 2, 3 and 4 processes gave 1.3%, 0.5%, 0.3% and 0.3% false
+REGRESSIONs per instance-gate and 8.9%, 4.5%, 2.9% and 2.1% INCONCLUSIVE.
 
 Pure: records in, one record out. Runs that were not measured alike cannot be pooled (their
 rounds would mean different things), so a difference in what the gate compares is an error

@@ -11,9 +11,10 @@ has the figures):
   competes with the other's calls or with the runner's other work;
 - 20 passes of 2 rounds (40 rounds): the ratio drifts ~10% over seconds to minutes, so the
   rounds are spread over the run instead of taken back to back;
-- a 6 s budget per measurement and 10 ms samples: with 4 s, dispatch-bound ops whose
-  MindSpore side is 30x slower than torch's (their samples are capped by the budget) got
-  one round per pass and intervals of +-10-14%, too wide to exclude a 10% drop.
+- a 6 s budget per measurement and 10 ms samples: dispatch-bound ops whose MindSpore side
+  is 20-40x slower than torch's have their loop count capped by the budget, and a smaller
+  budget leaves torch's samples at a millisecond or two. (Until measure.BUDGET_SLACK, such
+  measurements also lost a round in every pass: 20 rounds, intervals of +-8-12%.)
 
 `opbench run --for-gate` records a baseline with these; `opbench gate` measures the way its
 baseline was measured (baseline.inherit_settings), so both sides always match.

@@ -112,6 +112,10 @@ def test_an_injected_slowdown_fails_the_gate(baseline):
     assert inst["verdict"] == "REGRESSION" and inst["remeasured"] is True
     assert "ratio" in inst["decided_by"]
     assert report["notes"][0]["kind"] == "self-test"
+    # stage 2 ran in a fresh process (no fallback note), where the injection applied too
+    assert "in a fresh process" in done.stderr
+    assert not [n for n in report["notes"] if n["kind"] == "stage 2"], report["notes"]
+    assert INSTANCE in report["stage2_records"]
     assert "not recording a self-test run" in done.stderr
     assert not (baseline / "h2.db").exists()
 
