@@ -59,6 +59,17 @@ def _read_baseline(path: str) -> dict[str, Any]:
     return baseline
 
 
+def _read_noise(path: str | None):
+    from .noise import NoiseError, NoiseProfile
+
+    if path is None:
+        return None
+    try:
+        return NoiseProfile.read(path)
+    except NoiseError as exc:
+        fail(str(exc))
+
+
 def _read_baselines(paths: Sequence[str]) -> dict[str, Any]:
     from .pool import PoolError, pool_baselines
 
@@ -170,6 +181,11 @@ def _print_result(result) -> None:
               help="Per-case minimum effect: PATTERN is an op name or an id glob "
                    "(repeatable; the last match wins), e.g. 'reshape=0.2'. Wins over the "
                    "case's own `min_effect` key, which wins over --min-effect.")
+@click.option("--noise", "noise_path", type=click.Path(dir_okay=False), default=None,
+              help="A noise profile (`opbench noise --json`): raise each instance's minimum "
+                   "effect to its noise floor on this machine, so process-to-process noise "
+                   "does not fail or stall the gate. Raised values are listed in every "
+                   "output.")
 @click.option("--fail-on-slow", is_flag=True,
               help="Also fail (exit 1) when a case is SLOW against the reference now.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
@@ -179,14 +195,15 @@ def _print_result(result) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No per-instance progress lines.")
 @timing_options
 def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effect_for,
-                 fail_on_slow, junit_path, report_path, history_db, quiet, json_path,
+                 noise_path, fail_on_slow, junit_path, report_path, history_db, quiet, json_path,
                  markdown_path, html_path, **timing):
     """Run the cases and compare with a baseline run: exit 0 pass, 1 regression,
     2 usage/setup error, 3 inconclusive.
 
     A regression needs evidence (the 95% interval of the change excludes "no change") and
     size (a drop of at least the minimum effect: --min-effect-for, else the case's
-    min_effect, else --min-effect). The primary comparison is the torch-normalised
+    min_effect, else --min-effect; raised to the instance's noise floor with --noise).
+    The primary comparison is the torch-normalised
     ratio, so machine speed cancels; on the same machine each side's absolute time is
     compared too. Timing options left out are taken from the baseline's config, so both
     runs are measured alike (record the baseline with `opbench run --for-gate`). Cases that
@@ -217,7 +234,7 @@ def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effe
         settings = GateSettings(min_effect=min_effect,
                                 min_effect_overrides=_parse_overrides(min_effect_for),
                                 fail_on_slow=fail_on_slow, ops=tuple(ops), keyword=keyword,
-                                tags=tuple(tags))
+                                tags=tuple(tags), noise=_read_noise(noise_path))
         injection = injection_from_env()
     except ValueError as exc:
         fail(str(exc))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..stats import DEFAULT_CONFIDENCE, ChangeEstimate, change_estimate, paired_ratios
 from ..verdict import DEFAULT_MIN_EFFECT, ChangeVerdict, change_verdict
@@ -101,6 +101,7 @@ class PathChange:
     path: str
     estimate: ChangeEstimate
     verdict: ChangeVerdict
+    min_effect: float = DEFAULT_MIN_EFFECT
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def _speeds(times_s: Sequence[float]) -> list[float]:
 def _path(name: str, baseline: Sequence[float], current: Sequence[float], min_effect: float,
           confidence: float) -> PathChange:
     estimate = change_estimate(baseline, current, confidence)
-    return PathChange(name, estimate, change_verdict(estimate, min_effect))
+    return PathChange(name, estimate, change_verdict(estimate, min_effect), min_effect)
 
 
 # The path verdicts that exclude a slowdown of min_effect.
@@ -176,32 +177,48 @@ def _percent(change: float) -> str:
     return f"{(change - 1.0) * 100:+.1f}%"
 
 
-def _describe(path: PathChange) -> str:
+def _describe(path: PathChange, min_effect: float) -> str:
     e = path.estimate
-    return (f"{path.path} {_percent(e.change)} [{_percent(e.ci_low)}, {_percent(e.ci_high)}] "
+    text = (f"{path.path} {_percent(e.change)} [{_percent(e.ci_low)}, {_percent(e.ci_high)}] "
             f"{path.verdict.value}")
+    if path.min_effect != min_effect:   # a time path with its own, higher noise floor
+        text += f" (min effect {path.min_effect:.0%})"
+    return text
 
 
 def decide(baseline: RunSamples, current: RunSamples, *,
            min_effect: float = DEFAULT_MIN_EFFECT, same_machine: bool = False,
-           confidence: float = DEFAULT_CONFIDENCE) -> Decision:
+           confidence: float = DEFAULT_CONFIDENCE,
+           floors: Mapping[str, float] | None = None) -> Decision:
     """Compare one measurement with its baseline (see the module docstring and
     combine_paths). same_machine: the two runs share a machine id, so absolute times are
-    compared as well. Raises ValueError on empty, non-positive or unpaired samples."""
-    ratio = _path(PATH_RATIO, baseline.ratios(), current.ratios(), min_effect, confidence)
+    compared as well. floors: per path (PATH_*), a noise floor (gate/noise.py) that raises
+    that path's minimum effect; the absolute times move more between processes than the
+    ratio does, so their floors are higher. Raises ValueError on empty, non-positive or
+    unpaired samples."""
+    floors = floors or {}
+
+    def effect(path: str) -> float:
+        return max(min_effect, floors.get(path, 0.0))
+
+    ratio = _path(PATH_RATIO, baseline.ratios(), current.ratios(), effect(PATH_RATIO),
+                  confidence)
     target = reference = None
     if same_machine:
         target = _path(PATH_TARGET_TIME, _speeds(baseline.target_s), _speeds(current.target_s),
-                       min_effect, confidence)
+                       effect(PATH_TARGET_TIME), confidence)
         reference = _path(PATH_REFERENCE_TIME, _speeds(baseline.reference_s),
-                          _speeds(current.reference_s), min_effect, confidence)
+                          _speeds(current.reference_s), effect(PATH_REFERENCE_TIME),
+                          confidence)
     verdict, decided_by = combine_paths(ratio.verdict, target and target.verdict,
                                         reference and reference.verdict)
-    reason = "; ".join(_describe(p) for p in (ratio, target, reference) if p is not None)
+    reason = "; ".join(_describe(p, ratio.min_effect) for p in (ratio, target, reference)
+                       if p is not None)
     if not same_machine:
         reason += "; absolute times not compared (different machine)"
     return Decision(verdict=verdict, decided_by=decided_by, reason=reason, ratio=ratio,
-                    target_time=target, reference_time=reference, min_effect=min_effect)
+                    target_time=target, reference_time=reference,
+                    min_effect=effect(PATH_RATIO))
 
 
 # --------------------------------------------------------------------------- two stages

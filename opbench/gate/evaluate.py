@@ -14,8 +14,10 @@ from typing import Any, Mapping, Sequence
 from ..verdict import DEFAULT_MIN_EFFECT, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SLOW
 from .baseline import (HygieneNote, Pair, environment_notes, is_measured, match_instances,
                        same_machine, select_records)
-from .decision import (Decision, GateVerdict, RunSamples, StagedDecision, decide,
+from .baseline import KIND_NOISE
+from .decision import (PATH_RATIO, Decision, GateVerdict, RunSamples, StagedDecision, decide,
                        needs_remeasure, staged)
+from .noise import NoiseProfile
 
 __all__ = [
     "GateResult",
@@ -39,7 +41,9 @@ class GateSettings:
     an instance whose op equals it or whose id matches it as a shell glob; the last match
     wins, over the case's own `min_effect` too.
     fail_on_slow: also fail (exit 1) when the current run finds a case SLOW against the
-    reference - the cross-framework question - not only when it regressed."""
+    reference - the cross-framework question - not only when it regressed.
+    noise: a NoiseProfile (--noise): an instance's minimum effect is raised to its noise
+    floor when that is higher (gate/noise.py says why), never lowered."""
 
     min_effect: float = DEFAULT_MIN_EFFECT
     min_effect_overrides: tuple[tuple[str, float], ...] = ()
@@ -47,6 +51,7 @@ class GateSettings:
     ops: tuple[str, ...] = ()
     keyword: str | None = None
     tags: tuple[str, ...] = ()
+    noise: NoiseProfile | None = None
 
     def __post_init__(self) -> None:
         for value in [self.min_effect, *(v for _, v in self.min_effect_overrides)]:
@@ -113,7 +118,8 @@ class InstanceResult:
     decided_by: str
     reason: str
     baseline_id: str | None = None
-    min_effect: float = DEFAULT_MIN_EFFECT
+    min_effect: float = DEFAULT_MIN_EFFECT     # the one applied (raised to noise_floor)
+    noise_floor: float | None = None           # from --noise; None: no figure for it
     measurements: tuple[MeasurementResult, ...] = ()
     current_verdict: str | None = None       # the core's verdict now: PASS / SLOW / ...
     baseline_verdict: str | None = None
@@ -132,6 +138,11 @@ class InstanceResult:
     @property
     def renamed(self) -> bool:
         return self.baseline_id is not None and self.baseline_id != self.id
+
+    @property
+    def raised_by_noise(self) -> bool:
+        """The noise floor, not the configured minimum effect, set min_effect."""
+        return self.noise_floor is not None and self.min_effect == self.noise_floor
 
 
 @dataclass(frozen=True)
@@ -197,8 +208,41 @@ def _ratio_of(inst: Mapping[str, Any] | None) -> tuple[float, float, float] | No
     return (m["ratio"], m["ci_low"], m["ci_high"])
 
 
+def _noise_floors(pair: Pair, noise: NoiseProfile | None) -> dict[str, float] | None:
+    """The instance's floors per path against this baseline (pooled from `pooled_runs`
+    processes); looked up by its current id, else by its baseline id (a renamed case)."""
+    if noise is None:
+        return None
+    processes = int(pair.baseline.get("pooled_runs") or 1)
+    floors = noise.floors_for(pair.id, processes)
+    return floors if floors is not None else noise.floors_for(pair.baseline_id, processes)
+
+
+def _noise_note(results: Sequence[InstanceResult], noise: NoiseProfile,
+                current: Mapping[str, Any]) -> HygieneNote:
+    """What the noise profile did to this gate, so a raised minimum effect is never silent."""
+    compared = [r for r in results if r.baseline_id is not None
+                and r.verdict not in (GateVerdict.MISSING, GateVerdict.NEW)]
+    raised = sorted((r for r in compared if r.raised_by_noise), key=lambda r: -r.min_effect)
+    without = [r for r in compared if r.noise_floor is None]
+    text = (f"from {len(noise.sources)} processes ({', '.join(noise.sources)}): "
+            f"min effect raised for {len(raised)} of {len(compared)} compared instances")
+    if raised:
+        shown = ", ".join(f"{r.id} {r.min_effect:.1%}" for r in raised[:5])
+        text += f" ({shown}{', ...' if len(raised) > 5 else ''})"
+    if without:
+        text += (f"; {len(without)} have no figure in the profile and keep their configured "
+                 f"min effect")
+    here = (current.get("environment") or {}).get("machine_id")
+    there = noise.environment.get("machine_id")
+    if here and there and here != there:
+        text += "; the profile was measured on another machine, whose noise may differ"
+    return HygieneNote(KIND_NOISE, text)
+
+
 def _decide_keys(pair: Pair, second: Mapping[str, Any] | None, reference: str, target: str,
-                 min_effect: float, machine: bool) -> list[MeasurementResult]:
+                 min_effect: float, machine: bool,
+                 floors: Mapping[str, float] | None) -> list[MeasurementResult]:
     base_ms = pair.baseline["measurements"]
     cur_ms = pair.current["measurements"]
     second_ms = (second or {}).get("measurements") or {}
@@ -216,7 +260,7 @@ def _decide_keys(pair: Pair, second: Mapping[str, Any] | None, reference: str, t
 
         def judge(measurement: Mapping[str, Any]) -> Decision:
             return decide(baseline, _samples(measurement, reference, target),
-                          min_effect=min_effect, same_machine=machine)
+                          min_effect=min_effect, same_machine=machine, floors=floors)
 
         first = judge(cur_ms[key])
         again = judge(second_ms[key]) if (key in second_ms
@@ -232,10 +276,14 @@ def _worst_measurement(results: Sequence[MeasurementResult]) -> MeasurementResul
 
 def _pair_result(pair: Pair, second: Mapping[str, Any] | None, reference: str, target: str,
                  settings: GateSettings, machine: bool) -> InstanceResult:
-    min_effect = min_effect_for(pair.id, pair.current.get("op"), settings,
+    configured = min_effect_for(pair.id, pair.current.get("op"), settings,
                                 _case_min_effect(pair))
+    floors = _noise_floors(pair, settings.noise)
+    floor = None if floors is None else floors[PATH_RATIO]
+    min_effect = configured if floor is None else max(configured, floor)
     common = dict(id=pair.id, op=pair.current.get("op", ""), baseline_id=pair.baseline_id,
-                  min_effect=min_effect, baseline_verdict=pair.baseline.get("verdict"),
+                  min_effect=min_effect, noise_floor=floor,
+                  baseline_verdict=pair.baseline.get("verdict"),
                   baseline_ratio=_ratio_of(pair.baseline))
     latest = second if second is not None else pair.current
     common.update(current_verdict=latest.get("verdict"), current_ratio=_ratio_of(latest))
@@ -268,7 +316,7 @@ def _pair_result(pair: Pair, second: Mapping[str, Any] | None, reference: str, t
                               remeasured=True, stage1_verdict=GateVerdict.BROKEN)
 
     measured_second = second if second is not None and is_measured(second) else None
-    keys = _decide_keys(pair, measured_second, reference, target, min_effect, machine)
+    keys = _decide_keys(pair, measured_second, reference, target, configured, machine, floors)
     stage1 = max((m.decision.first.verdict if m.decision else m.verdict for m in keys),
                  key=lambda v: v.severity)
     if second is not None and not needs_remeasure(stage1):
@@ -277,6 +325,9 @@ def _pair_result(pair: Pair, second: Mapping[str, Any] | None, reference: str, t
                          f"stage")
     worst = _worst_measurement(keys)
     reason = worst.reason if len(keys) == 1 else f"{worst.key}: {worst.reason}"
+    if min_effect > configured:
+        reason += (f"; min effect {min_effect:.1%}, raised from {configured:.0%} to this "
+                   f"instance's noise floor")
     if second is not None and measured_second is None:
         reason += (f"; the re-measurement failed ({second.get('verdict')}: "
                    f"{second.get('error')}), stage 1 stands")
@@ -313,5 +364,7 @@ def evaluate(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
                                current_ratio=_ratio_of(inst))
                 for inst in matching.new]
     notes = [*extra_notes, *environment_notes(baseline, current), *matching.notes()]
+    if settings.noise is not None:
+        notes.insert(len(extra_notes), _noise_note(results, settings.noise, current))
     return GateResult(instances=tuple(results), notes=tuple(notes), same_machine=machine,
                       settings=settings)

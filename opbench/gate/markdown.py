@@ -52,7 +52,8 @@ def _row(inst: InstanceResult) -> str:
              _change_cell(inst, "ratio"), _change_cell(inst, "target_time"),
              _change_cell(inst, "reference_time"),
              f"{inst.current_verdict or '-'} {ratio_text(inst.current_ratio)}",
-             ratio_text(inst.baseline_ratio), f"{inst.min_effect:.0%}"]
+             ratio_text(inst.baseline_ratio),
+             f"{inst.min_effect:.0%}" + (" (noise floor)" if inst.raised_by_noise else "")]
     return "| " + " | ".join(cells) + " |"
 
 

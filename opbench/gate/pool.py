@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 from ..runner import measurement_statistics
 from ..verdict import DEFAULT_THRESHOLD
 
-__all__ = ["PoolError", "pool_baselines"]
+__all__ = ["PoolError", "check_alike", "pool_baselines"]
 
 # What must be equal for two runs' rounds to be pooled: the pair compared, how a sample was
 # taken, and what a round holds.
@@ -40,7 +40,7 @@ def _framework_versions(record: Mapping[str, Any]) -> dict[str, Any]:
     return {n: i.get("version") for n, i in (record.get("frameworks") or {}).items()}
 
 
-def _check_alike(records: Sequence[Mapping[str, Any]], names: Sequence[str]) -> None:
+def check_alike(records: Sequence[Mapping[str, Any]], names: Sequence[str]) -> None:
     first_cfg = records[0].get("config") or {}
     for name, record in zip(names[1:], records[1:]):
         cfg = record.get("config") or {}
@@ -103,7 +103,7 @@ def pool_baselines(records: Sequence[Mapping[str, Any]],
         raise ValueError("one name per record, at least one record")
     if len(records) == 1:
         return dict(records[0])
-    _check_alike(records, names)
+    check_alike(records, names)
     cfg = records[0].get("config") or {}
     reference, target = cfg.get("reference", "torch"), cfg.get("target", "mindspore")
     by_id: dict[str, list[Mapping[str, Any]]] = {}

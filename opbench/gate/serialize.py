@@ -33,7 +33,8 @@ def _instance(inst: InstanceResult) -> dict[str, Any]:
     return {
         "id": inst.id, "baseline_id": inst.baseline_id, "op": inst.op,
         "verdict": inst.verdict.value, "decided_by": inst.decided_by, "reason": inst.reason,
-        "min_effect": inst.min_effect, "remeasured": inst.remeasured,
+        "min_effect": inst.min_effect, "noise_floor": inst.noise_floor,
+        "remeasured": inst.remeasured,
         "stage1_verdict": inst.stage1_verdict.value if inst.stage1_verdict else None,
         "current_verdict": inst.current_verdict, "current_ratio": inst.current_ratio,
         "baseline_verdict": inst.baseline_verdict, "baseline_ratio": inst.baseline_ratio,

@@ -127,3 +127,26 @@ def test_a_baseline_of_other_cases_is_a_usage_error(baseline):
     done = opbench("gate", "other.yaml", "--baseline", "baseline.json", cwd=baseline)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "shares no instance" in done.stderr
+
+
+def test_a_noise_profile_of_real_runs_feeds_the_gate(baseline):
+    """`opbench noise` over three real processes (the baseline and two more), then an A/A
+    gate with --noise: the instance gets a floor from real spread, and the gate says so."""
+    for name in ("noise1.json", "noise2.json"):
+        done = opbench("run", "cases.yaml", *BASELINE_TIMING, "--json", name, "-q",
+                       cwd=baseline)
+        assert (baseline / name).exists(), done.stderr
+    done = opbench("noise", "baseline.json", "noise1.json", "noise2.json",
+                   "--json", "noise.json", cwd=baseline)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 instance from 3 runs" in " ".join(done.stdout.split())
+    profile = json.loads((baseline / "noise.json").read_text())
+    (spread,) = profile["instances"].values()
+    assert spread["processes"] == 3 and spread["sd"]["serial"]["ratio"] >= 0
+    done = opbench("gate", "cases.yaml", "--baseline", "baseline.json", "--noise", "noise.json",
+                   "--report", "noise-gate.json", cwd=baseline)
+    assert done.returncode in (EXIT_OK, EXIT_INCONCLUSIVE), done.stdout + done.stderr
+    report = json.loads((baseline / "noise-gate.json").read_text())
+    (inst,) = report["instances"]
+    assert inst["noise_floor"] is not None and inst["min_effect"] >= 0.10
+    assert any(n["kind"] == "noise floor" for n in report["notes"])

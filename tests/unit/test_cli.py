@@ -387,3 +387,78 @@ def test_when_the_fresh_process_fails_stage_2_runs_here_and_the_report_says_so(
     stage2 = [n["message"] for n in notes if n["kind"] == "stage 2"]
     assert stage2 and "exited 1: Segmentation fault" in stage2[0]
     assert "Traceback" not in result.output
+
+
+# --------------------------------------------------------------------------- opbench noise
+
+def _three_runs(cases_dir, tmp_path) -> list[str]:
+    paths = []
+    for i in range(3):
+        paths.append(str(tmp_path / f"run{i}.json"))
+        assert invoke("run", str(cases_dir), *FAST, "-q", "--json", paths[-1]).exit_code == 0
+    return paths
+
+
+def test_noise_writes_a_profile_the_gate_reads(fake_frameworks, cases_dir, tmp_path):
+    runs = _three_runs(cases_dir, tmp_path)
+    profile = tmp_path / "noise.json"
+    result = invoke("noise", *runs, "--json", str(profile))
+    assert result.exit_code == 0, result.output
+    assert "noise floor against a baseline of 2 process(es)" in result.stdout
+    assert "3 instances from 3 runs" in " ".join(result.stdout.split())
+    from opbench.gate.noise import NoiseProfile
+
+    read = NoiseProfile.read(str(profile))
+    assert sorted(read.instances) == ["add[shape=2x3]", "add[shape=4x8]", "sub"]
+    assert read.sources == tuple(runs)
+
+    fake_frameworks["cost_s"] = 2e-4          # twice the work: beyond any floor of these runs
+    report = tmp_path / "gate.json"
+    gated = invoke("gate", str(cases_dir), "--baseline", runs[0], "--noise", str(profile), "-q",
+                   "--report", str(report), "--json", str(tmp_path / "current.json"))
+    assert gated.exit_code == 1, gated.output
+    notes = json.loads(report.read_text())["notes"]
+    assert any(n["kind"] == "noise floor" and "raised for 0 of 3" in n["message"]
+               for n in notes)
+
+
+def test_a_noise_floor_above_the_drop_passes_it_and_says_so(fake_frameworks, cases_dir,
+                                                           tmp_path):
+    base = str(tmp_path / "base.json")
+    assert invoke("run", str(cases_dir), *FAST, "-q", "--json", base).exit_code == 0
+    profile = {"opbench_noise_version": 1, "sources": ["x"], "instances": {
+        i: {"processes": 5, "sd": {"serial": {"ratio": 0.3, "target time": 0.3,
+                                              "reference time": 0.3}}}
+        for i in ("add[shape=2x3]", "add[shape=4x8]", "sub")}}
+    (tmp_path / "noise.json").write_text(json.dumps(profile))
+    fake_frameworks["cost_s"] = 2e-4          # a 50% drop; the floor is 1 - exp(-2.5*0.3*1.41) = 65%
+    report = tmp_path / "gate.json"
+    summary = tmp_path / "summary.md"
+    result = invoke("gate", str(cases_dir), "--baseline", base, "-q", "--noise",
+                    str(tmp_path / "noise.json"), "--report", str(report),
+                    "--markdown", str(summary), "--json", str(tmp_path / "current.json"))
+    assert result.exit_code == 0, result.output
+    assert summary.read_text().count("65% (noise floor)") == 3
+    gate = json.loads(report.read_text())
+    assert all(i["min_effect"] > 0.6 for i in gate["instances"])
+    assert "raised from 10% to this instance's noise floor" in gate["instances"][0]["reason"]
+    assert "noise floor" in result.stdout
+
+
+@pytest.mark.parametrize("content, message", [
+    ("[1, 2", "not JSON"),
+    ('{"x": 1}', "not an opbench noise file"),
+])
+def test_a_bad_noise_file_stops_the_gate_before_measuring(fake_frameworks, cases_dir,
+                                                          tmp_path, content, message):
+    base = str(tmp_path / "base.json")
+    assert invoke("run", str(cases_dir), *FAST, "-q", "--json", base).exit_code == 0
+    bad = tmp_path / "noise.json"
+    bad.write_text(content)
+    result = invoke("gate", str(cases_dir), "--baseline", base, "--noise", str(bad), "-q")
+    assert_user_error(result, str(bad), message)
+
+
+def test_noise_needs_three_runs(fake_frameworks, cases_dir, tmp_path):
+    runs = _three_runs(cases_dir, tmp_path)[:2]
+    assert_user_error(invoke("noise", *runs), "at least 3")

@@ -1,0 +1,89 @@
+"""`opbench noise`: each instance's noise floor from several runs of the same code (the
+measuring is `opbench run --for-gate`, once per process; gate/noise.py does the rest)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from ..cli_common import err, fail, out
+from ..verdict import DEFAULT_MIN_EFFECT
+from .decision import PATH_RATIO, PATH_TARGET_TIME
+
+__all__ = ["noise_command"]
+
+
+def _read_runs(paths: Sequence[str]) -> list[dict]:
+    from ..results import ResultsError, read_results
+
+    records = []
+    for path in paths:
+        try:
+            record = read_results(path)
+        except ResultsError as exc:
+            fail(str(exc))
+        if not record.get("complete", True):
+            fail(f"{path}: an interrupted run; its instances would be missing from the spread")
+        records.append(record)
+    return records
+
+
+def _table(profile, baseline_processes: int, min_effect: float) -> Table:
+    from .noise import noise_floor
+
+    table = Table(title=f"noise floor against a baseline of {baseline_processes} process(es), "
+                        f"noisiest first (SD: between-process standard deviation)",
+                  title_justify="left")
+    for column in ("instance", "runs", "ratio SD", "min effect", "target time SD",
+                   "target time floor"):
+        table.add_column(column)
+    ranked = sorted(profile.instances.items(), key=lambda kv: -kv[1].sd(PATH_RATIO))
+    for inst_id, noise in ranked:
+        floor = noise_floor(noise.sd(PATH_RATIO), baseline_processes)
+        applied = max(min_effect, floor)
+        cell = f"{applied:.1%}" + (" [yellow](raised)[/]" if floor > min_effect else "")
+        table.add_row(escape(inst_id), str(noise.processes), f"{noise.sd(PATH_RATIO):.1%}",
+                      cell, f"{noise.sd(PATH_TARGET_TIME):.1%}",
+                      f"{noise_floor(noise.sd(PATH_TARGET_TIME), baseline_processes):.1%}")
+    return table
+
+
+@click.command("noise")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the profile for `opbench gate --noise`.")
+@click.option("--baseline-processes", type=click.IntRange(min=1), default=2,
+              show_default=True,
+              help="How many processes the gate's baseline will pool (repeated --baseline): "
+                   "the table's floors assume it; the gate uses its actual count.")
+@click.option("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, show_default=True,
+              help="The minimum effect the gate will be given, to show which floors raise it.")
+def noise_command(runs, json_path, baseline_processes, min_effect):
+    """How far each instance's ratio moves between processes of the same code, and the
+    minimum effect a gate can hold for it on this machine. RUNS: 3 or more results files of
+    the same code, each from its own `opbench run --for-gate --json` (run them one after
+    another, not in parallel). `opbench gate --noise FILE` raises each instance's minimum
+    effect to its floor and says so in every report."""
+    from ..results import write_json_atomic
+    from .noise import NoiseError, noise_floor, process_noise
+
+    if not 0.0 < min_effect < 1.0:
+        fail(f"--min-effect must be in (0, 1), got {min_effect}")
+    records = _read_runs(runs)
+    try:
+        profile = process_noise(records, list(runs))
+    except NoiseError as exc:
+        fail(str(exc))
+    if not profile.instances:
+        fail("no instance was measured in enough of these runs to give a spread")
+    out.print(_table(profile, baseline_processes, min_effect))
+    raised = sum(1 for n in profile.instances.values()
+                 if noise_floor(n.sd(PATH_RATIO), baseline_processes) > min_effect)
+    count = len(profile.instances)
+    out.print(f"{count} instance{'' if count == 1 else 's'} from {len(records)} runs; the noise floor "
+              f"raises the min effect of {raised} above {min_effect:.0%}", highlight=False)
+    if json_path:
+        write_json_atomic(json_path, profile.as_dict())
+        err.print(f"[dim]noise profile -> {json_path}[/]", highlight=False)
