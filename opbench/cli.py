@@ -10,7 +10,7 @@ import click
 from .cli_common import (build_config, default_cases_path, execute, fail, load_instances, out,
                          timing_options)
 from .gate.command import gate_command, history_command
-from .gate.noise_command import noise_command
+from .gate.noise_command import noise_command, replay_command
 from .scan.command import scan_command
 from .trace.command import trace_command
 
@@ -133,7 +133,8 @@ def schema(which):
 
 
 # The instruments and the gate keep their commands next to their code.
-for _command in (trace_command, scan_command, gate_command, noise_command, history_command):
+for _command in (trace_command, scan_command, gate_command, noise_command, replay_command,
+                 history_command):
     cli.add_command(_command)
 
 

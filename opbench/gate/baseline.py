@@ -39,8 +39,8 @@ KIND_RENAMED = "renamed"
 KIND_NEW = "new"
 KIND_STAGE2 = "stage 2"           # the second stage could not run in a fresh process
 KIND_NOISE = "noise floor"        # minimum effects raised by a noise profile (gate/noise.py)
-NOTE_ORDER = (KIND_SETUP, KIND_STAGE2, KIND_POOLED, KIND_NOISE, KIND_MACHINE, KIND_VERSION,
-              KIND_CONFIG, KIND_MISSING, KIND_RENAMED, KIND_NEW)
+NOTE_ORDER = (KIND_SETUP, KIND_STAGE2, KIND_POOLED, KIND_MACHINE, KIND_VERSION, KIND_CONFIG,
+              KIND_NOISE, KIND_MISSING, KIND_RENAMED, KIND_NEW)
 
 # Run settings whose difference changes what a sample means. A different threshold does
 # not (it only moves the cross-framework verdict), so it is not listed.

@@ -156,9 +156,10 @@ def combine_paths(ratio: ChangeVerdict, target_time: ChangeVerdict | None,
     5. otherwise                                         -> INCONCLUSIVE by the ratio.
 
     The absolute paths only ever add a regression or withhold a pass (rule 3); they never
-    clear a regression the ratio shows, nor pass a case the ratio cannot decide. Clearing would need the machine's speed to be
-    known to better than min_effect between runs, which a shared runner does not give: a
-    machine 20% faster today hides a 20% target slowdown in the absolute times exactly.
+    clear a regression the ratio shows, nor pass a case the ratio cannot decide. Clearing
+    would need the machine's speed to be known to better than min_effect between runs,
+    which a shared runner does not give: a machine 20% faster today hides a 20% target
+    slowdown in the absolute times exactly.
     """
     if ratio is ChangeVerdict.REGRESSION:
         both = target_time is ChangeVerdict.REGRESSION

@@ -363,8 +363,8 @@ def evaluate(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
                                current_verdict=inst.get("verdict"),
                                current_ratio=_ratio_of(inst))
                 for inst in matching.new]
-    notes = [*extra_notes, *environment_notes(baseline, current), *matching.notes()]
-    if settings.noise is not None:
-        notes.insert(len(extra_notes), _noise_note(results, settings.noise, current))
+    noise = ([_noise_note(results, settings.noise, current)] if settings.noise is not None
+             else [])
+    notes = [*extra_notes, *environment_notes(baseline, current), *noise, *matching.notes()]
     return GateResult(instances=tuple(results), notes=tuple(notes), same_machine=machine,
                       settings=settings)

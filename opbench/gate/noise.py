@@ -39,13 +39,19 @@ __all__ = ["MIN_PROCESSES", "NOISE_FLOOR_Z", "NOISE_VERSION", "PATHS", "SHRINK_P
 NOISE_VERSION = 1
 # Fewer runs give a standard deviation from one or no difference: not an estimate.
 MIN_PROCESSES = 3
-# How many offset-difference SDs the floor sits below no change. Chosen by replay over 25
-# recorded processes (docs/gate.md): at 2.0 the floor still left false failures in 3% of
-# A/A gates of 18 instances, at 2.5 ... (see the table there).
+# How many offset-difference SDs the floor sits below no change. Chosen by replaying the
+# gate over 25 recorded processes of 18 shipped instances (profile from 5 of them, baseline
+# pooled from 2 others, stages 1 and 2 from two more; 200 gates per row, docs/gate.md):
+#   z     A/A gates failed  INCONCLUSIVE   injected 25%: instances caught
+#   none        5.5%            41%              97%
+#   2.0         1.5%            24%              95%
+#   2.5         0.5%            12%              90%
+#   3.0         0.0%             6%              82%
+# 2.5 buys most of the calm for a modest loss of sensitivity on the noisiest instances.
 NOISE_FLOOR_Z = 2.5
 # How strongly an instance's SD is pulled towards the run-wide one (see shrink): as much as
-# 4 more processes' worth. Chosen by the same replay: 0 (no pull) left 18% of A/A gates
-# INCONCLUSIVE, 4 and 8 left 12% and 11%, with the same 0.5% failing.
+# 4 more processes' worth. Chosen by the same replay at z 2.5: 0 (no pull) left 18% of A/A
+# gates INCONCLUSIVE, 4 and 8 left 12% and 11%, with the same 0.5% failing.
 SHRINK_PRIOR_DF = 4
 
 

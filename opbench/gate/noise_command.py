@@ -1,5 +1,6 @@
 """`opbench noise`: each instance's noise floor from several runs of the same code (the
-measuring is `opbench run --for-gate`, once per process; gate/noise.py does the rest)."""
+measuring is `opbench run --for-gate`, once per process; gate/noise.py does the rest), and
+`opbench replay`: the gate replayed over such runs (gate/replay.py)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -12,7 +13,7 @@ from ..cli_common import err, fail, out
 from ..verdict import DEFAULT_MIN_EFFECT
 from .decision import PATH_RATIO, PATH_TARGET_TIME
 
-__all__ = ["noise_command"]
+__all__ = ["noise_command", "replay_command"]
 
 
 def _read_runs(paths: Sequence[str]) -> list[dict]:
@@ -34,7 +35,8 @@ def _table(profile, baseline_processes: int, min_effect: float) -> Table:
     from .noise import noise_floor
 
     table = Table(title=f"noise floor against a baseline of {baseline_processes} process(es), "
-                        f"noisiest first (SD: between-process standard deviation)",
+                        f"noisiest first (SD: between-process standard deviation, pulled "
+                        f"towards the typical one)",
                   title_justify="left")
     for column in ("instance", "runs", "ratio SD", "min effect", "target time SD",
                    "target time floor"):
@@ -63,9 +65,10 @@ def _table(profile, baseline_processes: int, min_effect: float) -> Table:
 def noise_command(runs, json_path, baseline_processes, min_effect):
     """How far each instance's ratio moves between processes of the same code, and the
     minimum effect a gate can hold for it on this machine. RUNS: 3 or more results files of
-    the same code, each from its own `opbench run --for-gate --json` (run them one after
-    another, not in parallel). `opbench gate --noise FILE` raises each instance's minimum
-    effect to its floor and says so in every report."""
+    the same code, each from its own `opbench run --for-gate --json`, never two at once, and
+    best spread over hours or days like the gap between a baseline and its gates (runs back
+    to back show less spread than the gates will meet). `opbench gate --noise FILE` raises
+    each instance's minimum effect to its floor and says so in every report."""
     from ..results import write_json_atomic
     from .noise import NoiseError, noise_floor, process_noise
 
@@ -82,8 +85,57 @@ def noise_command(runs, json_path, baseline_processes, min_effect):
     raised = sum(1 for n in profile.instances.values()
                  if noise_floor(n.sd(PATH_RATIO), baseline_processes) > min_effect)
     count = len(profile.instances)
-    out.print(f"{count} instance{'' if count == 1 else 's'} from {len(records)} runs; the noise floor "
-              f"raises the min effect of {raised} above {min_effect:.0%}", highlight=False)
+    out.print(f"{count} instance{'' if count == 1 else 's'} from {len(records)} runs; the noise "
+              f"floor raises the min effect of {raised} above {min_effect:.0%}", highlight=False)
     if json_path:
         write_json_atomic(json_path, profile.as_dict())
         err.print(f"[dim]noise profile -> {json_path}[/]", highlight=False)
+
+
+@click.command("replay")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-m", "--baseline-processes", "baseline_counts", type=click.IntRange(min=1),
+              multiple=True, help="Processes pooled into each replayed baseline (repeatable; "
+                                  "default 1 and 2).")
+@click.option("--profile-processes", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Processes in the noise profile of the 'profile' rows (0: no such rows).")
+@click.option("--gates", type=click.IntRange(min=1), default=200, show_default=True,
+              help="Replayed gates per row.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--injected", "injected_paths", multiple=True, type=click.Path(dir_okay=False),
+              help="Runs recorded with OPBENCH_INJECT_SLOWDOWN (2 or more): also replay "
+                   "gates of those against the same baselines.")
+def replay_command(runs, baseline_counts, profile_processes, gates, seed, injected_paths):
+    """How often would the gate fail or stall on this runner? RUNS: `--for-gate` runs of the
+    same code, each its own process. Each replayed gate draws a baseline, a noise profile,
+    a stage 1 and a stage 2 from different processes and runs the gate's decision on them
+    (no measuring): identical code should pass; injected runs should fail."""
+    from .replay import replay_gates
+
+    records = _read_runs(runs)
+    injected = _read_runs(injected_paths)
+    table = Table(title=f"{gates} replayed gates per row over {len(records)} processes "
+                        f"(seed {seed})", title_justify="left")
+    for column in ("baseline", "noise profile", "A/A pass", "fail", "inconclusive",
+                   "REGRESSION per instance", "INCONCLUSIVE per instance",
+                   *(("injected: caught per instance", "injected: gates failed")
+                     if injected else ())):
+        table.add_column(column)
+    for m in baseline_counts or (1, 2):
+        for profile in sorted({0, profile_processes}):
+            try:
+                same, slowed = replay_gates(records, list(runs), baseline_processes=m,
+                                            profile_processes=profile, gates=gates,
+                                            seed=seed, injected=injected)
+            except ValueError as exc:   # too few runs, or runs not measured alike
+                fail(str(exc))
+            row = [f"{m} process{'es' if m > 1 else ''}",
+                   f"{profile} processes" if profile else "none",
+                   f"{same.gate_share(0):.0%}", f"{same.gate_share(1):.1%}",
+                   f"{same.gate_share(3):.0%}", f"{same.verdict_share('REGRESSION'):.2%}",
+                   f"{same.verdict_share('INCONCLUSIVE'):.1%}"]
+            if injected:
+                row += [f"{slowed.verdict_share('REGRESSION'):.0%}",
+                        f"{slowed.gate_share(1):.0%}"]
+            table.add_row(*row)
+    out.print(table)

@@ -431,7 +431,7 @@ def test_a_noise_floor_above_the_drop_passes_it_and_says_so(fake_frameworks, cas
                                               "reference time": 0.3}}}
         for i in ("add[shape=2x3]", "add[shape=4x8]", "sub")}}
     (tmp_path / "noise.json").write_text(json.dumps(profile))
-    fake_frameworks["cost_s"] = 2e-4          # a 50% drop; the floor is 1 - exp(-2.5*0.3*1.41) = 65%
+    fake_frameworks["cost_s"] = 2e-4   # a 50% drop; floor 1 - exp(-2.5 * 0.3 * 1.41) = 65%
     report = tmp_path / "gate.json"
     summary = tmp_path / "summary.md"
     result = invoke("gate", str(cases_dir), "--baseline", base, "-q", "--noise",
@@ -462,3 +462,26 @@ def test_a_bad_noise_file_stops_the_gate_before_measuring(fake_frameworks, cases
 def test_noise_needs_three_runs(fake_frameworks, cases_dir, tmp_path):
     runs = _three_runs(cases_dir, tmp_path)[:2]
     assert_user_error(invoke("noise", *runs), "at least 3")
+
+
+def test_replay_tells_how_often_the_gate_would_pass_and_catch(fake_frameworks, cases_dir,
+                                                              tmp_path):
+    runs = _three_runs(cases_dir, tmp_path)
+    injected = []
+    fake_frameworks["cost_s"] = 2e-4
+    for i in range(2):
+        injected.append(str(tmp_path / f"slow{i}.json"))
+        assert invoke("run", str(cases_dir), *FAST, "-q", "--json", injected[-1]).exit_code == 1
+    result = invoke("replay", *runs, "-m", "1", "--profile-processes", "0", "--gates", "5",
+                    *(a for p in injected for a in ("--injected", p)))
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "5 replayed gates per row over 3 processes" in text
+    # A/A: every gate passed, none failed; injected: every instance caught, every gate failed
+    row = "1 process │ none │ 100% │ 0.0% │ 0% │ 0.00% │ 0.0% │ 100% │ 100%"
+    assert row in text
+
+
+def test_replay_with_too_few_runs_says_how_many_it_needs(fake_frameworks, cases_dir, tmp_path):
+    runs = _three_runs(cases_dir, tmp_path)
+    assert_user_error(invoke("replay", *runs, "-m", "2"), "3 runs given; a replayed gate draws 4")

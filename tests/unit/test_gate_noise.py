@@ -103,7 +103,8 @@ def test_an_instance_gets_the_largest_spread_of_its_keys():
 
 def test_the_floor_formula():
     # z SDs of the difference between a current process and the mean of m baseline ones
-    assert noise_floor(0.05, 2) == pytest.approx(1 - math.exp(-NOISE_FLOOR_Z * 0.05 * math.sqrt(1.5)))
+    expected = 1 - math.exp(-NOISE_FLOOR_Z * 0.05 * math.sqrt(1.5))
+    assert noise_floor(0.05, 2) == pytest.approx(expected)
     assert noise_floor(0.0, 1) == 0.0
     assert noise_floor(0.05, 1) > noise_floor(0.05, 2) > noise_floor(0.05, 8) > noise_floor(0.04, 8)
     with pytest.raises(ValueError):
