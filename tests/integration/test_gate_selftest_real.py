@@ -55,20 +55,27 @@ def opbench(*args: str, env_extra: dict[str, str] | None = None, cwd: Path):
                           capture_output=True, text=True, timeout=600)
 
 
+# The README's set-up: the baseline recorded in two processes and pooled. With one, a
+# baseline process that happened to run fast is shared by every gate and both stages: a
+# CI run here saw both A/A attempts read -9% against such a baseline (INCONCLUSIVE twice).
+BASELINES = ("baseline1.json", "baseline2.json")
+POOLED = [arg for name in BASELINES for arg in ("--baseline", name)]
+
+
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory):
     work = tmp_path_factory.mktemp("gate")
     (work / "cases.yaml").write_text(CASE)
-    done = opbench("run", "cases.yaml", *BASELINE_TIMING, "--json", "baseline.json", "-q",
-                   cwd=work)
-    if done.returncode == 2:
-        pytest.skip(f"frameworks unavailable: {done.stderr[-500:]}")
-    assert (work / "baseline.json").exists(), done.stderr
+    for name in BASELINES:
+        done = opbench("run", "cases.yaml", *BASELINE_TIMING, "--json", name, "-q", cwd=work)
+        if done.returncode == 2:
+            pytest.skip(f"frameworks unavailable: {done.stderr[-500:]}")
+        assert (work / name).exists(), done.stderr
     return work
 
 
 def aa_gate(work: Path, attempt: int):
-    return opbench("gate", "cases.yaml", "--baseline", "baseline.json",
+    return opbench("gate", "cases.yaml", *POOLED,
                    "--json", f"aa{attempt}.json", "--junit", f"aa{attempt}.xml",
                    "--markdown", f"aa{attempt}.md", "--report", f"aa{attempt}-gate.json",
                    "--history-db", f"h{attempt}.db", cwd=work)
@@ -102,8 +109,9 @@ def test_a_a_gate_passes(baseline):
 
 
 def test_an_injected_slowdown_fails_the_gate(baseline):
-    done = opbench("gate", "cases.yaml", "--baseline", "baseline.json",
-                   "--report", "slow-gate.json", "--history-db", "h2.db",
+    # its own history file: the A/A test's second attempt may have written h2.db
+    done = opbench("gate", "cases.yaml", *POOLED,
+                   "--report", "slow-gate.json", "--history-db", "h-injected.db",
                    env_extra={"OPBENCH_INJECT_SLOWDOWN": f"{INSTANCE}:{INJECTED_FACTOR}"},
                    cwd=baseline)
     assert done.returncode == EXIT_SLOW, done.stdout + done.stderr
@@ -112,41 +120,46 @@ def test_an_injected_slowdown_fails_the_gate(baseline):
     assert inst["verdict"] == "REGRESSION" and inst["remeasured"] is True
     assert "ratio" in inst["decided_by"]
     assert report["notes"][0]["kind"] == "self-test"
+    assert any(n["kind"] == "pooled baseline" for n in report["notes"])
     # stage 2 ran in a fresh process (no fallback note), where the injection applied too
     assert "in a fresh process" in done.stderr
     assert not [n for n in report["notes"] if n["kind"] == "stage 2"], report["notes"]
     assert INSTANCE in report["stage2_records"]
     assert "not recording a self-test run" in done.stderr
-    assert not (baseline / "h2.db").exists()
+    assert not (baseline / "h-injected.db").exists()
 
 
 def test_a_baseline_of_other_cases_is_a_usage_error(baseline):
     other = CASE.replace("gate_selftest.add", "gate_selftest.other").replace(
         "[[256, 1024]]", "[[8, 8]]")
     (baseline / "other.yaml").write_text(other)
-    done = opbench("gate", "other.yaml", "--baseline", "baseline.json", cwd=baseline)
+    done = opbench("gate", "other.yaml", "--baseline", BASELINES[0], cwd=baseline)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "shares no instance" in done.stderr
 
 
 def test_a_noise_profile_of_real_runs_feeds_the_gate(baseline):
-    """`opbench noise` over three real processes (the baseline and two more), then an A/A
-    gate with --noise: the instance gets a floor from real spread, and the gate says so."""
-    for name in ("noise1.json", "noise2.json"):
-        done = opbench("run", "cases.yaml", *BASELINE_TIMING, "--json", name, "-q",
-                       cwd=baseline)
-        assert (baseline / name).exists(), done.stderr
-    done = opbench("noise", "baseline.json", "noise1.json", "noise2.json",
-                   "--json", "noise.json", cwd=baseline)
+    """`opbench noise` over three real processes (the two baselines and one more), then a
+    gate with --noise: the instance gets a floor from the real spread and every output says
+    so. What the gate then decides is not asserted: one gate's verdict on a shared machine
+    is a sample (the A/A test above is the verdict check; docs/gate.md has the rates)."""
+    done = opbench("run", "cases.yaml", *BASELINE_TIMING, "--json", "noise3.json", "-q",
+                   cwd=baseline)
+    assert (baseline / "noise3.json").exists(), done.stderr
+    done = opbench("noise", *BASELINES, "noise3.json", "--json", "noise.json", cwd=baseline)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 instance from 3 runs" in " ".join(done.stdout.split())
     profile = json.loads((baseline / "noise.json").read_text())
     (spread,) = profile["instances"].values()
-    assert spread["processes"] == 3 and spread["sd"]["serial"]["ratio"] >= 0
-    done = opbench("gate", "cases.yaml", "--baseline", "baseline.json", "--noise", "noise.json",
-                   "--report", "noise-gate.json", cwd=baseline)
-    assert done.returncode in (EXIT_OK, EXIT_INCONCLUSIVE), done.stdout + done.stderr
+    assert spread["processes"] == 3
+    assert set(spread["sd"]["serial"]) == {"ratio", "target time", "reference time"}
+    done = opbench("gate", "cases.yaml", *POOLED, "--noise", "noise.json",
+                   "--report", "noise-gate.json", "--markdown", "noise-gate.md", cwd=baseline)
+    assert done.returncode in (EXIT_OK, EXIT_SLOW, EXIT_INCONCLUSIVE), done.stdout + done.stderr
     report = json.loads((baseline / "noise-gate.json").read_text())
     (inst,) = report["instances"]
-    assert inst["noise_floor"] is not None and inst["min_effect"] >= 0.10
-    assert any(n["kind"] == "noise floor" for n in report["notes"])
+    assert inst["noise_floor"] is not None
+    assert inst["min_effect"] == max(0.10, inst["noise_floor"])
+    (note,) = [n for n in report["notes"] if n["kind"] == "noise floor"]
+    assert "from 3 processes (baseline1.json, baseline2.json, noise3.json)" in note["message"]
+    assert "noise floor" in done.stdout
