@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..verdict import DEFAULT_MIN_EFFECT, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SLOW
-from .baseline import (HygieneNote, Pair, environment_notes, is_measured, match_instances,
-                       same_machine, select_records)
-from .baseline import KIND_NOISE
+from .baseline import (KIND_NOISE, HygieneNote, Pair, environment_notes, is_measured,
+                       match_instances, same_machine, select_records)
 from .decision import (PATH_RATIO, Decision, GateVerdict, RunSamples, StagedDecision, decide,
                        needs_remeasure, staged)
 from .noise import NoiseProfile

@@ -1,9 +1,10 @@
 """Each instance's noise floor: how far its ratio moves between processes of the same code.
 
 Why: on a shared CPU machine most of a ratio's run-to-run noise is an offset that a process
-keeps for its whole life (thread placement, allocator state, code layout). Over 25 `--for-gate`
-processes of 18 shipped instances here, the per-process median ratio moved with a standard
-deviation of 3% (reshape) to 8% (add.bias[hidden=4096]). The rounds of one process cannot
+keeps for its whole life (thread placement, allocator state, code layout). Over 25
+`--for-gate` processes of 18 shipped instances in a noisy hour here, the per-process median
+ratio moved with a standard deviation of 3% (reshape) to 8% (add.bias[hidden=4096]); in a
+quiet hour, 2-3% (docs/gate.md). The rounds of one process cannot
 show that offset, so an instance whose processes differ by 8% cannot be gated at a 10%
 minimum effect: its A/A gates end REGRESSION or INCONCLUSIVE whenever two processes land
 apart, and no number of rounds fixes it. Replayed over those processes with a baseline of 2,
@@ -40,8 +41,9 @@ NOISE_VERSION = 1
 # Fewer runs give a standard deviation from one or no difference: not an estimate.
 MIN_PROCESSES = 3
 # How many offset-difference SDs the floor sits below no change. Chosen by replaying the
-# gate over 25 recorded processes of 18 shipped instances (profile from 5 of them, baseline
-# pooled from 2 others, stages 1 and 2 from two more; 200 gates per row, docs/gate.md):
+# gate (the loop of gate/replay.py) over the noisy hour's 25 processes of 18 shipped
+# instances: profile from 5 of them, baseline pooled from 2 others, stages 1 and 2 from two
+# more; 200 gates per row:
 #   z     A/A gates failed  INCONCLUSIVE   injected 25%: instances caught
 #   none        5.5%            41%              97%
 #   2.0         1.5%            24%              95%

@@ -7,8 +7,9 @@ fresh-process stage 2 the gate uses - and runs the gate's pure decision (`evalua
 injected runs (recorded with OPBENCH_INJECT_SLOWDOWN), the same baseline and profile also
 judge two of those as stages 1 and 2: how often the slowdown is caught.
 
-This is how docs/gate.md's tables and noise.NOISE_FLOOR_Z were chosen; `opbench replay`
-runs it on your own recorded runs. Pure: records in, counts out; seeded, so repeatable.
+docs/gate.md's replay table comes from it (NOISE_FLOOR_Z was chosen with the same loop);
+`opbench replay` runs it on your own recorded runs. Pure: records in, counts out; seeded,
+so repeatable.
 """
 from __future__ import annotations
 
