@@ -29,7 +29,6 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from ..stats import paired_ratios
 from .decision import PATH_RATIO, PATH_REFERENCE_TIME, PATH_TARGET_TIME
 from .pool import check_alike
 
@@ -150,13 +149,13 @@ def noise_floor(sd: float, baseline_processes: int) -> float:
 
 def _process_medians(measurement: Mapping[str, Any], reference: str,
                      target: str) -> dict[str, float]:
-    """One process's median per path, on log scale (speeds: log of 1 / time, so the sign
-    agrees with the ratio's; the SD does not care)."""
-    samples = measurement["samples_s"]
-    ratios = paired_ratios(samples[reference], samples[target])
-    return {PATH_RATIO: statistics.median(math.log(r) for r in ratios),
-            PATH_TARGET_TIME: -math.log(statistics.median(samples[target])),
-            PATH_REFERENCE_TIME: -math.log(statistics.median(samples[reference]))}
+    """One process's estimate per path, on log scale, as its run recorded them: the ratio
+    (median of the per-round ratios) and each side's median time per call (as a speed, log
+    of 1 / time, so the sign agrees with the ratio's; the SD does not care)."""
+    summary = measurement["summary"]
+    return {PATH_RATIO: math.log(measurement["ratio"]),
+            PATH_TARGET_TIME: -math.log(summary[target]["median_s"]),
+            PATH_REFERENCE_TIME: -math.log(summary[reference]["median_s"])}
 
 
 def process_noise(records: Sequence[Mapping[str, Any]], names: Sequence[str]) -> NoiseProfile:

@@ -32,8 +32,6 @@ def _read_runs(paths: Sequence[str]) -> list[dict]:
 
 
 def _table(profile, baseline_processes: int, min_effect: float) -> Table:
-    from .noise import noise_floor
-
     table = Table(title=f"noise floor against a baseline of {baseline_processes} process(es), "
                         f"noisiest first (SD: between-process standard deviation, pulled "
                         f"towards the typical one)",
@@ -43,12 +41,13 @@ def _table(profile, baseline_processes: int, min_effect: float) -> Table:
         table.add_column(column)
     ranked = sorted(profile.instances.items(), key=lambda kv: -kv[1].sd(PATH_RATIO))
     for inst_id, noise in ranked:
-        floor = noise_floor(noise.sd(PATH_RATIO), baseline_processes)
-        applied = max(min_effect, floor)
-        cell = f"{applied:.1%}" + (" [yellow](raised)[/]" if floor > min_effect else "")
+        floors = profile.floors_for(inst_id, baseline_processes)
+        raised = floors[PATH_RATIO] > min_effect
+        cell = (f"{max(min_effect, floors[PATH_RATIO]):.1%}"
+                + (" [yellow](raised)[/]" if raised else ""))
         table.add_row(escape(inst_id), str(noise.processes), f"{noise.sd(PATH_RATIO):.1%}",
                       cell, f"{noise.sd(PATH_TARGET_TIME):.1%}",
-                      f"{noise_floor(noise.sd(PATH_TARGET_TIME), baseline_processes):.1%}")
+                      f"{floors[PATH_TARGET_TIME]:.1%}")
     return table
 
 
@@ -70,7 +69,7 @@ def noise_command(runs, json_path, baseline_processes, min_effect):
     to back show less spread than the gates will meet). `opbench gate --noise FILE` raises
     each instance's minimum effect to its floor and says so in every report."""
     from ..results import write_json_atomic
-    from .noise import NoiseError, noise_floor, process_noise
+    from .noise import NoiseError, process_noise
 
     if not 0.0 < min_effect < 1.0:
         fail(f"--min-effect must be in (0, 1), got {min_effect}")
@@ -82,8 +81,8 @@ def noise_command(runs, json_path, baseline_processes, min_effect):
     if not profile.instances:
         fail("no instance was measured in enough of these runs to give a spread")
     out.print(_table(profile, baseline_processes, min_effect))
-    raised = sum(1 for n in profile.instances.values()
-                 if noise_floor(n.sd(PATH_RATIO), baseline_processes) > min_effect)
+    raised = sum(1 for i in profile.instances
+                 if profile.floors_for(i, baseline_processes)[PATH_RATIO] > min_effect)
     count = len(profile.instances)
     out.print(f"{count} instance{'' if count == 1 else 's'} from {len(records)} runs; the noise "
               f"floor raises the min effect of {raised} above {min_effect:.0%}", highlight=False)

@@ -200,3 +200,24 @@ def binary_case(name: str, torch_api: str = "torch.add", mindspore_api: str = "m
 
 def case_file(directory: Path, *cases: str, name: str = "cases.yaml") -> Path:
     return write_case_file(directory, "cases:" + "".join(cases) + "\n", name)
+
+
+def fake_session_class(target_options: Mapping[str, Any] | None = None) -> type[Session]:
+    """A Session class whose open() installs FakeAdapters on a fake clock instead of
+    importing frameworks: for code that builds its own Session (the CLI, the gate's stage-2
+    child). target_options: FakeAdapter keywords for the target side, read at every open(),
+    so a test may change them between runs."""
+    options = target_options if target_options is not None else {}
+
+    class FakeOpeningSession(Session):
+        def __init__(self, config, clock=None):
+            super().__init__(config, FakeClock())
+
+        def open(self) -> None:
+            self.adapters = {
+                self.config.reference: FakeAdapter(self.config.reference, self.clock),
+                self.config.target: FakeAdapter(self.config.target, self.clock, **options)}
+            for adapter in self.adapters.values():
+                adapter.setup(self.config.device, self.config.threads)
+
+    return FakeOpeningSession

@@ -8,13 +8,13 @@ import subprocess
 
 import pytest
 from click.testing import CliRunner
-from runner_fakes import FakeAdapter, FakeClock, binary_case, case_file, fake_config, fake_session
+from runner_fakes import binary_case, case_file, fake_config, fake_session, fake_session_class
 from runner_fakes import load_instances as load_fake_instances
 
 from opbench.cases import load_schema
 from opbench.cli import cli
 from opbench.results import read_results, results_schema, write_json_atomic
-from opbench.runner import Session, run
+from opbench.runner import run
 
 SWEEP_CASE = """
   - name: add
@@ -165,18 +165,7 @@ def fake_frameworks(monkeypatch):
     """`opbench run/compare/check` on FakeAdapters: Session.open() installs them on a fake
     clock. Returns the dict of target options a test may set before invoking."""
     target_options: dict = {}
-
-    class FakeSession(Session):
-        def __init__(self, config, clock=None):
-            super().__init__(config, FakeClock())
-
-        def open(self) -> None:
-            self.adapters = {
-                self.config.reference: FakeAdapter(self.config.reference, self.clock),
-                self.config.target: FakeAdapter(self.config.target, self.clock,
-                                                **target_options)}
-            for adapter in self.adapters.values():
-                adapter.setup(self.config.device, self.config.threads)
+    FakeSession = fake_session_class(target_options)
 
     def run_child_here(spec_path):
         """The gate's fresh stage-2 process, run in this one on the same fakes."""

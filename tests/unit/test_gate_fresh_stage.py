@@ -9,11 +9,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from runner_fakes import FakeAdapter, FakeClock, binary_case, case_file
+from runner_fakes import binary_case, case_file, fake_session_class
 
 from opbench.gate.fresh_stage import (FreshStageError, StageSpec, main,
                                       remeasure_in_fresh_process, run_child_process, run_stage)
-from opbench.runner import Session
 
 FAST_OPTIONS = {"mode": None, "threshold": None, "device": "cpu", "threads": 2,
                 "reference": "torch", "target": "mindspore", "rounds": 6,
@@ -21,19 +20,8 @@ FAST_OPTIONS = {"mode": None, "threshold": None, "device": "cpu", "threads": 2,
                 "launch": None, "passes": 2}
 
 
-class FakeOpeningSession(Session):
-    """open() installs FakeAdapters on a fake clock instead of importing frameworks."""
-
-    target_cost_s = 1e-4
-
-    def __init__(self, config, clock=None):
-        super().__init__(config, FakeClock())
-
-    def open(self) -> None:
-        self.adapters = {
-            self.config.reference: FakeAdapter(self.config.reference, self.clock),
-            self.config.target: FakeAdapter(self.config.target, self.clock,
-                                            cost_s=self.target_cost_s)}
+# open() installs FakeAdapters on a fake clock instead of importing frameworks.
+FakeOpeningSession = fake_session_class()
 
 
 @pytest.fixture
