@@ -19,7 +19,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from .frameworks.base import LAUNCH_MODES, LAUNCH_QUEUED
+from .frameworks.base import LAUNCH_BLOCKING, LAUNCH_MODES
 from .verdict import EXIT_USAGE, Verdict, exit_code
 
 EXIT_INTERRUPTED = 130
@@ -78,10 +78,18 @@ def timing_options(f):
                      help="serial: sync after every call (latency); async: one sync per "
                           "sample (throughput); both: each, side by side. Default: serial."),
         click.option("--launch", type=click.Choice(LAUNCH_MODES), default=None,
-                     help="queued: each framework launches operators its own way (MindSpore "
-                          "through PyNative's launch queue); blocking: every operator runs to "
-                          "completion in its call, so a serial time is the op's own cost "
-                          "without the queue's hand-off. Default: queued."),
+                     help="blocking: every operator runs to completion in its call, so a "
+                          "serial time is the op's own cost; queued: each framework launches "
+                          "operators its own way (MindSpore through PyNative's launch queue, "
+                          "what a user waiting on each result sees). Default: blocking."),
+        click.option("--processes", type=click.IntRange(min=1), default=None,
+                     help="Fresh worker processes each instance's rounds are spread over, so "
+                          "a process's own offset lands inside the interval (1: measure in "
+                          "this process). Default: 3."),
+        click.option("--no-quiesce", "no_quiesce", is_flag=True, default=None,
+                     help="Do not wait before each sample until the other framework's "
+                          "threads are idle (the wait is recorded; turning it off is for "
+                          "studying the interference it prevents)."),
         click.option("--passes", type=int, default=None,
                      help="Spread each instance's rounds over this many passes through the "
                           "selection, so slow drift of the machine lands inside every "
@@ -90,8 +98,9 @@ def timing_options(f):
                      help="Ratio threshold for cases that set none (default 0.8)."),
         click.option("--device", default="cpu", show_default=True,
                      help="cpu, cuda[:N] or ascend[:N]."),
-        click.option("--threads", type=int, default=None,
-                     help="Intra-op threads, set equal in both frameworks (default: cores)."),
+        click.option("--threads", type=click.IntRange(min=1), default=None,
+                     help="Intra-op threads, set equal in both frameworks (default: cores - 1, "
+                          "at least 1, leaving a core for the frameworks' dispatch threads)."),
         click.option("--reference", default="torch", show_default=True),
         click.option("--target", default="mindspore", show_default=True),
         click.option("--rounds", type=int, default=None,
@@ -119,9 +128,9 @@ def timing_options(f):
 
 def build_config(mode, threshold, device, threads, reference, target, rounds,
                  min_sample_time_s, max_time_s, no_backward, timing=True, launch=None,
-                 passes=None):
+                 passes=None, processes=None, no_quiesce=None):
     from .measure import MeasureSettings
-    from .runner import RunConfig, default_threads
+    from .runner import DEFAULT_PROCESSES, RunConfig, default_threads
     from .verdict import DEFAULT_THRESHOLD
 
     settings_kw: dict[str, Any] = {}
@@ -136,7 +145,10 @@ def build_config(mode, threshold, device, threads, reference, target, rounds,
                          threads=threads or default_threads(),
                          modes=(("serial", "async") if mode == "both"
                                 else (mode or "serial",)),
-                         launch=launch or LAUNCH_QUEUED, passes=1 if passes is None else passes,
+                         launch=launch or LAUNCH_BLOCKING,
+                         passes=1 if passes is None else passes,
+                         processes=(processes or DEFAULT_PROCESSES) if timing else 1,
+                         quiesce=not no_quiesce,
                          threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
                          backward=not no_backward, timing=timing,
                          settings=MeasureSettings(**settings_kw))
@@ -173,22 +185,23 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
     user's mistakes or a missing framework/device."""
     from .frameworks import DeviceUnavailable, FrameworkUnavailable
     from .report import render_html, render_markdown, render_terminal
-    from .runner import ApiError, Session, run
+    from .runner import ApiError, open_session, run
+    from .workers import WorkerError
 
     if json_path is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         json_path = os.path.join("out", f"opbench-{stamp}.json")
-    session = Session(config)
-    try:
-        session.open()
-    except (FrameworkUnavailable, DeviceUnavailable, ValueError) as exc:
-        fail(str(exc))
     if not quiet:
         err.print(f"[dim]{len(instances)} instances; {config.reference} vs {config.target} on "
-                  f"{config.device}, {config.threads} threads, {config.launch} launches"
+                  f"{config.device}, {config.threads} threads, {config.launch} launches, "
+                  f"{config.processes} worker process{'es' if config.processes > 1 else ''}"
                   f"{f', {config.passes} passes' if config.passes > 1 else ''}; results -> "
                   f"{escape(str(json_path))}[/]",
                   highlight=False)
+    try:
+        session = open_session(config)
+    except (FrameworkUnavailable, DeviceUnavailable, ValueError, WorkerError) as exc:
+        fail(str(exc))
     try:
         record = run(instances, config, json_path=json_path, session=session,
                      on_progress=_progress_printer(quiet), on_pass=pass_printer(quiet))
@@ -199,6 +212,9 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
         err.print(f"\n[bold]interrupted[/]: {saved} finished instances saved in "
                   f"{escape(str(json_path))}", highlight=False)
         sys.exit(EXIT_INTERRUPTED)
+    finally:
+        if hasattr(session, "close"):
+            session.close()
     render_terminal(record, out, worst_first=worst_first)
     if markdown_path:
         Path(markdown_path).write_text(render_markdown(record))

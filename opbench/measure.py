@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 Clock = Callable[[], float]
+# Called before every timed sample: waits until the other side's leftover work (spinning or
+# queued threads) is off the cores, and returns what it saw (opbench/quiesce.py). None: no
+# wait (the fake-clock tests, or a user who turned it off).
+Settle = Callable[[], Any]
 
 SERIAL = "serial"
 ASYNC = "async"
@@ -57,6 +61,9 @@ ROUNDS_CUT_NOTE = "rounds cut from"
 # share halve the rounds of a measurement spread over passes of 2 rounds (measured: 6 of 18
 # `--for-gate` instances cut from 40 to 20 rounds, their intervals widened to +-8-12%).
 BUDGET_SLACK = 1.25
+# Untimed calls of a side right before each of its samples (with a settle step), so its
+# sample starts from its own cache state rather than the other side's.
+REWARM_CALLS = 1
 
 
 @dataclass(frozen=True)
@@ -112,6 +119,8 @@ class Measurement:
     calibration: Calibration
     rounds_requested: int
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # What settle() returned before each round's sample of each side (None without one).
+    settled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     @property
     def rounds(self) -> int:
@@ -183,7 +192,7 @@ def sample_time_cap_s(settings: MeasureSettings, n_sides: int) -> float:
 
 
 def calibrate(sides: Sequence[Side], settings: MeasureSettings, clock: Clock,
-              resolution_s: float | None = None) -> Calibration:
+              resolution_s: float | None = None, settle: Settle | None = None) -> Calibration:
     """One loop count shared by all sides, so every side's sample covers the same work and
     the ratio of samples is the ratio of per-call times. The count is set by the *fastest*
     side: its sample must last min_sample_time_s, RESOLUTION_FACTOR clock ticks and
@@ -206,7 +215,11 @@ def calibrate(sides: Sequence[Side], settings: MeasureSettings, clock: Clock,
     best_per_call_s = {s.name: math.inf for s in sides}
     probes_at_cap = 0
     while True:
-        times = {s.name: run_sample(s, loops, settings.mode, clock) for s in sides}
+        times = {}
+        for s in sides:
+            if settle is not None:
+                settle()   # a probe inflated by the other side's leftovers mis-sizes loops
+            times[s.name] = run_sample(s, loops, settings.mode, clock)
         probes.append((loops, times))
         for name, t in times.items():
             best_per_call_s[name] = min(best_per_call_s[name], t / loops)
@@ -236,12 +249,16 @@ def calibrate(sides: Sequence[Side], settings: MeasureSettings, clock: Clock,
                        sync_cost_s=syncs, probes=tuple(probes), capped_by_budget=capped)
 
 
-def interleaved_order(names: Sequence[str], rounds: int) -> tuple[tuple[str, ...], ...]:
+def interleaved_order(names: Sequence[str], rounds: int,
+                      first_round: int = 0) -> tuple[tuple[str, ...], ...]:
     """A B, B A, A B, ...: alternating which side goes first cancels any first/second
-    position effect (cache state, turbo decay) and linear drift within a pair of rounds."""
+    position effect (cache state, turbo decay) and linear drift within a pair of rounds.
+    first_round continues the alternation of earlier rounds (another pass or process), so
+    a measurement pieced together from shares of a few rounds each stays balanced."""
     forward = tuple(names)
     backward = tuple(reversed(names))
-    return tuple(forward if i % 2 == 0 else backward for i in range(rounds))
+    return tuple(forward if i % 2 == 0 else backward
+                 for i in range(first_round, first_round + rounds))
 
 
 def expected_sample_s(calibration: Calibration) -> float:
@@ -271,26 +288,38 @@ def _check_distinct(sides: Sequence[Side]) -> None:
 
 
 def _interleaved_rounds(sides: Sequence[Side], loops: int, rounds: int, mode: str,
-                        clock: Clock) -> tuple[dict[str, tuple[float, ...]],
-                                               tuple[tuple[str, ...], ...]]:
+                        clock: Clock, settle: Settle | None = None, first_round: int = 0
+                        ) -> tuple[dict[str, tuple[float, ...]], tuple[tuple[str, ...], ...],
+                                   dict[str, tuple[Any, ...]]]:
     """`rounds` interleaved rounds (interleaved_order) of one sample per side at `loops`
-    calls each: per-call seconds by side, and the order the samples ran in."""
+    calls each: per-call seconds by side, the order the samples ran in, and what settle()
+    returned before each sample."""
     by_name = {s.name: s for s in sides}
     per_call: dict[str, list[float]] = {s.name: [] for s in sides}
-    order = interleaved_order([s.name for s in sides], rounds)
+    settled: dict[str, list[Any]] = {s.name: [] for s in sides}
+    order = interleaved_order([s.name for s in sides], rounds, first_round)
     for round_order in order:
         for name in round_order:
+            settled[name].append(settle() if settle is not None else None)
+            if settle is not None:
+                # One untimed call first: the other side's sample has just filled the caches
+                # and TLBs with its own data. Measured here before this call: torch's bias
+                # add at hidden 768-4096 took 1.2x as long right after MindSpore's sample as
+                # right after its own, every quiesce wait notwithstanding.
+                run_sample(by_name[name], REWARM_CALLS, mode, clock)
             per_call[name].append(run_sample(by_name[name], loops, mode, clock) / loops)
-    return {k: tuple(v) for k, v in per_call.items()}, order
+    return ({k: tuple(v) for k, v in per_call.items()}, order,
+            {k: tuple(v) for k, v in settled.items()})
 
 
 def measure(sides: Sequence[Side], settings: MeasureSettings,
-            clock: Clock = time.perf_counter, resolution_s: float | None = None) -> Measurement:
+            clock: Clock = time.perf_counter, resolution_s: float | None = None,
+            settle: Settle | None = None) -> Measurement:
     """The whole protocol: warm-up each side, calibrate one loop count, then interleaved
-    rounds. Every raw per-round sample is kept."""
+    rounds, each sample after settle() (when given). Every raw per-round sample is kept."""
     _check_distinct(sides)
     warmups = {s.name: warm_up(s, settings.mode, clock, settings.warmup_time_s) for s in sides}
-    calibration = calibrate(sides, settings, clock, resolution_s)
+    calibration = calibrate(sides, settings, clock, resolution_s, settle)
     slowest_sample_s = expected_sample_s(calibration)
     rounds = rounds_within_budget(settings, slowest_sample_s, len(sides))
     notes = []
@@ -307,12 +336,12 @@ def measure(sides: Sequence[Side], settings: MeasureSettings,
             f"{max(times.values()) / max(min(times.values()), 1e-12):.0f}x slower per call, so "
             f"{fast}'s samples last {min(times.values()) * 1e3:.3g} ms instead of "
             f"{calibration.target_sample_time_s * 1e3:.3g} ms (coarser, but the gap dwarfs it)")
-    per_call, order = _interleaved_rounds(sides, calibration.loops, rounds, settings.mode,
-                                          clock)
+    per_call, order, settled = _interleaved_rounds(sides, calibration.loops, rounds,
+                                                   settings.mode, clock, settle)
     return Measurement(mode=settings.mode, loops=calibration.loops, per_call_s=per_call,
                        order=order,
                        warmup_calls=warmups, calibration=calibration,
-                       rounds_requested=settings.rounds, notes=tuple(notes))
+                       rounds_requested=settings.rounds, notes=tuple(notes), settled=settled)
 
 
 @dataclass(frozen=True)
@@ -322,11 +351,13 @@ class MoreRounds:
     per_call_s: dict[str, tuple[float, ...]]
     order: tuple[tuple[str, ...], ...]
     warmup_calls: dict[str, int]
+    settled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
 def more_rounds(sides: Sequence[Side], mode: str, loops: int, rounds: int,
                 clock: Clock = time.perf_counter,
-                warmup_time_s: float = DEFAULT_WARMUP_TIME_S) -> MoreRounds:
+                warmup_time_s: float = DEFAULT_WARMUP_TIME_S,
+                settle: Settle | None = None, first_round: int = 0) -> MoreRounds:
     """Another pass of an earlier measurement: warm up (the callables are freshly prepared),
     then `rounds` interleaved rounds at the loop count calibrated the first time, so every
     sample of the measurement covers the same work and the rounds can be pooled."""
@@ -334,8 +365,9 @@ def more_rounds(sides: Sequence[Side], mode: str, loops: int, rounds: int,
     if loops < 1 or rounds < 1:
         raise ValueError("loops and rounds must be >= 1")
     warmups = {s.name: warm_up(s, mode, clock, warmup_time_s) for s in sides}
-    per_call, order = _interleaved_rounds(sides, loops, rounds, mode, clock)
-    return MoreRounds(per_call_s=per_call, order=order, warmup_calls=warmups)
+    per_call, order, settled = _interleaved_rounds(sides, loops, rounds, mode, clock, settle,
+                                                   first_round)
+    return MoreRounds(per_call_s=per_call, order=order, warmup_calls=warmups, settled=settled)
 
 
 @dataclass(frozen=True)

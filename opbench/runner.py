@@ -21,19 +21,34 @@ from .check import SHAPE, CheckResult, compare_outputs, select_outputs
 from .explain import explain_measurement, explain_modes
 from .frameworks import Adapter, get_adapter
 from .frameworks.base import LAUNCH_BLOCKING, LAUNCH_MODES, LAUNCH_QUEUED
+from .interference import detect_interference
 from .measure import (ASYNC, MODES, ROUNDS_CUT_NOTE, SERIAL, Clock, Measurement,
                       MeasureSettings, MoreRounds, Side, measure, measure_overhead, more_rounds)
+from .quiesce import Quiescer, ThreadActivityProbe
 from .results import new_record, utc_now, write_json_atomic
-from .stats import ratio_estimate, summarize
+from .stats import (BetweenProcessPrior, between_process_prior, between_process_sd,
+                    ratio_estimate, summarize)
 from .verdict import DEFAULT_THRESHOLD, Verdict, ratio_verdict, worst
 
 BACKWARD_SUFFIX = "+backward"
+# Worker processes per run for the command line and pytest (RunConfig's own default, 1,
+# measures in the calling process, for scripts and tests with fake frameworks). 3 spreads a
+# process's offset over the interval at ~6 s of start-up per run (README, "Processes").
+DEFAULT_PROCESSES = 3
+# A share of a measurement (one pass in one process) takes at least this many rounds: one
+# round would always run the sides in the same order within that process.
+MIN_ROUNDS_PER_SHARE = 2
 
 
-def default_threads() -> int:
-    """Both frameworks get the machine's core count unless told otherwise: MindSpore's CPU
-    default (25) oversubscribes small machines and would be an unequal comparison."""
-    return os.cpu_count() or 1
+def default_threads(cores: int | None = None) -> int:
+    """Both frameworks get one thread fewer than the cores (at least 1) unless told
+    otherwise. MindSpore's CPU default (25) oversubscribes small machines and would be an
+    unequal comparison; and threads = cores leaves no core for a framework's own dispatch
+    threads: measured on 2 cores, 2 kernel threads put MindSpore's ops at ~4 ms (one
+    scheduler tick) whatever their size and kept its ActorThread spinning for ~200 ms
+    after its work, where 1 thread gave steady times and no tail (README, "Threads")."""
+    cores = os.cpu_count() if cores is None else cores
+    return max(1, (cores or 1) - 1)
 
 
 @dataclass(frozen=True)
@@ -50,21 +65,35 @@ class RunConfig:
     timing: bool = True          # False: correctness only (`pytest cases/`, `opbench check`)
     # "queued": each framework launches as it does by default; "blocking": every operator
     # runs to completion in its call (frameworks/base.py LAUNCH_MODES says why it matters).
-    launch: str = LAUNCH_QUEUED
+    launch: str = LAUNCH_BLOCKING
     # Spread each measurement's rounds over this many passes through the instance list. The
     # ratio of two frameworks drifts by ~10% over seconds to minutes on a shared machine
     # (measured: one instance's median moved as much between passes in one process as between
     # processes), so rounds taken back to back understate the noise and two runs disagree
     # by more than their intervals say. Passes sample that drift inside the run.
     passes: int = 1
+    # Fresh worker processes each instance's rounds are spread over (workers.py). A process
+    # keeps an offset of its own for its whole life (thread placement, allocator, kernel
+    # choice); with several, that offset lands inside the interval instead of between runs.
+    # 1 = the measuring happens in the process that holds the Session.
+    processes: int = 1
+    # Wait before every sample until the other threads of the watched processes are idle
+    # (quiesce.py), so one side's leftover work does not land in the other's sample.
+    quiesce: bool = True
     settings: MeasureSettings = field(default_factory=MeasureSettings)
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
         if unknown or not self.modes:
             raise ValueError(f"modes must be among {MODES}, not {self.modes}")
-        if isinstance(self.passes, bool) or not isinstance(self.passes, int) or self.passes < 1:
-            raise ValueError(f"passes must be a positive integer, not {self.passes!r}")
+        for name in ("passes", "processes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        if not (isinstance(self.threshold, (int, float)) and math.isfinite(self.threshold)
+                and self.threshold > 0):
+            raise ValueError(f"threshold must be a positive finite ratio, not "
+                             f"{self.threshold!r}")
         if self.launch not in LAUNCH_MODES:
             raise ValueError(f"launch must be one of {LAUNCH_MODES}, not {self.launch!r}")
         if self.reference == self.target:
@@ -73,6 +102,12 @@ class RunConfig:
     @property
     def frameworks(self) -> tuple[str, str]:
         return (self.reference, self.target)
+
+    @property
+    def shares(self) -> int:
+        """How many pieces each measurement's rounds are cut into: one per pass per
+        process."""
+        return self.passes * self.processes
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -142,11 +177,17 @@ class Session:
     process. MindSpore honours its thread count only before its first op, so a process
     runs one Session."""
 
-    def __init__(self, config: RunConfig, clock: Clock = time.perf_counter):
+    def __init__(self, config: RunConfig, clock: Clock = time.perf_counter,
+                 watch_pids: Sequence[int] = (), process_index: int = 1):
         self.config = config
         self.clock = clock
         self.adapters: dict[str, Adapter] = {}
         self.overhead: dict[str, dict[str, float]] = {}
+        # Other processes whose threads must be idle before a sample (sibling workers).
+        self.watch_pids = tuple(watch_pids)
+        # Which worker process this is (1 in a run without workers): labels its rounds.
+        self.process_index = process_index
+        self.quiescer: Quiescer | None = None
 
     def open(self) -> None:
         """Import and set up both frameworks. Raises FrameworkUnavailable/DeviceUnavailable."""
@@ -156,6 +197,16 @@ class Session:
             if self.config.launch == LAUNCH_BLOCKING:
                 adapter.block_launches()
             self.adapters[name] = adapter
+        self.quiescer = self.make_quiescer()
+
+    def make_quiescer(self) -> Quiescer | None:
+        """The pre-sample wait, when asked for and the kernel shows per-thread CPU time."""
+        if not self.config.quiesce or not ThreadActivityProbe.available():
+            return None
+        return Quiescer(ThreadActivityProbe(self.watch_pids))
+
+    def _settle(self):
+        return self.quiescer.settle if self.quiescer is not None else None
 
     def framework_info(self) -> dict[str, Any]:
         return {name: a.info() for name, a in self.adapters.items()}
@@ -247,19 +298,21 @@ class Session:
         return timed
 
     def extend_instance(self, instance: CaseInstance, record: dict[str, Any],
-                        pass_index: int) -> None:
-        """Pass `pass_index` (2, 3, ...) of a measured instance: fresh inputs and callables,
+                        pass_index: int) -> dict[str, Any]:
+        """Pass `pass_index` of a measured instance (2, 3, ... in the process that measured it
+        first; any pass in another worker process): fresh inputs and callables,
         the outputs checked again, then as many rounds per measurement as the first pass took,
         at its loop count, pooled with the earlier rounds; statistics and verdict are redone.
         A failure is noted in the record and keeps what earlier passes measured."""
         measurements = record.get("measurements")
         if not measurements:
-            return
+            return record
         started = self.clock()
         try:
             self._extend_measurements(instance, record, measurements, pass_index)
         finally:
             record["duration_s"] = record.get("duration_s", 0.0) + self.clock() - started
+        return record
 
     def _extend_measurements(self, instance: CaseInstance, record: dict[str, Any],
                              measurements: dict[str, Any], pass_index: int) -> None:
@@ -276,26 +329,30 @@ class Session:
                 # a few calls, so the passes share one warm-up budget between them.
                 extra = more_rounds(timed[key], m["mode"], m["loops"], m["rounds_per_pass"],
                                     self.clock,
-                                    self.config.settings.warmup_time_s / self.config.passes)
+                                    self.config.settings.warmup_time_s / self.config.shares,
+                                    settle=self._settle(), first_round=len(m["order"]))
                 self._pool_rounds(m, extra, pass_index)
         except Exception as exc:
+            where = (f"process {self.process_index}, " if self.config.processes > 1 else "")
             record.setdefault("pass_errors", []).append(
-                f"pass {pass_index}: {scratch.get('error') or _error_text(exc)}")
+                f"{where}pass {pass_index}: {scratch.get('error') or _error_text(exc)}")
             return
         _conclude(record, self.config)
 
     def _pool_rounds(self, m: dict[str, Any], extra: MoreRounds, pass_index: int) -> None:
-        cfg = self.config
-        old_medians = {n: m["summary"][n]["median_s"] for n in cfg.frameworks}
-        stale = set(explain_measurement(m["mode"], old_medians, self.overhead))
         for name, values in extra.per_call_s.items():
             m["samples_s"][name].extend(values)
         m["order"].extend(list(o) for o in extra.order)
         m["pass_of_round"].extend([pass_index] * len(extra.order))
-        m["passes"] = pass_index
+        m.setdefault("process_of_round", [1] * (len(m["order"]) - len(extra.order)))
+        m["process_of_round"].extend([self.process_index] * len(extra.order))
+        _add_settled(m, extra.settled)
+        m["passes"] = max(m.get("passes", 1), pass_index)
+        m["processes"] = len(set(m["process_of_round"]))
         m["rounds"] = len(m["order"])
-        m.update(self._statistics(m["samples_s"], m["mode"], m["threshold"]))
-        m["notes"] = [n for n in m["notes"] if n not in stale] + m.pop("_explain")
+        m.update(self._statistics(m))
+        # Explanations are redone from this process's floors; the protocol's own notes stay.
+        m["notes"] = list(m.get("protocol_notes", m["notes"])) + m.pop("_explain")
 
     def _checked_sides(self, instance: CaseInstance, record: dict[str, Any]
                        ) -> tuple[dict[str, _Prepared], dict[str, Callable[[], Any]]] | None:
@@ -393,26 +450,29 @@ class Session:
         share of the round floor; later passes repeat the round count it ends up with."""
         cfg = self.config
         settings = replace(cfg.settings, mode=mode)
-        if cfg.passes == 1:
+        if cfg.shares == 1:
             return settings
-        return replace(settings, rounds=math.ceil(settings.rounds / cfg.passes),
-                       max_time_s=settings.max_time_s / cfg.passes,
-                       min_rounds=math.ceil(settings.min_rounds / cfg.passes))
+        # At least MIN_ROUNDS_PER_SHARE, so each share runs both orders (A B and B A).
+        return replace(settings,
+                       rounds=max(MIN_ROUNDS_PER_SHARE, math.ceil(settings.rounds / cfg.shares)),
+                       max_time_s=settings.max_time_s / cfg.shares,
+                       min_rounds=math.ceil(settings.min_rounds / cfg.shares),
+                       warmup_time_s=settings.warmup_time_s / cfg.processes)
 
-    def _statistics(self, per_call: Mapping[str, Sequence[float]], mode: str,
-                    threshold: float) -> dict[str, Any]:
+    def _statistics(self, m: Mapping[str, Any]) -> dict[str, Any]:
         """Everything computed from a measurement's rounds (redone after each pass).
         '_explain' carries the explanation notes for the caller to place."""
         cfg = self.config
-        fields = measurement_statistics({n: per_call[n] for n in cfg.frameworks},
-                                        cfg.reference, cfg.target, threshold)
+        fields = measurement_statistics({n: m["samples_s"][n] for n in cfg.frameworks},
+                                        cfg.reference, cfg.target, m["threshold"],
+                                        order=m["order"], groups=m.get("process_of_round"))
         medians = {n: fields["summary"][n]["median_s"] for n in cfg.frameworks}
-        fields["_explain"] = explain_measurement(mode, medians, self.overhead)
+        fields["_explain"] = explain_measurement(m["mode"], medians, self.overhead)
         return fields
 
     def _measure(self, sides: Sequence[Side], mode: str, threshold: float) -> dict[str, Any]:
         cfg = self.config
-        m = measure(sides, self._pass_settings(mode), self.clock)
+        m = measure(sides, self._pass_settings(mode), self.clock, settle=self._settle())
         record = {
             "mode": mode,
             "loops": m.loops,
@@ -421,6 +481,8 @@ class Session:
             "passes": 1,
             "rounds_per_pass": m.rounds,
             "pass_of_round": [1] * m.rounds,
+            "processes": 1,
+            "process_of_round": [self.process_index] * m.rounds,
             "samples_s": {n: list(v) for n, v in m.per_call_s.items()},
             "order": [list(o) for o in m.order],
             "warmup_calls": m.warmup_calls,
@@ -431,31 +493,44 @@ class Session:
                                        for lp, t in m.calibration.probes]},
             "threshold": threshold,
         }
-        record.update(self._statistics(m.per_call_s, mode, threshold))
-        record["notes"] = self._protocol_notes(m) + record.pop("_explain")
+        _add_settled(record, m.settled)
+        record.update(self._statistics(record))
+        record["protocol_notes"] = self._protocol_notes(m)
+        record["notes"] = record["protocol_notes"] + record.pop("_explain")
         return record
 
     def _protocol_notes(self, m: Measurement) -> list[str]:
         """measure()'s notes speak of the first pass's share; restate a cut in totals."""
         cfg = self.config
-        if cfg.passes == 1:
+        if cfg.shares == 1:
             return list(m.notes)
         notes = [n for n in m.notes if not n.startswith(ROUNDS_CUT_NOTE)]
         if len(notes) < len(m.notes):
+            pieces = " x ".join(f"{n} {what}" for n, what in
+                                ((cfg.passes, "passes"), (cfg.processes, "processes")) if n > 1)
             notes.insert(0, f"{ROUNDS_CUT_NOTE} {cfg.settings.rounds} to "
-                            f"{m.rounds * cfg.passes} ({m.rounds} in each of {cfg.passes} "
-                            f"passes) to stay within {cfg.settings.max_time_s:g} s")
+                            f"{m.rounds * cfg.shares} ({m.rounds} in each of {pieces}) to "
+                            f"stay within {cfg.settings.max_time_s:g} s")
         return notes
 
 
 def measurement_statistics(per_call: Mapping[str, Sequence[float]], reference: str,
-                           target: str, threshold: float) -> dict[str, Any]:
+                           target: str, threshold: float,
+                           order: Sequence[Sequence[str]] | None = None,
+                           groups: Sequence[int] | None = None,
+                           prior: BetweenProcessPrior | None = None) -> dict[str, Any]:
     """A measurement record's statistics from its rounds (per-call seconds by framework,
     round i of each side paired): per-side summaries, the reference/target ratio with its
-    interval, and the verdict against threshold. Pure; shared by a run (redone after every
-    pass) and by baselines pooled for the gate (gate/pool.py)."""
-    est = ratio_estimate(per_call[reference], per_call[target])
-    return {
+    interval (the process as the unit when `groups` names several processes, see
+    stats.ratio_estimate), interference found in the samples (`order` is each round's
+    side order), and the verdict against threshold, which interference turns from PASS or
+    SLOW into INCONCLUSIVE. Pure; shared by a run (redone after every pass) and by
+    baselines pooled for the gate (gate/pool.py)."""
+    est = ratio_estimate(per_call[reference], per_call[target], groups=groups, prior=prior)
+    verdict = ratio_verdict(est, threshold)
+    findings = (detect_interference({n: per_call[n] for n in (reference, target)}, order,
+                                    groups) if order else [])
+    fields: dict[str, Any] = {
         "summary": {n: asdict(summarize(v)) for n, v in per_call.items()},
         "ratio": est.ratio,
         "ci_low": est.ci_low,
@@ -464,8 +539,67 @@ def measurement_statistics(per_call: Mapping[str, Sequence[float]], reference: s
         "coverage": est.coverage,
         "method": est.method,
         "too_few_rounds": est.too_few_rounds,
-        "verdict": ratio_verdict(est, threshold).value,
+        "n_processes": est.n_processes,
+        "between_process_sd": est.between_sd,
+        "interference": [f.as_dict() for f in findings],
+        "inconclusive_reason": None,
     }
+    if est.too_few_rounds:
+        fields["inconclusive_reason"] = "too few rounds for a 95% interval"
+    elif findings and verdict in (Verdict.PASS, Verdict.SLOW):
+        fields["inconclusive_reason"] = (f"would be {verdict.value}, but " +
+                                         "; ".join(f.detail for f in findings))
+        verdict = Verdict.INCONCLUSIVE
+    elif verdict is Verdict.INCONCLUSIVE:
+        fields["inconclusive_reason"] = (f"the interval [{est.ci_low:.3g}, {est.ci_high:.3g}] "
+                                         f"straddles the threshold {threshold:g}")
+    fields["verdict"] = verdict.value
+    return fields
+
+
+def _add_settled(m: dict[str, Any], settled: Mapping[str, Sequence[Any]]) -> None:
+    """Keep each sample's pre-sample wait (seconds) and whether it timed out, aligned with
+    samples_s, so a reader can see how long the other side's leftovers lasted."""
+    waits = m.setdefault("settle_s", {})
+    timed_out = m.setdefault("settle_timed_out", {})
+    for name, results in settled.items():
+        waits.setdefault(name, []).extend(
+            [None if r is None else round(r.waited_s, 6) for r in results])
+        timed_out[name] = timed_out.get(name, 0) + sum(
+            1 for r in results if r is not None and r.timed_out)
+
+
+def apply_between_process_prior(records: Sequence[dict[str, Any]], config: RunConfig
+                                ) -> BetweenProcessPrior | None:
+    """Recompute every measurement's statistics with the run's typical between-process
+    spread (stats.between_process_prior) once all processes have measured: an instance's
+    own 2-3 processes say little about that spread, the whole run says a lot. Returns the
+    prior used (None when too few instances ran in several processes)."""
+    spreads = []
+    for inst in records:
+        for m in (inst.get("measurements") or {}).values():
+            groups = m.get("process_of_round")
+            if groups and len(set(groups)) > 1:
+                found = between_process_sd(m["samples_s"][config.reference],
+                                           m["samples_s"][config.target], groups)
+                if found is not None:
+                    spreads.append(found)
+    prior = between_process_prior(spreads)
+    if prior is None:
+        return None
+    for inst in records:
+        measurements = inst.get("measurements") or {}
+        for m in measurements.values():
+            if len(set(m.get("process_of_round") or [1])) < 2:
+                continue
+            m.update(measurement_statistics(
+                {n: m["samples_s"][n] for n in config.frameworks}, config.reference,
+                config.target, m["threshold"], order=m["order"], groups=m["process_of_round"],
+                prior=prior))
+        if measurements and inst.get("verdict") not in (Verdict.MISMATCH.value,
+                                                        Verdict.ERROR.value):
+            inst["verdict"] = worst(Verdict(m["verdict"]) for m in measurements.values()).value
+    return prior
 
 
 def key_mode(key: str) -> str:
@@ -544,9 +678,30 @@ def run(instances: Sequence[CaseInstance], config: RunConfig, *,
     was measured. on_progress(i, n, instance, record_or_None) is called before (None) and
     after each instance of the first pass; on_pass(pass_index, passes) before each later one.
     Raises ApiError before timing anything if an API does not resolve."""
+    owned = session is None
     if session is None:
+        session = open_session(config, clock)
+    try:
+        return _run_opened(session, instances, config, json_path, on_progress, on_pass)
+    finally:
+        if owned and hasattr(session, "close"):
+            session.close()
+
+
+def open_session(config: RunConfig, clock: Clock = time.perf_counter):
+    """An opened Session in this process, or, with config.processes > 1, an opened pool of
+    worker processes that behaves like one (workers.py)."""
+    if config.processes > 1:
+        from .workers import WorkerPool   # imports this module: no top-level import
+
+        session: Any = WorkerPool(config)
+    else:
         session = Session(config, clock)
-        session.open()
+    session.open()
+    return session
+
+
+def _run_opened(session, instances, config, json_path, on_progress, on_pass):
     problems = session.check_apis(instances)
     if problems:
         raise ApiError("\n".join(problems))
@@ -563,6 +718,10 @@ def run(instances: Sequence[CaseInstance], config: RunConfig, *,
         record["finished_utc"] = utc_now()
         save()
         raise
+    prior = apply_between_process_prior(record["instances"], config)
+    if prior is not None:
+        record["between_process_prior"] = {"sd": prior.sd, "df": prior.df,
+                                           "instances": prior.instances}
     record["complete"] = True
     record["finished_utc"] = utc_now()
     save()
@@ -590,8 +749,10 @@ def run_passes(session: Session, instances: Sequence[CaseInstance],
     for pass_index in range(2, passes + 1):
         if on_pass:
             on_pass(pass_index, passes)
-        for inst, result in zip(instances, records[first:]):
-            session.extend_instance(inst, result, pass_index)
+        for offset, inst in enumerate(instances):
+            # a worker pool hands back a new record; a Session extends this one in place
+            records[first + offset] = session.extend_instance(inst, records[first + offset],
+                                                              pass_index)
             save()
     return records[first:]
 
@@ -601,5 +762,6 @@ def check_only(config: RunConfig) -> RunConfig:
 
 
 __all__ = ["RunConfig", "Session", "ApiError", "run", "run_passes", "instance_header",
+           "open_session", "apply_between_process_prior",
            "default_threads", "key_mode", "measurement_statistics", "CheckResult", "ASYNC",
            "SERIAL", "BACKWARD_SUFFIX"]

@@ -28,13 +28,17 @@ __all__ = [
     "DEFAULT_CONFIDENCE",
     "METHOD_HODGES_LEHMANN",
     "METHOD_SIGN_TEST",
+    "METHOD_PROCESSES",
+    "BetweenProcessPrior",
     "ChangeEstimate",
     "RatioEstimate",
+    "between_process_prior",
     "Summary",
     "change_estimate",
     "paired_ratios",
     "ratio_estimate",
     "summarize",
+    "student_t_quantile",
 ]
 
 DEFAULT_CONFIDENCE = 0.95
@@ -54,6 +58,9 @@ EXACT_MANN_WHITNEY_MAX_PAIRS = 2500
 _TAIL_TOLERANCE = 1e-12
 
 METHOD_SIGN_TEST = "median of per-round log-ratios; exact sign-test (order-statistic) interval"
+METHOD_PROCESSES = ("mean of per-process median log-ratios; t interval with the between-process "
+                    "variance (shrunk towards the run's typical), widened to the rounds' "
+                    "sign-test interval")
 METHOD_HODGES_LEHMANN = ("Hodges-Lehmann shift of log-ratios; "
                          "exact Mann-Whitney (order-statistic) interval")
 _METHOD_HODGES_LEHMANN_NORMAL = ("Hodges-Lehmann shift of log-ratios; "
@@ -137,6 +144,10 @@ class RatioEstimate:
     method: str
     coverage: float
     too_few_rounds: bool
+    # With rounds from several processes (`groups`): how many, and the estimated SD of the
+    # log ratio between processes (the per-process offset) that the interval includes.
+    n_processes: int = 1
+    between_sd: float | None = None
 
 
 def paired_ratios(ref_s: Sequence[float], target_s: Sequence[float]) -> np.ndarray:
@@ -174,7 +185,9 @@ def _sign_test_rank(n: int, confidence: float) -> tuple[int, float]:
 
 
 def ratio_estimate(ref_s: Sequence[float], target_s: Sequence[float],
-                   confidence: float = DEFAULT_CONFIDENCE) -> RatioEstimate:
+                   confidence: float = DEFAULT_CONFIDENCE,
+                   groups: Sequence[int] | None = None,
+                   prior: "BetweenProcessPrior | None" = None) -> RatioEstimate:
     """The ref/target time ratio from paired rounds, with a distribution-free interval.
 
     Round i gives one sample per side, taken back to back (A B, then B A, ...). Whatever
@@ -199,11 +212,151 @@ def ratio_estimate(ref_s: Sequence[float], target_s: Sequence[float],
     k, coverage = _sign_test_rank(n, confidence)
     too_few = k == 0
     low_index, high_index = (0, n - 1) if too_few else (k - 1, n - k)
-    return RatioEstimate(ratio=float(np.exp(np.median(log_ratios))),
-                         ci_low=float(np.exp(log_ratios[low_index])),
-                         ci_high=float(np.exp(log_ratios[high_index])),
-                         n_rounds=n, confidence=confidence, method=METHOD_SIGN_TEST,
-                         coverage=coverage, too_few_rounds=too_few)
+    rounds_only = RatioEstimate(ratio=float(np.exp(np.median(log_ratios))),
+                                ci_low=float(np.exp(log_ratios[low_index])),
+                                ci_high=float(np.exp(log_ratios[high_index])),
+                                n_rounds=n, confidence=confidence, method=METHOD_SIGN_TEST,
+                                coverage=coverage, too_few_rounds=too_few)
+    if groups is None or len(set(groups)) < 2:
+        return rounds_only
+    return _with_processes(rounds_only, np.log(paired_ratios(ref_s, target_s)),
+                           np.asarray(groups), confidence, prior)
+
+
+# --------------------------------------------------------------------------- processes
+
+# Sampling variance of a median is ~pi/2 times that of a mean for normal noise.
+_MEDIAN_VARIANCE_FACTOR = math.pi / 2.0
+# Weight, in degrees of freedom, of the run's typical between-process spread when it is
+# combined with one instance's own few processes. 4 is the value the gate's noise profile
+# uses (gate/noise.py): enough to keep a 3-process instance from a t with 2 df (4.3 SDs
+# wide at 95%), little enough that an instance clearly noisier than the run still shows it.
+PRIOR_DF = 4.0
+# A run-wide prior needs this many instances measured in several processes.
+MIN_PRIOR_INSTANCES = 5
+
+
+@dataclass(frozen=True)
+class BetweenProcessPrior:
+    """The run's typical SD of a log ratio between processes, and its weight (df)."""
+
+    sd: float
+    df: float = PRIOR_DF
+    instances: int = 0
+
+
+def _process_components(log_ratios: np.ndarray, groups: np.ndarray
+                        ) -> tuple[np.ndarray, float, float]:
+    """Per-process medians, the mean sampling variance of one of them from the rounds'
+    own noise, and the raw between-process variance (>= 0) left over."""
+    labels = list(dict.fromkeys(groups.tolist()))
+    medians = np.array([np.median(log_ratios[groups == g]) for g in labels])
+    sizes = np.array([np.count_nonzero(groups == g) for g in labels])
+    residuals = log_ratios - np.array([medians[labels.index(g)] for g in groups.tolist()])
+    within_sd = MAD_TO_SD * float(np.median(np.abs(residuals)))
+    within_var_of_median = float(np.mean(_MEDIAN_VARIANCE_FACTOR * within_sd ** 2 / sizes))
+    spread = float(np.var(medians, ddof=1)) if medians.size > 1 else 0.0
+    return medians, within_var_of_median, max(0.0, spread - within_var_of_median)
+
+
+def between_process_sd(ref_s: Sequence[float], target_s: Sequence[float],
+                       groups: Sequence[int]) -> tuple[float, int] | None:
+    """One measurement's raw between-process SD of the log ratio and its df (processes - 1),
+    or None with fewer than 2 processes. The material of between_process_prior."""
+    g = np.asarray(groups)
+    if len(set(g.tolist())) < 2:
+        return None
+    _, _, between_var = _process_components(np.log(paired_ratios(ref_s, target_s)), g)
+    return math.sqrt(between_var), len(set(g.tolist())) - 1
+
+
+def between_process_prior(spreads: Sequence[tuple[float, int]]) -> BetweenProcessPrior | None:
+    """The run's typical between-process SD from many measurements' (sd, df): the median
+    SD, robust to the few instances that really are noisier. None with too few."""
+    if len(spreads) < MIN_PRIOR_INSTANCES:
+        return None
+    return BetweenProcessPrior(sd=float(np.median([sd for sd, _ in spreads])), df=PRIOR_DF,
+                               instances=len(spreads))
+
+
+def _with_processes(rounds_only: RatioEstimate, log_ratios: np.ndarray, groups: np.ndarray,
+                    confidence: float, prior: BetweenProcessPrior | None) -> RatioEstimate:
+    """The process as the unit: a process keeps its own offset (thread placement, allocator,
+    kernel choice) for its whole life, so rounds of one process are not independent draws
+    and an interval from the rounds alone is too narrow for another run to land in. The
+    estimate is the mean of per-process medians; its variance is (between-process variance
+    + one median's sampling variance) / processes, the between part shrunk towards the
+    run's typical (prior) when there is one; the interval is a t interval with the
+    matching df, widened to contain the rounds' sign-test interval so it is never
+    narrower than the within-process evidence."""
+    medians, within_var, between_var = _process_components(log_ratios, groups)
+    n_proc = int(medians.size)
+    df = float(n_proc - 1)
+    if prior is not None:
+        between_var = (df * between_var + prior.df * prior.sd ** 2) / (df + prior.df)
+        df += prior.df
+    center = float(np.mean(medians))
+    half = student_t_quantile(1.0 - (1.0 - confidence) / 2.0, df) * math.sqrt(
+        (between_var + within_var) / n_proc)
+    low = min(center - half, math.log(rounds_only.ci_low))
+    high = max(center + half, math.log(rounds_only.ci_high))
+    return RatioEstimate(ratio=math.exp(center), ci_low=math.exp(low), ci_high=math.exp(high),
+                         n_rounds=rounds_only.n_rounds, confidence=confidence,
+                         method=METHOD_PROCESSES,
+                         coverage=max(confidence, rounds_only.coverage) if not
+                         rounds_only.too_few_rounds else rounds_only.coverage,
+                         too_few_rounds=rounds_only.too_few_rounds, n_processes=n_proc,
+                         between_sd=math.sqrt(between_var))
+
+
+def _regularized_incomplete_beta(a: float, b: float, x: float) -> float:
+    """I_x(a, b) by its continued fraction (Lentz), the textbook way to a t CDF without
+    scipy; converges fast for the x used below."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    if x > (a + 1.0) / (a + b + 2.0):
+        return 1.0 - _regularized_incomplete_beta(b, a, 1.0 - x)
+    log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                 + a * math.log(x) + b * math.log1p(-x))
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    f = d
+    for m in range(1, 300):
+        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            f *= c * d
+        if abs(c * d - 1.0) < 1e-14:
+            break
+    return math.exp(log_front) * f / a
+
+
+def _student_t_cdf(t: float, df: float) -> float:
+    tail = 0.5 * _regularized_incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def student_t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t with df degrees of freedom (bisection on the CDF;
+    df may be fractional). The normal quantile when df is huge."""
+    if not 0.0 < p < 1.0 or not df > 0:
+        raise ValueError(f"need 0 < p < 1 and df > 0, got p={p!r}, df={df!r}")
+    if df > 1e6:
+        return NormalDist().inv_cdf(p)
+    low, high = -1e3, 1e3
+    for _ in range(200):
+        mid = (low + high) / 2.0
+        if _student_t_cdf(mid, df) < p:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2.0
 
 
 # --------------------------------------------------------------------------- change between runs

@@ -46,8 +46,8 @@ NOTE_ORDER = (KIND_SETUP, KIND_STAGE2, KIND_POOLED, KIND_MACHINE, KIND_VERSION, 
 # not (it only moves the cross-framework verdict), so it is not listed.
 _COMPARED_CONFIG = ("device", "threads", "modes", "backward")
 # Compared (and inherited by the gate) with the value an older results file implies when it
-# lacks the key: it was measured with queued launches in one pass.
-_COMPARED_CONFIG_DEFAULTS = {"launch": LAUNCH_QUEUED, "passes": 1}
+# lacks the key: it was measured with queued launches in one pass, in one process.
+_COMPARED_CONFIG_DEFAULTS = {"launch": LAUNCH_QUEUED, "passes": 1, "processes": 1}
 # The `opbench gate` options (build_config's keywords) a baseline's config can supply.
 _INHERITED_SETTINGS = ("rounds", "min_sample_time_s", "max_time_s")
 _OPTION_NAMES = {"min_sample_time_s": "min-sample-time", "max_time_s": "max-time"}

@@ -96,8 +96,17 @@ def progress_printer(quiet: bool, stage: str):
 def _remeasure_here(session, instances, ids: Sequence[str], quiet: bool) -> dict[str, Any]:
     """Stage 2 in this process: the instances that did not pass, measured again the same
     way (all passes)."""
-    from ..runner import run_passes
+    from dataclasses import replace
 
+    from ..runner import run_passes
+    from ..worker_main import default_session_factory
+
+    if hasattr(session, "close"):
+        # stage 1 ran in worker processes, now closed: measure in this process instead
+        # (a self-test's injection applies here too)
+        session = default_session_factory(replace(session.config, processes=1))
+        session.open()
+        session.measure_overheads()
     wanted = set(ids)
     subset = [inst for inst in instances if inst.id in wanted]
     records = run_passes(session, subset, [], on_progress=progress_printer(quiet, "stage 2"),
@@ -105,20 +114,21 @@ def _remeasure_here(session, instances, ids: Sequence[str], quiet: bool) -> dict
     return {inst.id: record for inst, record in zip(subset, records)}
 
 
-def _remeasure(session, instances, ids: Sequence[str], quiet: bool, spec_fields):
-    """Stage 2 in a fresh process (gate/fresh_stage.py says why), or, when that process
-    fails, in this one with a note saying so: (records by id, extra hygiene notes)."""
+def _remeasure(session, instances, ids: Sequence[str], quiet: bool, config):
+    """Stage 2 in fresh worker processes (gate/fresh_stage.py says why), or, when they
+    fail, with stage 1's session, with a note saying so: (records by id, extra notes)."""
     from .baseline import KIND_STAGE2, HygieneNote
-    from .fresh_stage import FreshStageError, StageSpec, remeasure_in_fresh_process
+    from .fresh_stage import FreshStageError, remeasure_in_fresh_processes
 
-    spec = StageSpec(ids=tuple(ids), output="", quiet=quiet, **spec_fields)
     try:
-        return remeasure_in_fresh_process(spec), ()
+        return remeasure_in_fresh_processes(
+            instances, ids, config, on_progress=progress_printer(quiet, "stage 2"),
+            on_pass=pass_printer(quiet)), ()
     except FreshStageError as exc:
-        err.print(f"[yellow]stage 2: the fresh process failed; re-measuring in this one[/] "
+        err.print(f"[yellow]stage 2: the fresh processes failed; re-measuring with stage 1's[/] "
                   f"({escape(str(exc))})", highlight=False)
-        note = HygieneNote(KIND_STAGE2, f"re-measured in the first stage's process, which "
-                                      f"shares its offset, because the fresh process "
+        note = HygieneNote(KIND_STAGE2, f"re-measured in the first stage's processes, which "
+                                      f"share their offsets, because the fresh processes "
                                       f"failed: {exc}")
         return _remeasure_here(session, instances, ids, quiet), (note,)
 
@@ -241,6 +251,8 @@ def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effe
 
     record, second, session = _measure(instances, config, json_path, injection, quiet,
                                        InjectingSession)
+    if hasattr(session, "close"):
+        session.close()   # stage 1's workers: stage 2 starts fresh ones
     from .baseline import HygieneNote
 
     extra = (HygieneNote("self-test", injection.describe()),) if injection else ()
@@ -253,12 +265,10 @@ def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effe
     if ids:
         if not quiet:
             err.print(f"[dim]stage 2: re-measuring {len(ids)} instance(s) that did not pass, "
-                      f"in a fresh process[/]",
+                      f"in fresh processes[/]",
                       highlight=False)
-        spec_fields = {"paths": tuple(case_paths), "config_options": dict(timing),
-                       "ops": tuple(ops), "keyword": keyword, "tags": tuple(tags)}
         try:
-            second, stage2_notes = _remeasure(session, instances, ids, quiet, spec_fields)
+            second, stage2_notes = _remeasure(session, instances, ids, quiet, config)
         except KeyboardInterrupt:
             err.print("\n[bold]interrupted[/] during the second stage")
             sys.exit(EXIT_INTERRUPTED)
@@ -277,12 +287,17 @@ def _measure(instances, config, json_path, injection, quiet, injecting_session):
     import datetime as _dt
 
     from ..frameworks import DeviceUnavailable, FrameworkUnavailable
-    from ..runner import ApiError, Session, run
+    from ..runner import ApiError, Session, open_session, run
+    from ..workers import WorkerError
 
-    session = injecting_session(config, injection) if injection else Session(config)
     try:
-        session.open()
-    except (FrameworkUnavailable, DeviceUnavailable, ValueError) as exc:
+        if config.processes > 1:
+            # the workers read the injection from the environment (worker_main)
+            session = open_session(config)
+        else:
+            session = injecting_session(config, injection) if injection else Session(config)
+            session.open()
+    except (FrameworkUnavailable, DeviceUnavailable, ValueError, WorkerError) as exc:
         fail(str(exc))
     if json_path is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")

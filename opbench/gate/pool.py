@@ -28,7 +28,7 @@ __all__ = ["PoolError", "check_alike", "pool_baselines"]
 # What must be equal for two runs' rounds to be pooled: the pair compared, how a sample was
 # taken, and what a round holds.
 _SAME_CONFIG = ("reference", "target", "device", "threads", "modes", "backward", "launch",
-                "passes")
+                "passes", "processes")
 _SAME_SETTINGS = ("rounds", "min_sample_time_s", "max_time_s")
 
 
@@ -72,8 +72,15 @@ def _pool_measurement(parts: Sequence[Mapping[str, Any]], reference: str,
     pooled["run_of_round"] = [i for i, p in enumerate(parts)
                               for _ in range(len(p["samples_s"][reference]))]
     pooled["rounds"] = len(samples[reference])
+    # Every run's processes are processes of their own: run 2's process 1 is not run 1's.
+    pooled["process_of_round"] = []
+    for run_index, p in enumerate(parts):
+        labels = p.get("process_of_round") or [1] * len(p["samples_s"][reference])
+        pooled["process_of_round"] += [f"{run_index + 1}.{label}" for label in labels]
     pooled.update(measurement_statistics(samples, reference, target,
-                                         pooled.get("threshold", DEFAULT_THRESHOLD)))
+                                         pooled.get("threshold", DEFAULT_THRESHOLD),
+                                         order=pooled["order"] or None,
+                                         groups=pooled["process_of_round"]))
     return pooled
 
 

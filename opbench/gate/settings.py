@@ -9,8 +9,10 @@ has the figures):
   20-50% different from one process to the next, into every serial call;
 - threads 1: with one kernel thread per framework on 2 cores neither framework's pool
   competes with the other's calls or with the runner's other work;
-- 20 passes of 2 rounds (40 rounds): the ratio drifts ~10% over seconds to minutes, so the
-  rounds are spread over the run instead of taken back to back;
+- 40 rounds in shares of 2: 4 worker processes x 5 passes. The ratio drifts ~10% over
+  seconds to minutes, so the rounds are spread over the run instead of taken back to back,
+  and each process keeps an offset of its own, so they are spread over processes too
+  (workers.py). (Until worker processes, 20 passes of 2 rounds in one process.)
 - a 6 s budget per measurement and 10 ms samples: dispatch-bound ops whose MindSpore side
   is 20-40x slower than torch's have their loop count capped by the budget, and a smaller
   budget leaves torch's samples at a millisecond or two. (Until measure.BUDGET_SLACK, such
@@ -29,7 +31,8 @@ __all__ = ["GATE_SETTINGS", "with_gate_settings"]
 GATE_SETTINGS: dict[str, Any] = {
     "launch": "blocking",
     "threads": 1,
-    "passes": 20,
+    "passes": 5,
+    "processes": 4,
     "rounds": 40,
     "max_time_s": 6.0,
     "min_sample_time_s": 0.01,

@@ -210,8 +210,8 @@ def fake_session_class(target_options: Mapping[str, Any] | None = None) -> type[
     options = target_options if target_options is not None else {}
 
     class FakeOpeningSession(Session):
-        def __init__(self, config, clock=None):
-            super().__init__(config, FakeClock())
+        def __init__(self, config, clock=None, **kwargs):
+            super().__init__(config, FakeClock(), **kwargs)
 
         def open(self) -> None:
             self.adapters = {

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from runner_fakes import binary_case, case_file, fake_config, fake_session, fake_session_class
 from runner_fakes import load_instances as load_fake_instances
+from worker_fakes import Spawner
 
 from opbench.cases import load_schema
 from opbench.cli import cli
@@ -166,16 +167,9 @@ def fake_frameworks(monkeypatch):
     clock. Returns the dict of target options a test may set before invoking."""
     target_options: dict = {}
     FakeSession = fake_session_class(target_options)
-
-    def run_child_here(spec_path):
-        """The gate's fresh stage-2 process, run in this one on the same fakes."""
-        from opbench.gate import fresh_stage
-
-        code = fresh_stage.main([spec_path], session_factory=FakeSession)
-        return subprocess.CompletedProcess(["fresh_stage", spec_path], code, "", "")
-
+    # in-process runs (--processes 1) and worker processes (threads here) alike
     monkeypatch.setattr("opbench.runner.Session", FakeSession)
-    monkeypatch.setattr("opbench.gate.fresh_stage.run_child_process", run_child_here)
+    monkeypatch.setattr("opbench.workers.spawn_worker", Spawner(FakeSession))
     return target_options
 
 
@@ -236,7 +230,8 @@ def test_an_interrupt_exits_130_and_keeps_the_finished_instances(fake_frameworks
     path = case_file(tmp_path, binary_case("first"),
                      binary_case("second", mindspore_api="mindspore.interrupt"))
     out = tmp_path / "partial.json"
-    result = invoke("run", str(path), *FAST, "--json", str(out))
+    # in this process: the fake op raises KeyboardInterrupt where Ctrl-C would land
+    result = invoke("run", str(path), *FAST, "--processes", "1", "--json", str(out))
     assert result.exit_code == 130, result.output
     assert "1 finished instances saved" in result.stderr
     saved = json.loads(out.read_text())
@@ -299,7 +294,7 @@ def test_the_gate_measures_like_its_baseline(fake_frameworks, cases_dir, tmp_pat
                     "--json", str(current))
     assert result.exit_code == 0, result.output
     assert ("measuring like the baseline: --mode serial, --threads 3, --launch blocking, "
-            "--passes 2, --rounds 8, --min-sample-time 0.002, --max-time 1") in " ".join(
+            "--passes 2, --processes 3, --rounds 8, --min-sample-time 0.002, --max-time 1") in " ".join(
                 result.stderr.split())
     config = read_results(current)["config"]
     assert (config["launch"], config["passes"], config["threads"]) == ("blocking", 2, 3)
@@ -351,7 +346,7 @@ def test_a_regression_is_confirmed_by_a_second_stage_in_a_fresh_process(
     result = invoke("gate", str(cases_dir), "--baseline", str(base), "--report", str(report),
                     "--json", str(tmp_path / "current.json"))
     assert result.exit_code == 1, result.output
-    assert "in a fresh process" in result.stderr
+    assert "in fresh processes" in result.stderr
     assert "stage 2 [" in result.stderr            # the child's progress lines
     gate = json.loads(report.read_text())
     assert sorted(gate["stage2_records"]) == ["add[shape=2x3]", "add[shape=4x8]", "sub"]
@@ -361,12 +356,13 @@ def test_a_regression_is_confirmed_by_a_second_stage_in_a_fresh_process(
 
 def test_when_the_fresh_process_fails_stage_2_runs_here_and_the_report_says_so(
         fake_frameworks, cases_dir, tmp_path, monkeypatch):
-    def broken_child(spec_path):
-        return subprocess.CompletedProcess(["fresh_stage"], 1, "", "Segmentation fault\n")
-
-    monkeypatch.setattr("opbench.gate.fresh_stage.run_child_process", broken_child)
+    FakeSession = fake_session_class(fake_frameworks)
     base = tmp_path / "base.json"
     assert invoke("run", str(cases_dir), *FAST, "-q", "--json", str(base)).exit_code == 0
+    # stage 1's three workers start; stage 2's cannot
+    monkeypatch.setattr("opbench.workers.spawn_worker", Spawner(FakeSession, fail_after=3))
+    monkeypatch.setattr("opbench.worker_main.default_session_factory",
+                        lambda config, **kw: FakeSession(config, **kw))
     fake_frameworks["cost_s"] = 2e-4
     report = tmp_path / "gate.json"
     result = invoke("gate", str(cases_dir), "--baseline", str(base), "-q",
@@ -374,7 +370,7 @@ def test_when_the_fresh_process_fails_stage_2_runs_here_and_the_report_says_so(
     assert result.exit_code == 1, result.output
     notes = json.loads(report.read_text())["notes"]
     stage2 = [n["message"] for n in notes if n["kind"] == "stage 2"]
-    assert stage2 and "exited 1: Segmentation fault" in stage2[0]
+    assert stage2 and "cannot start worker process 1" in stage2[0]
     assert "Traceback" not in result.output
 
 

@@ -1,123 +1,66 @@
-"""The gate's second stage in a fresh process (opbench/gate/fresh_stage.py): the spec, the
-child's work on fake frameworks in-process, and the parent's handling of a child that
-fails. One test starts a real child interpreter on a spec that needs no framework."""
+"""The gate's second stage in fresh worker processes (opbench/gate/fresh_stage.py) on fake
+workers: only the ids asked for, every process and pass, a fresh pool each time, and the
+errors a parent must turn into a fallback. One test starts a real worker process."""
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from runner_fakes import binary_case, case_file, fake_session_class
+from runner_fakes import binary_case, case_file, fake_config, fake_session_class, load_instances
+from worker_fakes import Spawner
 
-from opbench.gate.fresh_stage import (FreshStageError, StageSpec, main,
-                                      remeasure_in_fresh_process, run_child_process, run_stage)
+from opbench.gate.fresh_stage import FreshStageError, remeasure_in_fresh_processes
+from opbench.workers import WorkerError, WorkerPool, spawn_worker
 
-FAST_OPTIONS = {"mode": None, "threshold": None, "device": "cpu", "threads": 2,
-                "reference": "torch", "target": "mindspore", "rounds": 6,
-                "min_sample_time_s": 0.002, "max_time_s": 1.0, "no_backward": True,
-                "launch": None, "passes": 2}
-
-
-# open() installs FakeAdapters on a fake clock instead of importing frameworks.
 FakeOpeningSession = fake_session_class()
 
 
 @pytest.fixture
-def cases(tmp_path):
-    return case_file(tmp_path, binary_case("add"), binary_case("sub", shape="[2, 3]"))
+def instances(tmp_path):
+    return load_instances(case_file(tmp_path, binary_case("add"),
+                                    binary_case("sub", shape="[2, 3]")))
 
 
-def spec_for(cases: Path, ids, output="", **overrides) -> StageSpec:
-    return StageSpec(paths=(str(cases),), ids=tuple(ids), config_options=dict(FAST_OPTIONS),
-                     output=output, quiet=True, **overrides)
-
-
-def test_the_spec_survives_json_and_refuses_another_version(cases):
-    spec = spec_for(cases, ["add"], ops=("add",), keyword="a", tags=("math",))
-    assert StageSpec.from_json(spec.to_json()) == spec
-    data = json.loads(spec.to_json())
-    data["version"] = 99
-    with pytest.raises(ValueError, match="version"):
-        StageSpec.from_json(json.dumps(data))
-
-
-def test_the_child_measures_only_the_ids_asked_for_in_every_pass(cases):
-    records = run_stage(spec_for(cases, ["sub"]), FakeOpeningSession)
+def test_only_the_ids_asked_for_are_measured_in_every_process_and_pass(instances):
+    spawn = Spawner(FakeOpeningSession)
+    config = fake_config(processes=2, passes=2)
+    records = remeasure_in_fresh_processes(instances, ["sub"], config, spawn=spawn)
     assert list(records) == ["sub"]
     m = records["sub"]["measurements"]["serial"]
-    assert m["passes"] == 2 and m["rounds"] == 6 and m["rounds_per_pass"] == 3
+    assert m["passes"] == 2 and sorted(set(m["process_of_round"])) == [1, 2]
+    assert m["rounds"] == 4 * m["rounds_per_pass"]
     assert m["ratio"] == pytest.approx(1.0)
+    assert spawn.spawned == [1, 2]          # a pool of its own, fresh
 
 
-def test_an_id_gone_from_the_selection_is_an_error_not_a_silent_skip(cases):
+def test_an_id_gone_from_the_selection_is_an_error_not_a_silent_skip(instances):
     with pytest.raises(FreshStageError, match="not in the selection any more: mul"):
-        run_stage(spec_for(cases, ["add", "mul"]), FakeOpeningSession)
-    # the selection options apply in the child as in the parent
-    with pytest.raises(FreshStageError, match="sub"):
-        run_stage(spec_for(cases, ["sub"], ops=("add",)), FakeOpeningSession)
+        remeasure_in_fresh_processes(instances, ["add", "mul"], fake_config(processes=2),
+                                     spawn=Spawner(FakeOpeningSession))
 
 
-def test_the_child_entry_point_writes_the_records_file(cases, tmp_path):
-    spec_path = tmp_path / "spec.json"
-    out = tmp_path / "records.json"
-    spec_path.write_text(spec_for(cases, ["add"], output=str(out)).to_json())
-    assert main([str(spec_path)], session_factory=FakeOpeningSession) == 0
-    assert list(json.loads(out.read_text())) == ["add"]
-    assert main([], session_factory=FakeOpeningSession) == 2
+def test_workers_that_cannot_start_are_a_fresh_stage_error(instances):
+    with pytest.raises(FreshStageError, match="cannot start worker process 1"):
+        remeasure_in_fresh_processes(instances, ["add"], fake_config(processes=2),
+                                     spawn=Spawner(FakeOpeningSession, fail_after=0))
 
 
-def in_process_child(spec_path: str) -> subprocess.CompletedProcess:
-    code = main([spec_path], session_factory=FakeOpeningSession)
-    return subprocess.CompletedProcess(["child"], code, "", "")
+def test_one_process_still_means_a_fresh_one(instances):
+    spawn = Spawner(FakeOpeningSession)
+    records = remeasure_in_fresh_processes(instances, ["add"], fake_config(processes=1),
+                                           spawn=spawn)
+    assert spawn.spawned == [1] and list(records) == ["add"]
 
 
-def test_the_parent_reads_back_the_childs_records(cases):
-    records = remeasure_in_fresh_process(spec_for(cases, ["sub", "add"]), in_process_child)
-    assert list(records) == ["sub", "add"]
-    assert records["add"]["measurements"]["serial"]["passes"] == 2
-
-
-def test_a_failed_child_is_an_error_carrying_its_last_stderr_lines(cases):
-    def crashed(spec_path):
-        lines = "".join(f"line {i}\n" for i in range(40)) + "Segmentation fault\n"
-        return subprocess.CompletedProcess(["child"], -11, "", lines)
-
-    with pytest.raises(FreshStageError) as info:
-        remeasure_in_fresh_process(spec_for(cases, ["add"]), crashed)
-    message = str(info.value)
-    assert "exited -11" in message and "Segmentation fault" in message
-    assert "line 39" in message and "line 3 " not in message   # only the tail
-
-
-@pytest.mark.parametrize("written, expected", [
-    (None, "no readable records"),
-    ("not json", "no readable records"),
-    ('{"sub": {}}', "left out add"),
-])
-def test_a_child_that_exits_0_without_every_record_is_an_error(cases, written, expected):
-    def child(spec_path):
-        output = StageSpec.from_json(Path(spec_path).read_text()).output
-        if written is not None:
-            Path(output).write_text(written)
-        return subprocess.CompletedProcess(["child"], 0, "", "")
-
-    with pytest.raises(FreshStageError, match=expected):
-        remeasure_in_fresh_process(spec_for(cases, ["add"]), child)
-
-
-def test_a_real_child_process_runs_and_reports_a_bad_spec(cases, tmp_path, capfd,
-                                                          monkeypatch):
-    """The real `python -m opbench.gate.fresh_stage`: a spec naming an id the cases do not
-    have fails before any framework is imported, with exit 2 and the reason on stderr."""
-    spec_path = tmp_path / "spec.json"
-    spec_path.write_text(spec_for(cases, ["nope"], output=str(tmp_path / "r.json")).to_json())
+def test_a_real_worker_process_reports_a_missing_framework(monkeypatch):
+    """The real `python -m opbench.worker_main`: asked to set up a framework that does not
+    exist, it answers with the reason (no traceback for the user) and the pool refuses."""
     root = str(Path(__file__).resolve().parents[2])
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    done = run_child_process(str(spec_path))
-    assert done.returncode == 2
-    assert "not in the selection any more: nope" in done.stderr
-    assert "Traceback" not in done.stderr
-    assert "not in the selection" in capfd.readouterr().err   # passed through as it came
+    config = fake_config(processes=1, reference="nosuchframework")
+    pool = WorkerPool(config, spawn=spawn_worker)
+    with pytest.raises(WorkerError, match="unknown framework 'nosuchframework'"):
+        pool.open()
+    assert pool.workers == []

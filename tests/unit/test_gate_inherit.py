@@ -22,8 +22,9 @@ def test_unset_options_come_from_the_baseline_and_are_listed():
         "serial", 2, "blocking", 5)
     assert (done["rounds"], done["min_sample_time_s"], done["max_time_s"]) == (30, 0.01, 2.0)
     assert done["no_backward"] is False
+    # a baseline written before worker processes was measured in one process
     assert inherited == ["--mode serial", "--threads 2", "--launch blocking", "--passes 5",
-                         "--rounds 30", "--min-sample-time 0.01", "--max-time 2.0"]
+                         "--processes 1", "--rounds 30", "--min-sample-time 0.01", "--max-time 2.0"]
 
 
 def test_options_given_on_the_command_line_win():

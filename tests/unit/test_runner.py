@@ -277,7 +277,7 @@ def test_the_record_describes_the_run(tmp_path):
     assert record["frameworks"]["mindspore"] == {"name": "mindspore", "version": "0.0-fake",
                                                  "device": "cpu", "threads": 2,
                                                  "launch": "queued"}
-    assert record["config"]["launch"] == "queued" and record["config"]["passes"] == 1
+    assert record["config"]["launch"] == "blocking" and record["config"]["passes"] == 1
     inst = only(record)
     assert inst["tags"] == ["math"]
     assert inst["inputs"][0] == {"name": "x", "shape": [4, 8], "dtype": "float32",

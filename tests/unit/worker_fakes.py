@@ -1,0 +1,72 @@
+"""Fake worker processes for tests: a thread serving the real worker loop
+(worker_main.serve) over a real pipe, with a Session class of the test's choosing (fake
+frameworks on a fake clock). `Spawner` stands in for workers.spawn_worker."""
+from __future__ import annotations
+
+import itertools
+import threading
+from multiprocessing import Pipe
+
+from opbench.worker_main import serve
+from opbench.workers import Worker
+
+_pids = itertools.count(50_000)
+
+
+class Dies(BaseException):
+    """Raised inside a fake worker to end its loop as a crash would."""
+
+
+class FakeProcess:
+    def __init__(self):
+        self.pid = next(_pids)
+        self.returncode = None
+
+    def poll(self):
+        return self.returncode
+
+    def wait(self, timeout=None):
+        return self.returncode
+
+    def kill(self):
+        if self.returncode is None:
+            self.returncode = -9
+
+
+class Spawner:
+    """spawn(index) -> a Worker served by a thread. die_on_extend_in: worker indexes whose
+    first incarnation crashes on its first "extend" request. fail_after: spawn raises
+    OSError once this many workers were started (a machine out of processes)."""
+
+    def __init__(self, session_class, die_on_extend_in=(), fail_after=None):
+        self.session_class = session_class
+        self.die_on_extend_in = set(die_on_extend_in)
+        self.fail_after = fail_after
+        self.spawned = []
+
+    def __call__(self, index):
+        if self.fail_after is not None and len(self.spawned) >= self.fail_after:
+            raise OSError("cannot start a worker process (fake)")
+        parent, child = Pipe()
+        process = FakeProcess()
+        dies = index in self.die_on_extend_in
+        self.die_on_extend_in.discard(index)
+        base = self.session_class
+
+        class MaybeDying(base):
+            def extend_instance(self, instance, record, pass_index):
+                if dies:
+                    raise Dies()
+                return super().extend_instance(instance, record, pass_index)
+
+        def target():
+            try:
+                serve(child, session_factory=lambda config, **kw: MaybeDying(config, **kw))
+            except Dies:
+                process.returncode = -11
+            finally:
+                child.close()
+
+        threading.Thread(target=target, daemon=True).start()
+        self.spawned.append(index)
+        return Worker(parent, process, index)
