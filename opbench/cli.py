@@ -30,18 +30,19 @@ def cli() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No per-instance progress lines.")
 @click.option("--for-gate", is_flag=True,
               help="Measure with the regression gate's settings (blocking launches, 1 thread, "
-                   "20 passes, 40 rounds, 6 s budget; options given here win): the way to "
-                   "record a baseline for `opbench gate`.")
+                   "40 rounds over 4 processes x 5 passes, 6 s budget; options given here "
+                   "win): the way to record a baseline for `opbench gate`.")
 @timing_options
 def run(paths, keyword, ops, tags, quiet, for_gate, json_path, markdown_path, html_path,
         history_db, **timing):
     """Time every selected case instance (default: ./cases) in both frameworks."""
-    instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
     if for_gate:
         from .gate.settings import with_gate_settings
 
         timing = with_gate_settings(timing)
-    execute(instances, build_config(**timing), json_path, markdown_path, html_path, quiet,
+    config = build_config(**timing)    # bad options fail before the cases are read
+    instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
+    execute(instances, config, json_path, markdown_path, html_path, quiet,
             history_db=history_db)
 
 
@@ -54,8 +55,9 @@ def run(paths, keyword, ops, tags, quiet, for_gate, json_path, markdown_path, ht
 def compare(ops, cases_dir, keyword, quiet, json_path, markdown_path, html_path, history_db,
             **timing):
     """Every shipped case instance of the operators OPS, both frameworks, one table."""
+    config = build_config(**timing)
     instances = load_instances([cases_dir or default_cases_path()], ops, keyword)
-    execute(instances, build_config(**timing), json_path, markdown_path, html_path, quiet,
+    execute(instances, config, json_path, markdown_path, html_path, quiet,
             history_db=history_db)
 
 
@@ -74,8 +76,8 @@ def check(paths, keyword, ops, tags, device, threads, reference, target, json_pa
     """Correctness only: run each instance once in both frameworks and compare outputs
     (and gradients for backward cases). No timing."""
     instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
-    config = build_config("serial", None, device, threads, reference, target, None, None, None,
-                          False, timing=False)
+    config = build_config(device=device, threads=threads, reference=reference, target=target,
+                          timing=False)
     execute(instances, config, json_path, quiet=quiet)
 
 

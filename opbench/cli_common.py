@@ -19,7 +19,6 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from .frameworks.base import LAUNCH_BLOCKING, LAUNCH_MODES
 from .verdict import EXIT_USAGE, Verdict, exit_code
 
 EXIT_INTERRUPTED = 130
@@ -72,44 +71,20 @@ def load_instances(paths: Sequence[str], ops=None, keyword=None, tags=None):
     return selected
 
 
+def _click_option(spec):
+    """A click option from an options.OptionSpec (same flag, type and help as pytest's)."""
+    if spec.kind is bool:
+        return click.option(f"--{spec.flag}", spec.field, is_flag=True, default=None,
+                            help=spec.help)
+    kind = click.Choice(spec.kind) if isinstance(spec.kind, tuple) else spec.kind
+    return click.option(f"--{spec.flag}", spec.field, type=kind, default=spec.default,
+                        show_default=spec.default is not None, help=spec.help)
+
+
 def timing_options(f):
-    options = [
-        click.option("--mode", type=click.Choice(["serial", "async", "both"]), default=None,
-                     help="serial: sync after every call (latency); async: one sync per "
-                          "sample (throughput); both: each, side by side. Default: serial."),
-        click.option("--launch", type=click.Choice(LAUNCH_MODES), default=None,
-                     help="blocking: every operator runs to completion in its call, so a "
-                          "serial time is the op's own cost; queued: each framework launches "
-                          "operators its own way (MindSpore through PyNative's launch queue, "
-                          "what a user waiting on each result sees). Default: blocking."),
-        click.option("--processes", type=click.IntRange(min=1), default=None,
-                     help="Fresh worker processes each instance's rounds are spread over, so "
-                          "a process's own offset lands inside the interval (1: measure in "
-                          "this process). Default: 3."),
-        click.option("--no-quiesce", "no_quiesce", is_flag=True, default=None,
-                     help="Do not wait before each sample until the other framework's "
-                          "threads are idle (the wait is recorded; turning it off is for "
-                          "studying the interference it prevents)."),
-        click.option("--passes", type=int, default=None,
-                     help="Spread each instance's rounds over this many passes through the "
-                          "selection, so slow drift of the machine lands inside every "
-                          "measurement instead of between runs. Default: 1."),
-        click.option("--threshold", type=float, default=None,
-                     help="Ratio threshold for cases that set none (default 0.8)."),
-        click.option("--device", default="cpu", show_default=True,
-                     help="cpu, cuda[:N] or ascend[:N]."),
-        click.option("--threads", type=click.IntRange(min=1), default=None,
-                     help="Intra-op threads, set equal in both frameworks (default: cores - 1, "
-                          "at least 1, leaving a core for the frameworks' dispatch threads)."),
-        click.option("--reference", default="torch", show_default=True),
-        click.option("--target", default="mindspore", show_default=True),
-        click.option("--rounds", type=int, default=None,
-                     help="Interleaved rounds per instance (default 15; >= 6 for a 95% CI)."),
-        click.option("--min-sample-time", "min_sample_time_s", type=float, default=None,
-                     help="Seconds each timed sample lasts at least (default 0.02)."),
-        click.option("--max-time", "max_time_s", type=float, default=None,
-                     help="Budget per measurement for the timed rounds, seconds (default 2)."),
-        click.option("--no-backward", is_flag=True, help="Skip forward+backward timing."),
+    from .options import OPTIONS
+
+    options = [_click_option(spec) for spec in OPTIONS] + [
         click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
                      help="Results file (written after every instance). Default: "
                           "out/opbench-<time>.json."),
@@ -126,33 +101,14 @@ def timing_options(f):
     return f
 
 
-def build_config(mode, threshold, device, threads, reference, target, rounds,
-                 min_sample_time_s, max_time_s, no_backward, timing=True, launch=None,
-                 passes=None, processes=None, no_quiesce=None):
-    from .measure import MeasureSettings
-    from .runner import DEFAULT_PROCESSES, RunConfig, default_threads
-    from .verdict import DEFAULT_THRESHOLD
+def build_config(timing=True, **given):
+    """The RunConfig of the options a command line gave (options.RunOptions does the
+    defaults and the checks); a bad value is a usage error naming the option."""
+    from .options import OptionError, RunOptions
 
-    settings_kw: dict[str, Any] = {}
-    if rounds is not None:
-        settings_kw["rounds"] = rounds
-    if min_sample_time_s is not None:
-        settings_kw["min_sample_time_s"] = min_sample_time_s
-    if max_time_s is not None:
-        settings_kw["max_time_s"] = max_time_s
     try:
-        return RunConfig(reference=reference, target=target, device=device,
-                         threads=threads or default_threads(),
-                         modes=(("serial", "async") if mode == "both"
-                                else (mode or "serial",)),
-                         launch=launch or LAUNCH_BLOCKING,
-                         passes=1 if passes is None else passes,
-                         processes=(processes or DEFAULT_PROCESSES) if timing else 1,
-                         quiesce=not no_quiesce,
-                         threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
-                         backward=not no_backward, timing=timing,
-                         settings=MeasureSettings(**settings_kw))
-    except ValueError as exc:
+        return RunOptions.from_mapping(given).to_config(timing=timing)
+    except OptionError as exc:
         fail(str(exc))
 
 

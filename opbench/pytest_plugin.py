@@ -63,6 +63,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(RUN_STATE, None)
+    if state is not None:
+        state.close()
     collector = config.pluginmanager.get_plugin(_COLLECTOR_NAME)
     if collector is not None:
         config.pluginmanager.unregister(collector)

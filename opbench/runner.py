@@ -188,6 +188,7 @@ class Session:
         # Which worker process this is (1 in a run without workers): labels its rounds.
         self.process_index = process_index
         self.quiescer: Quiescer | None = None
+        self._measured_here: set[str] = set()   # instance ids this process has timed
 
     def open(self) -> None:
         """Import and set up both frameworks. Raises FrameworkUnavailable/DeviceUnavailable."""
@@ -282,6 +283,7 @@ class Session:
         record["threshold"] = threshold
         record["measurements"] = {key: self._measure(sides, key_mode(key), threshold)
                                   for key, sides in self._timed_sides(*checked).items()}
+        self._measured_here.add(instance.id)
         _conclude(record, cfg)
 
     def _timed_sides(self, prepared: Mapping[str, _Prepared],
@@ -327,11 +329,16 @@ class Session:
                     continue
                 # The op was warmed up and calibrated in pass 1; the fresh tensors need only
                 # a few calls, so the passes share one warm-up budget between them.
+                # A later pass of this process warms up briefly (the op is warm); the
+                # first visit of another worker process warms up in full.
+                warmup_s = self.config.settings.warmup_time_s
+                if instance.id in self._measured_here:
+                    warmup_s /= self.config.passes
                 extra = more_rounds(timed[key], m["mode"], m["loops"], m["rounds_per_pass"],
-                                    self.clock,
-                                    self.config.settings.warmup_time_s / self.config.shares,
+                                    self.clock, warmup_s,
                                     settle=self._settle(), first_round=len(m["order"]))
                 self._pool_rounds(m, extra, pass_index)
+            self._measured_here.add(instance.id)
         except Exception as exc:
             where = (f"process {self.process_index}, " if self.config.processes > 1 else "")
             record.setdefault("pass_errors", []).append(
@@ -456,8 +463,7 @@ class Session:
         return replace(settings,
                        rounds=max(MIN_ROUNDS_PER_SHARE, math.ceil(settings.rounds / cfg.shares)),
                        max_time_s=settings.max_time_s / cfg.shares,
-                       min_rounds=math.ceil(settings.min_rounds / cfg.shares),
-                       warmup_time_s=settings.warmup_time_s / cfg.processes)
+                       min_rounds=math.ceil(settings.min_rounds / cfg.shares))
 
     def _statistics(self, m: Mapping[str, Any]) -> dict[str, Any]:
         """Everything computed from a measurement's rounds (redone after each pass).

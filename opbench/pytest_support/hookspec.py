@@ -12,7 +12,9 @@ if TYPE_CHECKING:
 @pytest.hookspec(firstresult=True)
 def pytest_opbench_make_session(config: pytest.Config, run_config: RunConfig) -> Session | Any:
     """Return the (not yet opened) opbench Session that runs the case instances of this
-    pytest session, or None for the default `opbench.runner.Session(run_config)`.
+    pytest session in this process (run_config.processes is 1 here), or None for the
+    default: `--opbench-processes` worker processes (opbench/workers.py), or a
+    `opbench.runner.Session` in this process when that is 1.
 
     Called once, when the first case item runs. The plugin opens it (which sets up the
     frameworks, their device and thread count) and, with --benchmark, measures each side's

@@ -14,12 +14,8 @@ from typing import Any
 
 import pytest
 
-from ..measure import ASYNC, SERIAL
-from ..runner import RunConfig, default_threads
-from ..verdict import DEFAULT_THRESHOLD
+from ..runner import RunConfig
 
-BOTH_MODES = "both"
-MODE_CHOICES = (SERIAL, ASYNC, BOTH_MODES)
 GROUP = "opbench"
 # pytest-xdist sets this in every worker process; the controller has `-n`/`--dist` instead.
 XDIST_WORKER_ENV = "PYTEST_XDIST_WORKER"
@@ -35,43 +31,25 @@ class PluginOptions:
 
 
 def add_options(parser: pytest.Parser) -> None:
+    from ..options import OPTIONS
+
     group = parser.getgroup(GROUP, "opbench: YAML operator cases as tests")
     group.addoption(
         "--benchmark", action="store_true", dest="opbench_benchmark", default=False,
         help="Time the case instances (opbench's interleaved protocol) and judge each ratio: "
              "SLOW and MISMATCH fail, INCONCLUSIVE is reported but does not fail. Without "
              "it, case items only check that both frameworks' outputs agree.")
-    group.addoption(
-        "--opbench-mode", choices=MODE_CHOICES, default=SERIAL, dest="opbench_mode",
-        help="serial: sync after every call (latency); async: one sync per sample "
-             "(throughput); both: each, side by side. Default: serial.")
-    group.addoption(
-        "--opbench-threshold", type=float, default=None, dest="opbench_threshold",
-        help=f"Ratio threshold for cases that set none (default {DEFAULT_THRESHOLD}).")
-    group.addoption(
-        "--opbench-device", default="cpu", dest="opbench_device",
-        help="cpu, cuda[:N] or ascend[:N]. Default: cpu.")
-    group.addoption(
-        "--opbench-threads", type=int, default=None, dest="opbench_threads",
-        help="Intra-op threads, set equal in both frameworks (default: the core count).")
-    group.addoption(
-        "--opbench-reference", default="torch", dest="opbench_reference",
-        help="The baseline framework. Default: torch.")
-    group.addoption(
-        "--opbench-target", default="mindspore", dest="opbench_target",
-        help="The framework under test. Default: mindspore.")
-    group.addoption(
-        "--opbench-rounds", type=int, default=None, dest="opbench_rounds",
-        help="Interleaved rounds per instance (default 15; >= 6 for a 95%% interval).")
-    group.addoption(
-        "--opbench-min-sample-time", type=float, default=None, dest="opbench_min_sample_time_s",
-        help="Seconds each timed sample lasts at least (default 0.02).")
-    group.addoption(
-        "--opbench-max-time", type=float, default=None, dest="opbench_max_time_s",
-        help="Budget per measurement for the timed rounds, seconds (default 2).")
-    group.addoption(
-        "--opbench-no-backward", action="store_true", default=False, dest="opbench_no_backward",
-        help="Skip forward+backward timing of cases marked backward.")
+    # The run options of `opbench run`, from the one definition (opbench/options.py).
+    for spec in OPTIONS:
+        kwargs: dict[str, Any] = {"dest": f"opbench_{spec.field}", "default": spec.default,
+                                  "help": spec.help.replace("%", "%%")}
+        if spec.kind is bool:
+            kwargs.update(action="store_true", default=None)
+        elif isinstance(spec.kind, tuple):
+            kwargs["choices"] = spec.kind
+        else:
+            kwargs["type"] = spec.kind
+        group.addoption(f"--opbench-{spec.flag}", **kwargs)
     group.addoption(
         "--opbench-json", default=None, dest="opbench_json", metavar="PATH",
         help="Also write the opbench results record (what `opbench run --json` writes; "
@@ -80,36 +58,16 @@ def add_options(parser: pytest.Parser) -> None:
 
 def plugin_options(config: pytest.Config) -> PluginOptions:
     """Read and validate the options; a bad value is a usage error, before anything runs."""
-    benchmark = bool(config.getoption("opbench_benchmark"))
-    mode = config.getoption("opbench_mode")
-    settings_kw: dict[str, Any] = {}
-    for option, key in (("opbench_rounds", "rounds"),
-                        ("opbench_min_sample_time_s", "min_sample_time_s"),
-                        ("opbench_max_time_s", "max_time_s")):
-        value = config.getoption(option)
-        if value is not None:
-            settings_kw[key] = value
-    threshold = config.getoption("opbench_threshold")
-    threads = config.getoption("opbench_threads")
-    try:
-        if threshold is not None and not threshold > 0:
-            raise ValueError(f"--opbench-threshold must be a positive ratio, not {threshold}")
-        if threads is not None and threads < 1:
-            raise ValueError(f"--opbench-threads must be a positive integer, not {threads}")
-        from ..measure import MeasureSettings
+    from ..options import OPTIONS, OptionError, RunOptions
 
-        run_config = RunConfig(
-            reference=config.getoption("opbench_reference"),
-            target=config.getoption("opbench_target"),
-            device=config.getoption("opbench_device"),
-            threads=threads or default_threads(),
-            modes=(SERIAL, ASYNC) if mode == BOTH_MODES else (mode,),
-            threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
-            backward=not config.getoption("opbench_no_backward"),
-            timing=benchmark,
-            settings=MeasureSettings(**settings_kw))
-    except ValueError as exc:
-        raise pytest.UsageError(f"opbench: {exc}") from None
+    benchmark = bool(config.getoption("opbench_benchmark"))
+    given = {spec.field: config.getoption(f"opbench_{spec.field}") for spec in OPTIONS}
+    try:
+        run_config = RunOptions.from_mapping(given).to_config(timing=benchmark)
+    except OptionError as exc:
+        # name the option as pytest spells it
+        raise pytest.UsageError(f"opbench: {str(exc).replace('--', '--opbench-', 1)}") \
+            from None
     return PluginOptions(benchmark=benchmark, run_config=run_config,
                          json_path=config.getoption("opbench_json"))
 

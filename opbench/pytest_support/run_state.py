@@ -6,12 +6,13 @@ run that collects no case never imports a framework) and serves every item after
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 import pytest
 
 from ..cases import CaseInstance
-from ..runner import RunConfig, Session, instance_header
+from ..runner import RunConfig, Session, instance_header, open_session
 from ..verdict import Verdict
 from .options import PluginOptions
 
@@ -43,9 +44,14 @@ class RunState:
     def session(self) -> Session | None:
         """The opened Session, or None when setting it up failed (see setup_error)."""
         if self._session is None and self._setup_error is None:
-            session = self._make_session(self.run_config) or Session(self.run_config)
             try:
-                session.open()
+                # A Session supplied by the hook measures in this process.
+                session = self._make_session(replace(self.run_config, processes=1))
+                if session is None:
+                    # the run's worker processes (or this process with --opbench-processes 1)
+                    session = open_session(self.run_config)
+                else:
+                    session.open()
                 if self.run_config.timing:
                     session.measure_overheads()
             except Exception as exc:  # FrameworkUnavailable, DeviceUnavailable, a crash
@@ -54,6 +60,11 @@ class RunState:
             else:
                 self._session = session
         return self._session
+
+    def close(self) -> None:
+        """End the worker processes, if the session has any."""
+        if self._session is not None and hasattr(self._session, "close"):
+            self._session.close()
 
     @property
     def setup_error(self) -> str | None:
