@@ -128,10 +128,47 @@ def header_text(record: dict[str, Any]) -> str:
     parts = [f"{n} {i.get('version')} on {i.get('device')} ({i.get('threads')} threads"
              f"{', ' + i['launch'] + ' launches' if i.get('launch') else ''})"
              for n, i in fw.items()]
-    passes = cfg.get("passes", 1)
     return (f"opbench {env.get('opbench')} | " + " vs ".join(parts) + f" | {env.get('cpu_model')}"
-            f" ({env.get('cpu_count')} cores) | modes {', '.join(cfg['modes'])}"
-            + (f" | rounds spread over {passes} passes" if passes > 1 else ""))
+            f" ({env.get('cpu_count')} cores) | {view_text(cfg)}")
+
+
+# What each mode measures, for the line that says which view the verdicts are about.
+_MODE_VIEWS = {"serial": "serial latency (sync after every call)",
+               "async": "async throughput (one sync per sample)"}
+
+
+def view_text(cfg: dict[str, Any]) -> str:
+    """Which view of the operators the verdicts are about: a ratio means something different
+    with queued or blocking launches, 1 or 8 threads, in one process or spread over several."""
+    modes = " and ".join(_MODE_VIEWS.get(m, m) for m in cfg.get("modes", []))
+    processes, passes = cfg.get("processes", 1), cfg.get("passes", 1)
+    spread = [f"{processes} worker processes" if processes > 1 else "one process"]
+    if passes > 1:
+        spread.append(f"{passes} passes each")
+    quiesce = ("idle-wait before each sample" if cfg.get("quiesce")
+               else "no idle-wait before samples")
+    return (f"view: {modes}, {cfg.get('launch', 'queued')} launches, {cfg.get('threads')} "
+            f"threads, rounds over {', '.join(spread)}, {quiesce}")
+
+
+# A pre-sample wait longer than this is worth a note: the other side's threads were busy
+# well after its sample ended (MindSpore's spin after 2-thread work lasts ~200 ms here).
+LONG_SETTLE_S = 0.02
+
+
+def _settle_note(m: dict[str, Any]) -> str | None:
+    waits = {side: [w for w in values if w is not None]
+             for side, values in (m.get("settle_s") or {}).items()}
+    longest = {side: max(v) for side, v in waits.items() if v}
+    timed_out = {side: n for side, n in (m.get("settle_timed_out") or {}).items() if n}
+    if not timed_out and all(w < LONG_SETTLE_S for w in longest.values()):
+        return None
+    parts = [f"{side} waited up to {fmt_time(w)}" for side, w in longest.items()
+             if w >= LONG_SETTLE_S]
+    parts += [f"{n} of {side}'s waits hit the limit, so other work may have shared those "
+              f"samples" for side, n in timed_out.items()]
+    return ("before samples, the other side's threads stayed busy after its own sample "
+            "(spinning or queued work): " + "; ".join(parts))
 
 
 def notes_lines(record: dict[str, Any]) -> list[str]:
@@ -140,11 +177,25 @@ def notes_lines(record: dict[str, Any]) -> list[str]:
         notes = list(inst.get("explanation") or [])
         for key, m in (inst.get("measurements") or {}).items():
             notes += [f"[{key}] {n}" for n in m.get("notes", [])]
+            if m.get("verdict") == "INCONCLUSIVE" and m.get("inconclusive_reason"):
+                notes.append(f"[{key}] INCONCLUSIVE: {m['inconclusive_reason']}")
+            settle = _settle_note(m)
+            if settle:
+                notes.append(f"[{key}] {settle}")
         if inst.get("check", {}).get("expected_mismatch"):
             notes.append(f"expected mismatch: {inst['check']['expected_mismatch']}")
         notes += [f"{e}; the earlier passes' rounds are kept" for e in inst.get("pass_errors", [])]
         lines += [f"{inst['id']}: {n}" for n in notes]
     return lines
+
+
+def run_notes(record: dict[str, Any]) -> list[str]:
+    """Notes about the whole run's statistics."""
+    prior = record.get("between_process_prior")
+    if not prior:
+        return []
+    return [f"between worker processes a ratio moved by {prior['sd'] * 100:.1f}% (typical SD "
+            f"over {prior['instances']} measurements); every interval includes that spread"]
 
 
 def summary_line(record: dict[str, Any]) -> str:
@@ -163,7 +214,7 @@ def render_terminal(record: dict[str, Any], console: Console, worst_first: bool 
         console.print(ot)
     console.print(results_table(record, worst_first=worst_first))
     if show_notes:
-        lines = notes_lines(record)
+        lines = run_notes(record) + notes_lines(record)
         if lines:
             console.print(Group(Text("What explains these ratios:", style="bold"),
                                 *[Text("  " + ln) for ln in lines]))

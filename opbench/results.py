@@ -5,6 +5,11 @@ Format history (bump SCHEMA_VERSION on any change a reader must know about, and 
   1  (opbench 0.1) first format: environment, config, per-framework info and overheads,
      instances with correctness check, per-mode measurements with raw samples, ratio,
      interval and verdict.
+     Compatible additions since (a reader of version 1 treats a missing key as noted):
+     config.processes (1), config.quiesce (false), run-level between_process_prior, and per
+     measurement process_of_round (all rounds from process 1), n_processes,
+     between_process_sd, settle_s / settle_timed_out (no pre-sample wait), interference
+     ([]) and inconclusive_reason.
 
 The JSON Schema of this format is opbench/schema/results.schema.json; writers validate
 against it in tests, readers use it to reject foreign files with a clear message.
