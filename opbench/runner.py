@@ -739,9 +739,12 @@ def run_passes(session: Session, instances: Sequence[CaseInstance],
                on_progress: InstanceCallback | None = None,
                on_pass: PassCallback | None = None) -> list[dict[str, Any]]:
     """Pass 1 runs each instance whole (check, calibration, its share of the rounds) and
-    appends its record to `records`; passes 2..config.passes visit the measured instances
-    again in the same order and add rounds (Session.extend_instance). save() runs after
-    every instance of every pass."""
+    appends its record to `records`; passes 2..N visit the measured instances again in the
+    same order and add rounds (Session.extend_instance). N is config.passes for a Session,
+    passes x processes for a worker pool (its `total_passes`: every process makes its
+    passes through the whole selection in turn, so an instance's shares lie minutes apart
+    on a long run, across the machine's slow drift). save() runs after every instance of
+    every pass."""
     first = len(records)
     for i, inst in enumerate(instances):
         if on_progress:
@@ -751,7 +754,8 @@ def run_passes(session: Session, instances: Sequence[CaseInstance],
         save()
         if on_progress:
             on_progress(i, len(instances), inst, result)
-    passes = session.config.passes if session.config.timing else 1
+    passes = getattr(session, "total_passes", session.config.passes) \
+        if session.config.timing else 1
     for pass_index in range(2, passes + 1):
         if on_pass:
             on_pass(pass_index, passes)

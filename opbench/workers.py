@@ -9,11 +9,15 @@ offset is inside the data and the statistics treat the process as the unit
 (stats.ratio_estimate with groups).
 
 The pool quacks like a runner.Session (open, check_apis, measure_overheads, run_instance,
-extend_instance, framework_info), so runner.run and run_passes drive it unchanged. For
-each instance, worker 1 checks the outputs, calibrates and takes the first share of the
-rounds; workers 2..N check again and add their shares at the same loop count. Only one
-worker measures at a time; the others wait on their socket, and every worker's pre-sample
-quiesce watches its siblings too. A worker that dies (a crashing operator) is recorded
+extend_instance, framework_info), so runner.run and run_passes drive it unchanged. Worker
+1 makes pass 1 through the selection: it checks each instance's outputs, calibrates and
+takes the first share of its rounds. Then worker 1's further passes, then worker 2's, and so
+on: each checks again and adds its share at the same loop count. So an instance's shares
+lie a pass apart: the ratio drifts ~10% over seconds to minutes here (host load, an SMT
+sibling's neighbour: a plain torch process ran softmax 4x64 at 1.9 us or 3.6 us for
+stretches of seconds), and shares back to back would all fall in one stretch. All workers
+start together (their imports measure nothing); one measures at a time while the others
+wait on their socket, and every worker's pre-sample quiesce watches its siblings too. A worker that dies (a crashing operator) is recorded
 against that instance and replaced by a fresh one; the run goes on.
 """
 from __future__ import annotations
@@ -202,30 +206,48 @@ class WorkerPool:
     def check_apis(self, instances: Sequence[CaseInstance]) -> list[str]:
         return self.workers[0].call("check_apis", list(instances))
 
+    @property
+    def total_passes(self) -> int:
+        """runner.run_passes makes this many passes: each process's passes in turn."""
+        return self.config.processes * self.config.passes
+
+    def _position(self, pass_index: int) -> tuple[int, int]:
+        """(worker position, its own pass number) for run-wide pass `pass_index`."""
+        return divmod(pass_index - 1, self.config.passes)[0], \
+            (pass_index - 1) % self.config.passes + 1
+
     def run_instance(self, instance: CaseInstance) -> dict[str, Any]:
-        """Worker 1 measures the instance whole, then workers 2..N add their shares."""
+        """Pass 1: worker 1 checks the outputs, calibrates and takes its share of rounds."""
         try:
-            record = self.workers[0].call("run", instance)
+            return self.workers[0].call("run", instance)
         except WorkerError as exc:
             self._replace(0, str(exc))
             record = instance_header(instance, self.config)
             record.update(verdict=Verdict.ERROR.value, error=str(exc), duration_s=0.0)
             return record
-        return self._extend_in_others(instance, record, pass_index=1, start=1)
 
     def extend_instance(self, instance: CaseInstance, record: dict[str, Any],
                         pass_index: int) -> dict[str, Any]:
-        return self._extend_in_others(instance, record, pass_index, start=0)
-
-    def _extend_in_others(self, instance: CaseInstance, record: dict[str, Any],
-                          pass_index: int, start: int) -> dict[str, Any]:
+        """Run-wide pass `pass_index` (2..total_passes) of an instance, in the worker whose
+        turn it is."""
         if not record.get("measurements"):
             return record
-        for worker in list(self.workers[start:]):
-            try:
-                record = worker.call("extend", instance, record, pass_index)
-            except WorkerError as exc:
-                record.setdefault("pass_errors", []).append(
-                    f"process {worker.index}, pass {pass_index}: {exc}")
-                self._replace(self.workers.index(worker), str(exc))
+        position, own_pass = self._position(pass_index)
+        if position >= len(self.workers):    # a worker was lost and could not be replaced
+            return record
+        worker = self.workers[position]
+        try:
+            return worker.call("extend", instance, record, own_pass)
+        except WorkerError as exc:
+            record.setdefault("pass_errors", []).append(
+                f"process {worker.index}, pass {own_pass}: {exc}")
+            self._replace(position, str(exc))
+            return record
+
+    def measure_everywhere(self, instance: CaseInstance) -> dict[str, Any]:
+        """Every pass of every process for one instance, back to back: for front doors that
+        measure one instance at a time (pytest items)."""
+        record = self.run_instance(instance)
+        for pass_index in range(2, self.total_passes + 1):
+            record = self.extend_instance(instance, record, pass_index)
         return record

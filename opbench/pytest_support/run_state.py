@@ -77,6 +77,8 @@ class RunState:
         problems = session.check_apis([instance])
         if problems:
             return error_record(instance, self.run_config, "\n".join(problems))
+        if hasattr(session, "measure_everywhere"):   # a worker pool: all its shares now
+            return session.measure_everywhere(instance)
         return session.run_instance(instance)
 
 

@@ -40,7 +40,7 @@ def test_each_pass_adds_the_first_passes_round_count_at_the_same_loop_count(tmp_
     assert m["ratio"] == pytest.approx(1.0, rel=1e-3)
     assert seen == [(2, 3), (3, 3)]
     assert record["config"]["passes"] == 3
-    assert "rounds spread over 3 passes" in header_text(record)
+    assert "rounds over one process, 3 passes each" in header_text(record)
 
 
 def test_rounds_of_later_passes_reflect_a_changed_cost(tmp_path):
