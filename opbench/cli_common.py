@@ -23,7 +23,6 @@ from .frameworks.base import LAUNCH_MODES, LAUNCH_QUEUED
 from .verdict import EXIT_USAGE, Verdict, exit_code
 
 EXIT_INTERRUPTED = 130
-DEFAULT_CASES_DIR = "cases"
 CASES_ENV = "OPBENCH_CASES"
 
 # Piped output (CI logs, files) gets a wide fixed width: rich's 80-column default would fold
@@ -42,33 +41,46 @@ def fail(message: str, code: int = EXIT_USAGE) -> None:
 
 
 def default_cases_path() -> str:
-    path = os.environ.get(CASES_ENV, DEFAULT_CASES_DIR)
-    if not Path(path).exists():
-        fail(f"no case directory '{path}' here; pass case paths or --cases DIR "
-             f"(or set {CASES_ENV})")
-    return path
-
-
-def load_instances(paths: Sequence[str], ops=None, keyword=None, tags=None):
-    from .cases import CaseError, expand, load_cases, select
+    """$OPBENCH_CASES, else the shipped case library (opbench/library.py): commands work
+    from any directory, not only inside a checkout."""
+    path = os.environ.get(CASES_ENV)
+    if path is not None:
+        if not Path(path).exists():
+            fail(f"{CASES_ENV}={path}: no such case directory")
+        return path
+    from .library import LibraryMissing, display_path, shipped_cases_dir
 
     try:
+        return display_path(shipped_cases_dir())
+    except LibraryMissing as exc:
+        fail(str(exc))
+
+
+def load_instances(paths: Sequence[str], ops=None, keyword=None, tags=None,
+                   extra_paths: Sequence[str] = ()):
+    """The selected instances of the cases in `paths`, plus those in `extra_paths`
+    (`--cases DIR`: added, or replacing a case of the same name)."""
+    from .cases import CaseError, expand, load_cases
+    from .library import merge_cases
+    from .selection import Selection, SelectionError, as_tuple
+
+    try:
+        selection = Selection(keyword, as_tuple(ops), as_tuple(tags))
+    except SelectionError as exc:
+        fail(str(exc))
+    try:
         cases = load_cases(list(paths))
+        if extra_paths:
+            cases = merge_cases(cases, load_cases(list(extra_paths)))
         instances = [inst for case in cases for inst in expand(case)]
     except CaseError as exc:
         fail(str(exc))
-    selected = select(instances, ops=ops, keyword=keyword, tags=tags)
+    selected = selection.instances(instances)
     if not selected:
-        what = []
-        if ops:
-            what.append(f"op {', '.join(ops)}")
-        if keyword:
-            what.append(f"-k {keyword!r}")
-        if tags:
-            what.append(f"tag {', '.join(tags)}")
         known = sorted({i.op for i in instances})
-        fail(f"no case instance matches {' and '.join(what) or 'the given paths'} in "
-             f"{', '.join(paths)} (ops there: {', '.join(known[:40]) or 'none'})")
+        fail(f"no case instance matches {selection.describe() or 'the given paths'} in "
+             f"{', '.join([*paths, *extra_paths])} (ops there: "
+             f"{', '.join(known[:40]) or 'none'})")
     return selected
 
 

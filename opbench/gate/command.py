@@ -18,6 +18,7 @@ from rich.table import Table
 
 from ..cli_common import (EXIT_INTERRUPTED, build_config, default_cases_path, err, fail,
                           load_instances, out, pass_printer, record_history, timing_options)
+from ..cli_selection import selection_options
 from ..verdict import DEFAULT_MIN_EFFECT, EXIT_USAGE
 from .settings import GATE_SETTINGS, with_gate_settings
 
@@ -170,9 +171,7 @@ def _print_result(result) -> None:
                    "Repeat it to pool several baseline runs of the same code, recorded in "
                    "separate processes (e.g. main's last CI runs): each process's own offset "
                    "averages out, and false alarms and INCONCLUSIVE results drop.")
-@click.option("-k", "keyword", default=None, help="Only instances whose id contains this.")
-@click.option("--op", "ops", multiple=True, help="Only these operators (repeatable).")
-@click.option("--tag", "tags", multiple=True, help="Only cases with one of these tags.")
+@selection_options
 @click.option("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, show_default=True,
               help="Smallest ratio drop that counts as a regression (0.1 = 10%), for "
                    "cases that set no `min_effect` of their own and match no "

@@ -51,6 +51,13 @@ def cases_dir(tmp_path):
     return directory
 
 
+@pytest.fixture
+def only_cases(cases_dir, monkeypatch):
+    """cases_dir instead of the shipped library ($OPBENCH_CASES)."""
+    monkeypatch.setenv("OPBENCH_CASES", str(cases_dir))
+    return cases_dir
+
+
 # --------------------------------------------------------------------------- no frameworks
 
 def test_list_summarises_the_library(cases_dir):
@@ -105,19 +112,50 @@ def test_a_missing_path_with_brackets_is_named_in_full(tmp_path):
     assert_user_error(invoke("list", str(missing)), f"{missing}: no such case file")
 
 
-def test_compare_an_unknown_op_exits_2_listing_the_known_ones(cases_dir):
-    result = invoke("compare", "reshpe", "--cases", str(cases_dir))
+def test_compare_an_unknown_op_exits_2_listing_the_known_ones(only_cases):
+    result = invoke("compare", "reshpe")
     assert_user_error(result, "no case instance matches op reshpe", "ops there: add, sub")
 
 
-def test_no_case_directory_here_is_a_usage_error(tmp_path, monkeypatch):
+def test_a_missing_opbench_cases_directory_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPBENCH_CASES", str(tmp_path / "nowhere"))
+    assert_user_error(invoke("list"), "OPBENCH_CASES=", "no such case directory")
+
+
+def test_commands_use_the_shipped_library_from_any_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPBENCH_CASES", raising=False)
-    assert_user_error(invoke("list"), "no case directory 'cases' here")
+    result = invoke("list", "--op", "reshape", "--instances")
+    assert result.exit_code == 0, result.output
+    assert "reshape[shape=8x16,dtype=float32]" in result.stdout
 
 
-def test_the_same_framework_on_both_sides_is_refused(cases_dir):
-    result = invoke("compare", "add", "--cases", str(cases_dir),
+def test_compare_cases_adds_a_case_and_replaces_a_shipped_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPBENCH_CASES", raising=False)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    # `reshape` replaces the shipped case of that name; `my_add` is new
+    case_file(mine, binary_case("my_add"), binary_case("reshape"), name="mine.yaml")
+    shipped = invoke("list", "--op", "reshape", "--instances").stdout.split()
+    ids = invoke("list", "--op", "reshape", "--op", "my_add", "--instances").stdout.split()
+    assert "my_add" not in ids
+    result = invoke("compare", "reshape", "my_add", "--cases", str(mine), "--json",
+                    str(tmp_path / "o.json"), "--reference", "numpy", "--target", "numpy")
+    # (refused before anything runs: only the selection is of interest here)
+    assert_user_error(result, "different frameworks")
+    from opbench.cli_common import default_cases_path, load_instances
+
+    selected = [i.id for i in load_instances([default_cases_path()], ["reshape", "my_add"],
+                                             extra_paths=[str(mine)])]
+    assert "my_add" in selected
+    assert selected.count("reshape") == 1          # the user's case, without params
+    assert not any(i.startswith("reshape[") for i in selected)
+    assert len(selected) == len(shipped) - sum(i.startswith("reshape[") for i in shipped) + 2
+
+
+def test_the_same_framework_on_both_sides_is_refused(only_cases):
+    result = invoke("compare", "add",
                     "--reference", "numpy", "--target", "numpy")
     assert_user_error(result, "different frameworks")
 
@@ -193,9 +231,9 @@ def test_a_passing_run_exits_0_and_saves_a_valid_file(fake_frameworks, cases_dir
     assert "3 instances: 3 PASS" in result.stdout
 
 
-def test_a_slow_target_exits_1(fake_frameworks, cases_dir, tmp_path):
+def test_a_slow_target_exits_1(fake_frameworks, only_cases, tmp_path):
     fake_frameworks["costs"] = {"mindspore.add": 4e-4}
-    result = invoke("compare", "add", "--cases", str(cases_dir), *FAST, "-q",
+    result = invoke("compare", "add", *FAST, "-q",
                     "--json", str(tmp_path / "o.json"))
     assert result.exit_code == 1, result.output
     assert "2 instances: 2 SLOW" in result.stdout
