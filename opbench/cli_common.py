@@ -20,16 +20,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from .frameworks.base import LAUNCH_MODES, LAUNCH_QUEUED
+from .terminal import console_width
 from .verdict import EXIT_USAGE, Verdict, exit_code
 
 EXIT_INTERRUPTED = 130
 CASES_ENV = "OPBENCH_CASES"
 
-# Piped output (CI logs, files) gets a wide fixed width: rich's 80-column default would fold
-# instance ids and intervals into unreadable stacks.
-PIPED_WIDTH = 180
-out = Console(width=None if sys.stdout.isatty() else PIPED_WIDTH)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else PIPED_WIDTH)
+out = Console(width=console_width(sys.stdout))
+err = Console(stderr=True, width=console_width(sys.stderr))
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> None:

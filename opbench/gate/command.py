@@ -143,14 +143,21 @@ _STYLE = {"PASS": "green", "REGRESSION": "bold red", "BROKEN": "bold magenta",
 def _print_result(result) -> None:
     from .markdown import OUTCOME, ratio_text
 
-    table = Table(title="opbench gate (worst first)", title_justify="left")
+    from rich import box
+
+    from ..ids import short_ids
+
+    instances = result.worst_first()
+    names = short_ids(inst.id for inst in instances)
+    table = Table(title="opbench gate (worst first)", title_justify="left",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for column in ("gate", "instance", "decided by", "ratio change", "target time change",
                    "now: verdict, ratio"):
-        table.add_column(column)
-    for inst in result.worst_first():
+        table.add_column(column, overflow="fold")
+    for inst in instances:
         style = _STYLE.get(inst.verdict.value, "")
         label = inst.verdict.value + (" (2nd)" if inst.remeasured else "")
-        name = inst.id + (f"\n(was {inst.baseline_id})" if inst.renamed else "")
+        name = names[inst.id] + (f"\n(was {inst.baseline_id})" if inst.renamed else "")
         table.add_row(f"[{style}]{label}[/]", escape(name), inst.decided_by or "-",
                       _pct_cell(inst, "ratio"), _pct_cell(inst, "target_time"),
                       f"{inst.current_verdict or '-'} {ratio_text(inst.current_ratio)}")
@@ -396,27 +403,57 @@ def _add_runs(store, add_paths: Sequence[str], label: str | None) -> None:
                   f"[/]", highlight=False)
 
 
-def _trend_table(points, selector: str) -> Table:
-    table = Table(title=f"history of {selector} (oldest first; change vs the previous run)",
-                  title_justify="left")
-    for column in ("instance", "mode", "run", "date", "commit", "machine", "versions",
-                   "ratio [95% CI]", "change", "verdict", "target median"):
-        table.add_column(column)
-    previous: dict[tuple[str, str], float] = {}
-    for p in sorted(points, key=lambda p: (p.instance_id, p.mode, p.run_id)):
-        key = (p.instance_id, p.mode)
-        change = "-"
-        if p.ratio is not None and key in previous:
-            change = f"{(p.ratio / previous[key] - 1) * 100:+.1f}%"
-        if p.ratio is not None:
-            previous[key] = p.ratio
-        ratio = ("-" if p.ratio is None
-                 else f"{p.ratio:.3g} [{p.ci_low:.3g}, {p.ci_high:.3g}]")
-        table.add_row(escape(p.instance_id), p.mode, f"#{p.run_id}", (p.created_utc or "-")[:16],
-                      (p.git_commit or "-")[:9], p.machine_id or "-",
-                      f"{p.reference_version or '?'} / {p.target_version or '?'}", ratio,
-                      change, p.verdict or "-", _fmt_time(p.target_median_s))
-    return table
+def _trend_table(points, selector: str):
+    """Readable at 100 columns: one block per instance and mode, headed by its short id
+    (whole, never cut: a cut id made float16 and float32 rows read the same), and machine
+    and versions in the title when every run shares them."""
+    from itertools import groupby
+
+    from rich import box
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..ids import short_ids
+
+    names = short_ids(p.instance_id for p in points)
+    machines = {p.machine_id or "-" for p in points}
+    versions = {f"{p.reference_version or '?'} / {p.target_version or '?'}" for p in points}
+    per_run = [("machine", len(machines) > 1), ("versions", len(versions) > 1)]
+    shared = [f"{name}: {next(iter(values))}" for (name, varies), values
+              in zip(per_run, (machines, versions)) if not varies]
+    blocks: list[Any] = [Text(f"history of {selector} (oldest first; change vs the previous "
+                              f"run)" + "".join(f"; {s}" for s in shared), style="bold")]
+    ordered = sorted(points, key=lambda p: (p.instance_id, p.mode, p.run_id))
+    for (instance_id, mode), group in groupby(ordered, key=lambda p: (p.instance_id, p.mode)):
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                      title=Text(f"{names[instance_id]}  {mode}"), title_justify="left",
+                      title_style="bold")
+        for column in ("run", "date", "commit"):
+            table.add_column(column, no_wrap=True)
+        for column, varies in per_run:
+            if varies:
+                table.add_column(column, overflow="fold")
+        for column in ("ratio [95% CI]", "change", "verdict", "target median"):
+            table.add_column(column, no_wrap=True,
+                             justify="left" if column == "verdict" else "right")
+        previous = None
+        for p in group:
+            change = "-"
+            if p.ratio is not None and previous is not None:
+                change = f"{(p.ratio / previous - 1) * 100:+.1f}%"
+            if p.ratio is not None:
+                previous = p.ratio
+            ratio = ("-" if p.ratio is None
+                     else f"{p.ratio:.3g} [{p.ci_low:.3g}, {p.ci_high:.3g}]")
+            cells = [f"#{p.run_id}", (p.created_utc or "-")[:16], (p.git_commit or "-")[:9]]
+            if per_run[0][1]:
+                cells.append(p.machine_id or "-")
+            if per_run[1][1]:
+                cells.append(f"{p.reference_version or '?'} / {p.target_version or '?'}")
+            cells += [ratio, change, p.verdict or "-", _fmt_time(p.target_median_s)]
+            table.add_row(*cells)
+        blocks += [Text(""), table]
+    return Group(*blocks)
 
 
 __all__ = ["GATE_DEFAULT_ROUNDS", "gate_command", "history_command", "progress_printer"]

@@ -183,7 +183,7 @@ def test_report_shows_a_saved_file_and_writes_markdown_and_html(saved_run, tmp_p
     result = invoke("report", str(saved_run), "--markdown", str(md), "--html", str(page),
                     "--worst-first")
     assert result.exit_code == 0, result.output
-    assert "add[shape=4x8]" in result.stdout and "add[shape=2x3]" in result.stdout
+    assert "add[4x8]" in result.stdout and "add[2x3]" in result.stdout   # short ids
     assert "0.25 [0.25, 0.25]" in result.stdout
     assert "2 instances: 2 SLOW" in result.stdout
     assert "`add[shape=2x3]`" in md.read_text()
