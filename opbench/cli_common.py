@@ -183,14 +183,17 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
     user's mistakes or a missing framework/device."""
     from .frameworks import DeviceUnavailable, FrameworkUnavailable
     from .report import render_html, render_markdown, render_terminal
+    from .progress import RunProgress
     from .runner import ApiError, Session, run
 
     if json_path is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         json_path = os.path.join("out", f"opbench-{stamp}.json")
     session = Session(config)
+    progress = RunProgress(err, quiet, passes=config.passes if config.timing else 1)
     try:
-        session.open()
+        with progress.starting(f"setting up {config.reference} and {config.target}"):
+            session.open()
     except (FrameworkUnavailable, DeviceUnavailable, ValueError) as exc:
         fail(str(exc))
     if not quiet:
@@ -200,8 +203,9 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
                   f"{escape(str(json_path))}[/]",
                   highlight=False)
     try:
-        record = run(instances, config, json_path=json_path, session=session,
-                     on_progress=_progress_printer(quiet), on_pass=pass_printer(quiet))
+        with progress:
+            record = run(instances, config, json_path=json_path, session=session,
+                         on_progress=progress.on_progress, on_pass=progress.on_pass)
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
     except KeyboardInterrupt:

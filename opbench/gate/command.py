@@ -285,9 +285,13 @@ def _measure(instances, config, json_path, injection, quiet, injecting_session):
     from ..frameworks import DeviceUnavailable, FrameworkUnavailable
     from ..runner import ApiError, Session, run
 
+    from ..progress import RunProgress
+
     session = injecting_session(config, injection) if injection else Session(config)
+    progress = RunProgress(err, quiet, passes=config.passes, stage="stage 1")
     try:
-        session.open()
+        with progress.starting(f"setting up {config.reference} and {config.target}"):
+            session.open()
     except (FrameworkUnavailable, DeviceUnavailable, ValueError) as exc:
         fail(str(exc))
     if json_path is None:
@@ -297,8 +301,9 @@ def _measure(instances, config, json_path, injection, quiet, injecting_session):
         err.print(f"[dim]{len(instances)} instances, {config.settings.rounds} rounds; "
                   f"results -> {json_path}[/]", highlight=False)
     try:
-        record = run(instances, config, json_path=json_path, session=session,
-                     on_progress=progress_printer(quiet, "stage 1"), on_pass=pass_printer(quiet))
+        with progress:
+            record = run(instances, config, json_path=json_path, session=session,
+                         on_progress=progress.on_progress, on_pass=progress.on_pass)
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
     except KeyboardInterrupt:

@@ -227,7 +227,7 @@ def test_a_passing_run_exits_0_and_saves_a_valid_file(fake_frameworks, cases_dir
     record = read_results(out)
     assert [i["verdict"] for i in record["instances"]] == ["PASS"] * 3
     assert record["config"]["settings"]["rounds"] == 6
-    assert "[1/3] add[shape=4x8]" in result.stderr
+    assert "[1/3] add[4x8]" in result.stderr       # progress lines: short ids
     assert "3 instances: 3 PASS" in result.stdout
 
 
