@@ -320,7 +320,11 @@ def _write_outputs(result, record, second, baseline_path, json_path, junit_path,
     from .serialize import result_as_dict
 
     if junit_path:
-        Path(junit_path).write_text(render_junit(result), encoding="utf-8")
+        import socket
+
+        Path(junit_path).write_text(render_junit(result, record=record,
+                                                 hostname=socket.gethostname()),
+                                    encoding="utf-8")
     if markdown_path:
         Path(markdown_path).write_text(render_markdown(result), encoding="utf-8")
     if html_path:
