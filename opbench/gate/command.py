@@ -179,10 +179,10 @@ def _print_result(result) -> None:
                    "separate processes (e.g. main's last CI runs): each process's own offset "
                    "averages out, and false alarms and INCONCLUSIVE results drop.")
 @selection_options
-@click.option("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, show_default=True,
+@click.option("--min-effect", type=float, default=DEFAULT_MIN_EFFECT,
               help="Smallest ratio drop that counts as a regression (0.1 = 10%), for "
                    "cases that set no `min_effect` of their own and match no "
-                   "--min-effect-for.")
+                   f"--min-effect-for. Default: {DEFAULT_MIN_EFFECT:g}.")
 @click.option("--min-effect-for", "min_effect_for", multiple=True, metavar="PATTERN=FRACTION",
               help="Per-case minimum effect: PATTERN is an op name or an id glob "
                    "(repeatable; the last match wins), e.g. 'reshape=0.2'. Wins over the "
