@@ -243,15 +243,12 @@ def select(instances: Iterable[CaseInstance], ops: Iterable[str] | str | None = 
            tags: Iterable[str] | str | None = None) -> list[CaseInstance]:
     """Filter instances, keeping their order. Each given criterion must hold:
     `ops`: the instance's op equals one of them (`opbench compare OP`);
-    `keyword`: case-insensitive substring of the instance id (`-k`);
-    `tags`: the case has at least one of them (`--tag`). None or empty means no filter."""
-    wanted_ops = _as_set(ops)
-    wanted_tags = _as_set(tags)
-    needle = keyword.lower() if keyword else None
-    return [inst for inst in instances
-            if (not wanted_ops or inst.op in wanted_ops)
-            and (needle is None or needle in inst.id.lower())
-            and (not wanted_tags or wanted_tags.intersection(inst.case.tags))]
+    `keyword`: a pytest -k expression over the instance's names (opbench/selection.py);
+    `tags`: the case has at least one of them (`--tag`). None or empty means no filter.
+    Raises selection.SelectionError for a -k expression that does not parse."""
+    from .selection import Selection, as_tuple
+
+    return Selection(keyword, as_tuple(ops), as_tuple(tags)).instances(instances)
 
 
 # ---------------------------------------------------------------------------------------
@@ -885,10 +882,3 @@ class _Expander:
         if dist == "permutation" and not shape:
             fail("shape", "dist permutation needs at least one dimension")
 
-
-def _as_set(values: Iterable[str] | str | None) -> set[str]:
-    if values is None:
-        return set()
-    if isinstance(values, str):
-        return {values}
-    return set(values)

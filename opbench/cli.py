@@ -9,6 +9,7 @@ import click
 
 from .cli_common import (build_config, default_cases_path, execute, fail, load_instances, out,
                          timing_options)
+from .cli_selection import selection_options
 from .gate.command import gate_command, history_command
 from .gate.noise_command import noise_command, replay_command
 from .scan.command import scan_command
@@ -24,10 +25,8 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("-k", "keyword", default=None, help="Only instances whose id contains this.")
-@click.option("--op", "ops", multiple=True, help="Only these operators (repeatable).")
-@click.option("--tag", "tags", multiple=True, help="Only cases with one of these tags.")
-@click.option("-q", "--quiet", is_flag=True, help="No per-instance progress lines.")
+@selection_options
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 @click.option("--for-gate", is_flag=True,
               help="Measure with the regression gate's settings (blocking launches, 1 thread, "
                    "40 rounds over 4 processes x 5 passes, 6 s budget; options given here "
@@ -35,7 +34,8 @@ def cli() -> None:
 @timing_options
 def run(paths, keyword, ops, tags, quiet, for_gate, json_path, markdown_path, html_path,
         history_db, **timing):
-    """Time every selected case instance (default: ./cases) in both frameworks."""
+    """Time every selected case instance in both frameworks (PATHS: case files or
+    directories; default: the shipped case library, or $OPBENCH_CASES)."""
     if for_gate:
         from .gate.settings import with_gate_settings
 
@@ -47,31 +47,42 @@ def run(paths, keyword, ops, tags, quiet, for_gate, json_path, markdown_path, ht
 
 
 @cli.command()
-@click.argument("ops", nargs=-1, required=True)
-@click.option("--cases", "cases_dir", default=None, help="Case directory (default ./cases).")
-@click.option("-k", "keyword", default=None, help="Only instances whose id contains this.")
-@click.option("-q", "--quiet", is_flag=True)
+@click.argument("operators", nargs=-1)
+@click.option("--cases", "cases_dirs", multiple=True, type=click.Path(exists=True),
+              help="Also load the cases in this file or directory (repeatable); a case named "
+                   "like a shipped one replaces it. Default: the shipped library only.")
+@selection_options
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 @timing_options
-def compare(ops, cases_dir, keyword, quiet, json_path, markdown_path, html_path, history_db,
-            **timing):
-    """Every shipped case instance of the operators OPS, both frameworks, one table."""
+def compare(operators, cases_dirs, keyword, ops, tags, quiet, json_path, markdown_path,
+            html_path, history_db, **timing):
+    """Every case instance of the operators OPERATORS (shipped, plus --cases), both
+    frameworks, one table."""
+    wanted = (*operators, *ops)
+    if not (wanted or keyword or tags):
+        fail("name the operators to compare (opbench compare reshape softmax), or select "
+             "with -k / --op / --tag; `opbench list` shows what there is")
     config = build_config(**timing)
-    instances = load_instances([cases_dir or default_cases_path()], ops, keyword)
+    instances = load_instances([default_cases_path()], wanted, keyword, tags,
+                               extra_paths=cases_dirs)
     execute(instances, config, json_path, markdown_path, html_path, quiet,
             history_db=history_db)
 
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("-k", "keyword", default=None)
-@click.option("--op", "ops", multiple=True)
-@click.option("--tag", "tags", multiple=True)
-@click.option("--device", default="cpu", show_default=True)
-@click.option("--threads", type=int, default=None)
-@click.option("--reference", default="torch", show_default=True)
-@click.option("--target", default="mindspore", show_default=True)
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None)
-@click.option("-q", "--quiet", is_flag=True)
+@selection_options
+@click.option("--device", default="cpu", help="cpu, cuda[:N] or ascend[:N]. Default: cpu.")
+@click.option("--threads", type=int, default=None,
+              help="Intra-op threads, set equal in both frameworks. Default: cores - 1, at least 1.")
+@click.option("--reference", default="torch",
+              help="The framework whose outputs are the reference. Default: torch.")
+@click.option("--target", default="mindspore",
+              help="The framework under test. Default: mindspore.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Results file (written after every instance). Default: "
+                   "out/opbench-<time>.json.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 def check(paths, keyword, ops, tags, device, threads, reference, target, json_path, quiet):
     """Correctness only: run each instance once in both frameworks and compare outputs
     (and gradients for backward cases). No timing."""
@@ -83,14 +94,13 @@ def check(paths, keyword, ops, tags, device, threads, reference, target, json_pa
 
 @cli.command(name="list")
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--tag", "tags", multiple=True)
-@click.option("-k", "keyword", default=None)
+@selection_options
 @click.option("--instances", "show_instances", is_flag=True, help="List every instance id.")
-def list_cases(paths, tags, keyword, show_instances):
+def list_cases(paths, keyword, ops, tags, show_instances):
     """Coverage of the case library: operators, instances, tags, backward, dtypes."""
     from .coverage import coverage_table, summarize_coverage
 
-    instances = load_instances(paths or [default_cases_path()], None, keyword, tags)
+    instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
     if show_instances:
         for inst in instances:
             # ids hold brackets ("add[shape=4x8]") that rich would read as markup
@@ -105,9 +115,12 @@ def list_cases(paths, tags, keyword, show_instances):
 
 @cli.command()
 @click.argument("results", type=click.Path(exists=True, dir_okay=False))
-@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None)
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None)
-@click.option("--worst-first", is_flag=True)
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write a Markdown summary to this file.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write an HTML report to this file.")
+@click.option("--worst-first", is_flag=True,
+              help="Order the rows by verdict and ratio, worst first. Default: run order.")
 def report(results, markdown_path, html_path, worst_first):
     """Show a saved results file (and write Markdown / HTML)."""
     from .report import render_html, render_markdown, render_terminal

@@ -19,17 +19,14 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from .terminal import console_width
 from .verdict import EXIT_USAGE, Verdict, exit_code
 
 EXIT_INTERRUPTED = 130
-DEFAULT_CASES_DIR = "cases"
 CASES_ENV = "OPBENCH_CASES"
 
-# Piped output (CI logs, files) gets a wide fixed width: rich's 80-column default would fold
-# instance ids and intervals into unreadable stacks.
-PIPED_WIDTH = 180
-out = Console(width=None if sys.stdout.isatty() else PIPED_WIDTH)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else PIPED_WIDTH)
+out = Console(width=console_width(sys.stdout))
+err = Console(stderr=True, width=console_width(sys.stderr))
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> None:
@@ -41,33 +38,46 @@ def fail(message: str, code: int = EXIT_USAGE) -> None:
 
 
 def default_cases_path() -> str:
-    path = os.environ.get(CASES_ENV, DEFAULT_CASES_DIR)
-    if not Path(path).exists():
-        fail(f"no case directory '{path}' here; pass case paths or --cases DIR "
-             f"(or set {CASES_ENV})")
-    return path
-
-
-def load_instances(paths: Sequence[str], ops=None, keyword=None, tags=None):
-    from .cases import CaseError, expand, load_cases, select
+    """$OPBENCH_CASES, else the shipped case library (opbench/library.py): commands work
+    from any directory, not only inside a checkout."""
+    path = os.environ.get(CASES_ENV)
+    if path is not None:
+        if not Path(path).exists():
+            fail(f"{CASES_ENV}={path}: no such case directory")
+        return path
+    from .library import LibraryMissing, display_path, shipped_cases_dir
 
     try:
+        return display_path(shipped_cases_dir())
+    except LibraryMissing as exc:
+        fail(str(exc))
+
+
+def load_instances(paths: Sequence[str], ops=None, keyword=None, tags=None,
+                   extra_paths: Sequence[str] = ()):
+    """The selected instances of the cases in `paths`, plus those in `extra_paths`
+    (`--cases DIR`: added, or replacing a case of the same name)."""
+    from .cases import CaseError, expand, load_cases
+    from .library import merge_cases
+    from .selection import Selection, SelectionError, as_tuple
+
+    try:
+        selection = Selection(keyword, as_tuple(ops), as_tuple(tags))
+    except SelectionError as exc:
+        fail(str(exc))
+    try:
         cases = load_cases(list(paths))
+        if extra_paths:
+            cases = merge_cases(cases, load_cases(list(extra_paths)))
         instances = [inst for case in cases for inst in expand(case)]
     except CaseError as exc:
         fail(str(exc))
-    selected = select(instances, ops=ops, keyword=keyword, tags=tags)
+    selected = selection.instances(instances)
     if not selected:
-        what = []
-        if ops:
-            what.append(f"op {', '.join(ops)}")
-        if keyword:
-            what.append(f"-k {keyword!r}")
-        if tags:
-            what.append(f"tag {', '.join(tags)}")
         known = sorted({i.op for i in instances})
-        fail(f"no case instance matches {' and '.join(what) or 'the given paths'} in "
-             f"{', '.join(paths)} (ops there: {', '.join(known[:40]) or 'none'})")
+        fail(f"no case instance matches {selection.describe() or 'the given paths'} in "
+             f"{', '.join([*paths, *extra_paths])} (ops there: "
+             f"{', '.join(known[:40]) or 'none'})")
     return selected
 
 
@@ -77,8 +87,9 @@ def _click_option(spec):
         return click.option(f"--{spec.flag}", spec.field, is_flag=True, default=None,
                             help=spec.help)
     kind = click.Choice(spec.kind) if isinstance(spec.kind, tuple) else spec.kind
+    # the help text states the default ("Default: X."), so click does not repeat it
     return click.option(f"--{spec.flag}", spec.field, type=kind, default=spec.default,
-                        show_default=spec.default is not None, help=spec.help)
+                        help=spec.help)
 
 
 def timing_options(f):
@@ -112,21 +123,6 @@ def build_config(timing=True, **given):
         fail(str(exc))
 
 
-def _progress_printer(quiet: bool):
-    def on_progress(i, n, inst, result):
-        if quiet:
-            return
-        if result is None:
-            err.print(f"[dim]\\[{i + 1}/{n}] {escape(inst.id)} ...[/]", highlight=False)
-            return
-        v = result.get("verdict") or "ERROR"
-        ms = result.get("measurements") or {}
-        ratios = " ".join(f"{k} {m['ratio']:.3g}" for k, m in ms.items())
-        err.print(f"[dim]\\[{i + 1}/{n}][/] {escape(inst.id)}: {v} {ratios} "
-                  f"[dim]({result.get('duration_s', 0):.1f} s)[/]", highlight=False)
-    return on_progress
-
-
 def pass_printer(quiet: bool):
     def on_pass(pass_index, passes):
         if not quiet:
@@ -141,26 +137,34 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
     user's mistakes or a missing framework/device."""
     from .frameworks import DeviceUnavailable, FrameworkUnavailable
     from .report import render_html, render_markdown, render_terminal
+    from .progress import RunProgress
     from .runner import ApiError, open_session, run
     from .workers import WorkerError
 
     if json_path is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         json_path = os.path.join("out", f"opbench-{stamp}.json")
+    progress = RunProgress(err, quiet,
+                           passes=config.passes * config.processes if config.timing else 1)
+    try:
+        with progress.starting(f"setting up {config.reference} and {config.target}"
+                               + (f" in {config.processes} worker processes"
+                                  if config.processes > 1 else "")):
+            session = open_session(config)
+    except (FrameworkUnavailable, DeviceUnavailable, ValueError, WorkerError) as exc:
+        fail(str(exc))
     if not quiet:
         err.print(f"[dim]{len(instances)} instances; {config.reference} vs {config.target} on "
                   f"{config.device}, {config.threads} threads, {config.launch} launches, "
-                  f"{config.processes} worker process{'es' if config.processes > 1 else ''}"
+                  + (f"{config.processes} worker processes" if config.processes > 1
+                     else "in this process") +
                   f"{f', {config.passes} passes' if config.passes > 1 else ''}; results -> "
                   f"{escape(str(json_path))}[/]",
                   highlight=False)
     try:
-        session = open_session(config)
-    except (FrameworkUnavailable, DeviceUnavailable, ValueError, WorkerError) as exc:
-        fail(str(exc))
-    try:
-        record = run(instances, config, json_path=json_path, session=session,
-                     on_progress=_progress_printer(quiet), on_pass=pass_printer(quiet))
+        with progress:
+            record = run(instances, config, json_path=json_path, session=session,
+                         on_progress=progress.on_progress, on_pass=progress.on_pass)
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
     except KeyboardInterrupt:

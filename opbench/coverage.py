@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable
 
 from rich.table import Table
@@ -58,9 +59,13 @@ def summarize_coverage(instances: Iterable[CaseInstance]) -> Coverage:
 def coverage_table(cov: Coverage) -> Table:
     table = Table(title="Case library coverage", header_style="bold")
     for col in ("operator", "instances", "backward", "dtypes", "tags", "file"):
-        table.add_column(col, justify="right" if col == "instances" else "left")
+        # file names, not paths (the library sits deep in site-packages when installed);
+        # folded, never cut
+        table.add_column(col, justify="right" if col == "instances" else "left",
+                         overflow="fold")
     for o in cov.operators:
         # Text(): a path like "lib[v2]/x.yaml" would otherwise be read as rich markup
         table.add_row(Text(o.op), str(o.instances), "yes" if o.backward else "",
-                      ", ".join(o.dtypes), ", ".join(o.tags), Text(", ".join(o.files)))
+                      ", ".join(o.dtypes), ", ".join(o.tags),
+                      Text(", ".join(Path(f).name for f in o.files)))
     return table

@@ -64,24 +64,25 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "Do not wait before each sample until the other framework's threads are idle "
                "(for studying the interference the wait prevents; detection still runs)."),
     OptionSpec("threshold", "threshold", float,
-               f"Ratio threshold for cases that set none (default {DEFAULT_THRESHOLD})."),
+               f"Ratio threshold for cases that set none. Default: {DEFAULT_THRESHOLD}."),
     OptionSpec("device", "device", str, "cpu, cuda[:N] or ascend[:N]. Default: cpu.", "cpu"),
     OptionSpec("threads", "threads", int,
-               "Intra-op threads, set equal in both frameworks (default: cores - 1, at least "
-               "1, leaving a core for the frameworks' dispatch threads)."),
-    OptionSpec("reference", "reference", str, "The baseline framework. Default: torch.",
+               "Intra-op threads, set equal in both frameworks (one core is left for the "
+               "frameworks' dispatch threads). Default: cores - 1, at least 1."),
+    OptionSpec("reference", "reference", str,
+               "The reference framework (the ratio's numerator). Default: torch.",
                "torch"),
     OptionSpec("target", "target", str, "The framework under test. Default: mindspore.",
                "mindspore"),
     OptionSpec("rounds", "rounds", int,
-               f"Interleaved rounds per instance (default {DEFAULT_ROUNDS}; >= 6 for a 95% "
-               f"interval)."),
+               f"Interleaved rounds per instance (>= 6 for a 95% interval). Default: "
+               f"{DEFAULT_ROUNDS}."),
     OptionSpec("min_sample_time_s", "min-sample-time", float,
-               f"Seconds each timed sample lasts at least (default "
-               f"{DEFAULT_MIN_SAMPLE_TIME_S:g})."),
+               f"Seconds each timed sample lasts at least. Default: "
+               f"{DEFAULT_MIN_SAMPLE_TIME_S:g}."),
     OptionSpec("max_time_s", "max-time", float,
-               f"Budget per measurement for the timed rounds, seconds (default "
-               f"{DEFAULT_MAX_TIME_S:g})."),
+               f"Budget per measurement for the timed rounds, seconds. Default: "
+               f"{DEFAULT_MAX_TIME_S:g}."),
     OptionSpec("no_backward", "no-backward", bool, "Skip forward+backward timing."),
 )
 

@@ -17,6 +17,7 @@ import pytest
 
 from .pytest_support import hookspec
 from .pytest_support.collect import CaseFile, CaseItem, is_case_file, state_of
+from .pytest_support.extras import refuse_unavailable_extras, register_tags_for_markers_listing
 from .pytest_support.options import XDIST_REFUSAL, add_options, plugin_options, xdist_active
 from .pytest_support.outcome import INCONCLUSIVE
 from .pytest_support.run_state import RUN_STATE, RunState
@@ -54,6 +55,8 @@ def pytest_configure(config: pytest.Config) -> None:
     options = plugin_options(config)
     if options.benchmark and xdist_active(config):
         raise pytest.UsageError(XDIST_REFUSAL)
+    refuse_unavailable_extras(config)
+    register_tags_for_markers_listing(config)
 
     def make_session(run_config):
         return config.hook.pytest_opbench_make_session(config=config, run_config=run_config)

@@ -9,23 +9,29 @@ import html
 from collections import Counter
 from typing import Any, Iterable
 
+from rich import box
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from .ids import short_ids
+
 VERDICT_STYLE = {"PASS": "green", "SLOW": "bold red", "INCONCLUSIVE": "yellow",
                  "MISMATCH": "bold magenta", "ERROR": "red"}
 VERDICT_ORDER = ("SLOW", "MISMATCH", "ERROR", "INCONCLUSIVE", "PASS")
+# What a correctness-only run (`opbench check`) shows for outputs that agree.
+CHECK_AGREE = "AGREE"
 
 
 def fmt_time(seconds: float | None) -> str:
     if seconds is None:
         return "-"
-    if seconds < 1e-6:
+    # each unit while its 3 significant digits stay below 1000 ("999.6 us" is "1 ms")
+    if seconds < 0.9995e-6:
         return f"{seconds * 1e9:.0f} ns"
-    if seconds < 1e-3:
+    if seconds < 0.9995e-3:
         return f"{seconds * 1e6:.3g} us"
-    if seconds < 1:
+    if seconds < 0.9995:
         return f"{seconds * 1e3:.3g} ms"
     return f"{seconds:.3g} s"
 
@@ -81,32 +87,68 @@ def _problem_text(inst: dict[str, Any]) -> str:
 
 
 def results_table(record: dict[str, Any], worst_first: bool = False) -> Table:
+    """One row per instance and mode, readable at 100 columns: short ids (the JSON has the
+    full ones; ids.py), no inputs column (the id holds the shapes and dtypes), and the mode
+    and threshold columns only when they vary (else they are in the caption)."""
     cfg = record["config"]
     ref, tgt = cfg["reference"], cfg["target"]
+    table_rows = list(sorted_rows(record) if worst_first else rows(record))
+    measured = [m for _, _, m in table_rows if m is not None]
+    modes = {key for _, key, m in table_rows if m is not None}
+    thresholds = {m["threshold"] for m in measured}
+    show_mode, show_threshold = len(modes) > 1, len(thresholds) > 1
+    names = short_ids(inst["id"] for inst, _, _ in table_rows)
+    caption = ["medians per call"]
+    if modes and not show_mode:
+        caption.append(f"mode {next(iter(modes))}")
+    if thresholds and not show_threshold:
+        caption.append(f"threshold {next(iter(thresholds)):g}")
     table = Table(title=f"{tgt} against {ref}: ratio = {ref} time / {tgt} time "
                         f"(below 1: {tgt} slower), 95% interval",
-                  show_lines=False, header_style="bold")
-    for col, kw in [("instance", {"overflow": "fold"}), ("inputs", {"overflow": "fold"}),
-                    ("mode", {}), (f"{ref} median", {"justify": "right"}),
-                    (f"{tgt} median", {"justify": "right"}), ("ratio [95% CI]", {"justify": "right"}),
-                    ("thr", {"justify": "right"}), ("verdict", {})]:
-        table.add_column(col, **kw)
-    for inst, key, m in (sorted_rows(record) if worst_first else rows(record)):
+                  caption="; ".join(caption), box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  header_style="bold")
+    # fold, never cut: a truncated id can make float16 and float32 rows read the same
+    table.add_column("instance", overflow="fold", ratio=1, min_width=12)
+    if show_mode:
+        table.add_column("mode", no_wrap=True)
+    for header in (ref, tgt, "ratio [95% CI]"):
+        table.add_column(header, justify="right", no_wrap=True)
+    if show_threshold:
+        table.add_column("thr", justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    for inst, key, m in table_rows:
         if m is None:
             v = inst.get("verdict") or "ERROR"
-            table.add_row(Text(inst["id"]), Text(describe_inputs(inst)), "-", "-", "-", "-", "-",
-                          Text(v, style=VERDICT_STYLE.get(v, "")))
-            problem = _problem_text(inst)
-            if problem:
-                table.add_row("", Text(problem, style="dim"), "", "", "", "", "", "")
-            continue
-        v = m["verdict"]
-        # ids hold brackets ("reshape[shape=8x16]") that rich would read as markup: Text()
-        table.add_row(Text(inst["id"]), Text(describe_inputs(inst)), key,
-                      fmt_time(m["summary"][ref]["median_s"]),
-                      fmt_time(m["summary"][tgt]["median_s"]), fmt_ratio(m),
-                      f"{m['threshold']:g}", Text(v, style=VERDICT_STYLE.get(v, "")))
+            cells = ["-", "-", "-"]
+        else:
+            v = m["verdict"]
+            cells = [fmt_time(m["summary"][ref]["median_s"]),
+                     fmt_time(m["summary"][tgt]["median_s"]), fmt_ratio(m)]
+        # ids hold brackets ("reshape[8x16]") that rich would read as markup: Text()
+        row: list[Any] = [Text(names[inst["id"]])]
+        if show_mode:
+            row.append(key or "-")
+        row += cells
+        if show_threshold:
+            row.append(f"{m['threshold']:g}" if m else "-")
+        row.append(Text(verdict_word(v, record), style=VERDICT_STYLE.get(v, "")))
+        table.add_row(*row)
     return table
+
+
+def verdict_word(verdict: str, record: dict[str, Any]) -> str:
+    """A correctness-only run (`opbench check`) says AGREE where a timed run says PASS:
+    PASS is the speed verdict, and nothing was timed."""
+    if verdict == "PASS" and not record.get("config", {}).get("timing", True):
+        return CHECK_AGREE
+    return verdict
+
+
+def problem_lines(record: dict[str, Any]) -> list[str]:
+    """Why each instance without a measurement has none (MISMATCH, ERROR)."""
+    names = short_ids(inst["id"] for inst in record.get("instances", []))
+    return [f"{names[inst['id']]}: {problem}" for inst in record.get("instances", [])
+            if (problem := _problem_text(inst))]
 
 
 def overhead_table(record: dict[str, Any]) -> Table | None:
@@ -171,8 +213,11 @@ def _settle_note(m: dict[str, Any]) -> str | None:
             "(spinning or queued work): " + "; ".join(parts))
 
 
-def notes_lines(record: dict[str, Any]) -> list[str]:
+def notes_lines(record: dict[str, Any], short: bool = False) -> list[str]:
+    """Every note, by instance (`short`: with the short ids of the terminal table)."""
     lines = []
+    ids = [inst["id"] for inst in record.get("instances", [])]
+    names = short_ids(ids) if short else {i: i for i in ids}
     for inst in record.get("instances", []):
         notes = list(inst.get("explanation") or [])
         for key, m in (inst.get("measurements") or {}).items():
@@ -185,7 +230,7 @@ def notes_lines(record: dict[str, Any]) -> list[str]:
         if inst.get("check", {}).get("expected_mismatch"):
             notes.append(f"expected mismatch: {inst['check']['expected_mismatch']}")
         notes += [f"{e}; the earlier passes' rounds are kept" for e in inst.get("pass_errors", [])]
-        lines += [f"{inst['id']}: {n}" for n in notes]
+        lines += [f"{names[inst['id']]}: {n}" for n in notes]
     return lines
 
 
@@ -201,7 +246,7 @@ def run_notes(record: dict[str, Any]) -> list[str]:
 def summary_line(record: dict[str, Any]) -> str:
     counts = verdict_counts(record)
     total = sum(counts.values())
-    parts = [f"{counts[v]} {v}" for v in VERDICT_ORDER if counts.get(v)]
+    parts = [f"{counts[v]} {verdict_word(v, record)}" for v in VERDICT_ORDER if counts.get(v)]
     state = "" if record.get("complete") else " (INTERRUPTED: partial results)"
     return f"{total} instances: " + ", ".join(parts) + state
 
@@ -213,8 +258,12 @@ def render_terminal(record: dict[str, Any], console: Console, worst_first: bool 
     if ot is not None:
         console.print(ot)
     console.print(results_table(record, worst_first=worst_first))
+    problems = problem_lines(record)
+    if problems:
+        console.print(Group(Text("Problems:", style="bold"),
+                            *[Text("  " + ln) for ln in problems]))
     if show_notes:
-        lines = run_notes(record) + notes_lines(record)
+        lines = run_notes(record) + notes_lines(record, short=True)
         if lines:
             console.print(Group(Text("What explains these ratios:", style="bold"),
                                 *[Text("  " + ln) for ln in lines]))

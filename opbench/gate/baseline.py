@@ -127,12 +127,9 @@ def select_records(instances: Iterable[Mapping[str, Any]], ops: Sequence[str] = 
     """Baseline instances the current selection would have run: the same -k / --op / --tag
     filters as opbench.cases.select, applied to records. Without it, gating a subset of the
     cases would list every other baseline instance as missing."""
-    wanted_ops, wanted_tags = set(ops or ()), set(tags or ())
-    needle = keyword.lower() if keyword else None
-    return [inst for inst in instances
-            if (not wanted_ops or inst.get("op") in wanted_ops)
-            and (needle is None or needle in str(inst.get("id", "")).lower())
-            and (not wanted_tags or wanted_tags.intersection(inst.get("tags") or ()))]
+    from ..selection import Selection
+
+    return Selection(keyword, tuple(ops or ()), tuple(tags or ())).records(instances)
 
 
 def match_instances(baseline: Sequence[Mapping[str, Any]],

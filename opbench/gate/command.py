@@ -18,6 +18,7 @@ from rich.table import Table
 
 from ..cli_common import (EXIT_INTERRUPTED, build_config, default_cases_path, err, fail,
                           load_instances, out, pass_printer, record_history, timing_options)
+from ..cli_selection import selection_options
 from ..verdict import DEFAULT_MIN_EFFECT, EXIT_USAGE
 from .settings import GATE_SETTINGS, with_gate_settings
 
@@ -152,14 +153,21 @@ _STYLE = {"PASS": "green", "REGRESSION": "bold red", "BROKEN": "bold magenta",
 def _print_result(result) -> None:
     from .markdown import OUTCOME, ratio_text
 
-    table = Table(title="opbench gate (worst first)", title_justify="left")
+    from rich import box
+
+    from ..ids import short_ids
+
+    instances = result.worst_first()
+    names = short_ids(inst.id for inst in instances)
+    table = Table(title="opbench gate (worst first)", title_justify="left",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for column in ("gate", "instance", "decided by", "ratio change", "target time change",
                    "now: verdict, ratio"):
-        table.add_column(column)
-    for inst in result.worst_first():
+        table.add_column(column, overflow="fold")
+    for inst in instances:
         style = _STYLE.get(inst.verdict.value, "")
         label = inst.verdict.value + (" (2nd)" if inst.remeasured else "")
-        name = inst.id + (f"\n(was {inst.baseline_id})" if inst.renamed else "")
+        name = names[inst.id] + (f"\n(was {inst.baseline_id})" if inst.renamed else "")
         table.add_row(f"[{style}]{label}[/]", escape(name), inst.decided_by or "-",
                       _pct_cell(inst, "ratio"), _pct_cell(inst, "target_time"),
                       f"{inst.current_verdict or '-'} {ratio_text(inst.current_ratio)}")
@@ -180,13 +188,11 @@ def _print_result(result) -> None:
                    "Repeat it to pool several baseline runs of the same code, recorded in "
                    "separate processes (e.g. main's last CI runs): each process's own offset "
                    "averages out, and false alarms and INCONCLUSIVE results drop.")
-@click.option("-k", "keyword", default=None, help="Only instances whose id contains this.")
-@click.option("--op", "ops", multiple=True, help="Only these operators (repeatable).")
-@click.option("--tag", "tags", multiple=True, help="Only cases with one of these tags.")
-@click.option("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, show_default=True,
+@selection_options
+@click.option("--min-effect", type=float, default=DEFAULT_MIN_EFFECT,
               help="Smallest ratio drop that counts as a regression (0.1 = 10%), for "
                    "cases that set no `min_effect` of their own and match no "
-                   "--min-effect-for.")
+                   f"--min-effect-for. Default: {DEFAULT_MIN_EFFECT:g}.")
 @click.option("--min-effect-for", "min_effect_for", multiple=True, metavar="PATTERN=FRACTION",
               help="Per-case minimum effect: PATTERN is an op name or an id glob "
                    "(repeatable; the last match wins), e.g. 'reshape=0.2'. Wins over the "
@@ -290,13 +296,19 @@ def _measure(instances, config, json_path, injection, quiet, injecting_session):
     from ..runner import ApiError, Session, open_session, run
     from ..workers import WorkerError
 
+    from ..progress import RunProgress
+
+    progress = RunProgress(err, quiet, passes=config.passes * config.processes,
+                           stage="stage 1")
     try:
-        if config.processes > 1:
-            # the workers read the injection from the environment (worker_main)
-            session = open_session(config)
-        else:
-            session = injecting_session(config, injection) if injection else Session(config)
-            session.open()
+        with progress.starting(f"setting up {config.reference} and {config.target}"):
+            if config.processes > 1:
+                # the workers read the injection from the environment (worker_main)
+                session = open_session(config)
+            else:
+                session = (injecting_session(config, injection) if injection
+                           else Session(config))
+                session.open()
     except (FrameworkUnavailable, DeviceUnavailable, ValueError, WorkerError) as exc:
         fail(str(exc))
     if json_path is None:
@@ -306,8 +318,9 @@ def _measure(instances, config, json_path, injection, quiet, injecting_session):
         err.print(f"[dim]{len(instances)} instances, {config.settings.rounds} rounds; "
                   f"results -> {json_path}[/]", highlight=False)
     try:
-        record = run(instances, config, json_path=json_path, session=session,
-                     on_progress=progress_printer(quiet, "stage 1"), on_pass=pass_printer(quiet))
+        with progress:
+            record = run(instances, config, json_path=json_path, session=session,
+                         on_progress=progress.on_progress, on_pass=progress.on_pass)
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
     except KeyboardInterrupt:
@@ -324,7 +337,11 @@ def _write_outputs(result, record, second, baseline_path, json_path, junit_path,
     from .serialize import result_as_dict
 
     if junit_path:
-        Path(junit_path).write_text(render_junit(result), encoding="utf-8")
+        import socket
+
+        Path(junit_path).write_text(render_junit(result, record=record,
+                                                 hostname=socket.gethostname()),
+                                    encoding="utf-8")
     if markdown_path:
         Path(markdown_path).write_text(render_markdown(result), encoding="utf-8")
     if html_path:
@@ -412,27 +429,57 @@ def _add_runs(store, add_paths: Sequence[str], label: str | None) -> None:
                   f"[/]", highlight=False)
 
 
-def _trend_table(points, selector: str) -> Table:
-    table = Table(title=f"history of {selector} (oldest first; change vs the previous run)",
-                  title_justify="left")
-    for column in ("instance", "mode", "run", "date", "commit", "machine", "versions",
-                   "ratio [95% CI]", "change", "verdict", "target median"):
-        table.add_column(column)
-    previous: dict[tuple[str, str], float] = {}
-    for p in sorted(points, key=lambda p: (p.instance_id, p.mode, p.run_id)):
-        key = (p.instance_id, p.mode)
-        change = "-"
-        if p.ratio is not None and key in previous:
-            change = f"{(p.ratio / previous[key] - 1) * 100:+.1f}%"
-        if p.ratio is not None:
-            previous[key] = p.ratio
-        ratio = ("-" if p.ratio is None
-                 else f"{p.ratio:.3g} [{p.ci_low:.3g}, {p.ci_high:.3g}]")
-        table.add_row(escape(p.instance_id), p.mode, f"#{p.run_id}", (p.created_utc or "-")[:16],
-                      (p.git_commit or "-")[:9], p.machine_id or "-",
-                      f"{p.reference_version or '?'} / {p.target_version or '?'}", ratio,
-                      change, p.verdict or "-", _fmt_time(p.target_median_s))
-    return table
+def _trend_table(points, selector: str):
+    """Readable at 100 columns: one block per instance and mode, headed by its short id
+    (whole, never cut: a cut id made float16 and float32 rows read the same), and machine
+    and versions in the title when every run shares them."""
+    from itertools import groupby
+
+    from rich import box
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..ids import short_ids
+
+    names = short_ids(p.instance_id for p in points)
+    machines = {p.machine_id or "-" for p in points}
+    versions = {f"{p.reference_version or '?'} / {p.target_version or '?'}" for p in points}
+    per_run = [("machine", len(machines) > 1), ("versions", len(versions) > 1)]
+    shared = [f"{name}: {next(iter(values))}" for (name, varies), values
+              in zip(per_run, (machines, versions)) if not varies]
+    blocks: list[Any] = [Text(f"history of {selector} (oldest first; change vs the previous "
+                              f"run)" + "".join(f"; {s}" for s in shared), style="bold")]
+    ordered = sorted(points, key=lambda p: (p.instance_id, p.mode, p.run_id))
+    for (instance_id, mode), group in groupby(ordered, key=lambda p: (p.instance_id, p.mode)):
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                      title=Text(f"{names[instance_id]}  {mode}"), title_justify="left",
+                      title_style="bold")
+        for column in ("run", "date", "commit"):
+            table.add_column(column, no_wrap=True)
+        for column, varies in per_run:
+            if varies:
+                table.add_column(column, overflow="fold")
+        for column in ("ratio [95% CI]", "change", "verdict", "target median"):
+            table.add_column(column, no_wrap=True,
+                             justify="left" if column == "verdict" else "right")
+        previous = None
+        for p in group:
+            change = "-"
+            if p.ratio is not None and previous is not None:
+                change = f"{(p.ratio / previous - 1) * 100:+.1f}%"
+            if p.ratio is not None:
+                previous = p.ratio
+            ratio = ("-" if p.ratio is None
+                     else f"{p.ratio:.3g} [{p.ci_low:.3g}, {p.ci_high:.3g}]")
+            cells = [f"#{p.run_id}", (p.created_utc or "-")[:16], (p.git_commit or "-")[:9]]
+            if per_run[0][1]:
+                cells.append(p.machine_id or "-")
+            if per_run[1][1]:
+                cells.append(f"{p.reference_version or '?'} / {p.target_version or '?'}")
+            cells += [ratio, change, p.verdict or "-", _fmt_time(p.target_median_s)]
+            table.add_row(*cells)
+        blocks += [Text(""), table]
+    return Group(*blocks)
 
 
 __all__ = ["GATE_DEFAULT_ROUNDS", "gate_command", "history_command", "progress_printer"]

@@ -1,17 +1,26 @@
 """JUnit XML for CI test panels: one <testcase> per instance.
 
+INCONCLUSIVE means one thing everywhere: the gate could not tell, which is neither a pass
+nor a failure. Exit 3; the README's CI job turns it into a warning; `pytest --benchmark`
+reports it as "inconclusive", not failed; and here it is <skipped> with its reason, which
+every JUnit reporter shows as "skipped" (yellow/grey), never as red. The reason carries the
+verdict word, so a panel still tells an inconclusive case from a new one.
+
 Mapping (JUnit has pass / failure / error / skipped):
-  REGRESSION, BROKEN   -> <failure>  the gate fails on them (exit 1)
-  INCONCLUSIVE, MISSING -> <error>   the gate could not tell (exit 3): shown red, not hidden
-                                     as "skipped", because a CI panel must not read it as fine
-  NEW                  -> <skipped>  nothing to compare with yet
-  PASS                 -> (nothing)
-The hygiene notes go into the suite's <properties> and <system-out>, so a test panel that
-shows only the cases still carries them.
+  REGRESSION, BROKEN          -> <failure>  the gate fails on them (exit 1)
+  INCONCLUSIVE, MISSING, NEW  -> <skipped>  no decision: too noisy, not run now, no baseline
+  PASS                        -> (nothing)
+Each decision appears once: in the element's `message` (the line a panel shows); the
+element's text holds only what the message does not (the changes per measurement).
+The suite carries `timestamp`, `hostname` and `time` (the run's), each case its `time`, and
+the hygiene notes go into the suite's <properties> and <system-out>, so a panel that shows
+only the cases still carries them.
 """
 from __future__ import annotations
 
+import datetime as _dt
 import xml.etree.ElementTree as ET
+from typing import Any, Mapping
 
 from .decision import GateVerdict
 from .evaluate import GateResult, InstanceResult
@@ -19,7 +28,7 @@ from .evaluate import GateResult, InstanceResult
 __all__ = ["render_junit"]
 
 _FAILURES = (GateVerdict.REGRESSION, GateVerdict.BROKEN)
-_ERRORS = (GateVerdict.INCONCLUSIVE, GateVerdict.MISSING)
+_SKIPPED = (GateVerdict.INCONCLUSIVE, GateVerdict.MISSING, GateVerdict.NEW)
 
 
 def _message(inst: InstanceResult) -> str:
@@ -27,13 +36,50 @@ def _message(inst: InstanceResult) -> str:
     return f"{inst.verdict.value}{by}: {inst.reason}"
 
 
-def render_junit(result: GateResult, suite_name: str = "opbench.gate") -> str:
+def _details(inst: InstanceResult) -> str | None:
+    """The changes behind the decision, one line per measurement (not in the message)."""
+    from .markdown import pct
+
+    lines = []
+    for m in inst.measurements:
+        last = m.decision.last if m.decision else None
+        for name in ("ratio", "target_time"):
+            path = getattr(last, name, None) if last else None
+            if path is not None:
+                e = path.estimate
+                lines.append(f"{m.key} {name.replace('_', ' ')} change {pct(e.change)} "
+                             f"[{pct(e.ci_low)}, {pct(e.ci_high)}]")
+    return "\n".join(lines) or None
+
+
+def _seconds(value: Any) -> str:
+    return f"{float(value or 0.0):.3f}"
+
+
+def _run_seconds(record: Mapping[str, Any]) -> float:
+    try:
+        start = _dt.datetime.fromisoformat(record["created_utc"])
+        end = _dt.datetime.fromisoformat(record["finished_utc"])
+    except (KeyError, TypeError, ValueError):
+        return sum(float(i.get("duration_s") or 0.0) for i in record.get("instances", []))
+    return max(0.0, (end - start).total_seconds())
+
+
+def render_junit(result: GateResult, suite_name: str = "opbench.gate",
+                 record: Mapping[str, Any] | None = None, hostname: str | None = None) -> str:
+    """record: the current run's results record (times and timestamp); hostname: the
+    machine that ran it."""
+    record = record or {}
+    durations = {i.get("id"): i.get("duration_s") for i in record.get("instances", [])}
     counts = result.counts()
     failures = sum(counts[v.value] for v in _FAILURES)
-    errors = sum(counts[v.value] for v in _ERRORS)
-    suite = ET.Element("testsuite", {
+    skipped = sum(counts[v.value] for v in _SKIPPED)
+    attributes = {
         "name": suite_name, "tests": str(len(result.instances)), "failures": str(failures),
-        "errors": str(errors), "skipped": str(counts[GateVerdict.NEW.value])})
+        "errors": "0", "skipped": str(skipped), "time": _seconds(_run_seconds(record)),
+        "timestamp": str(record.get("created_utc") or "")[:19],
+        "hostname": hostname or str((record.get("environment") or {}).get("machine_id", ""))}
+    suite = ET.Element("testsuite", {k: v for k, v in attributes.items() if v})
     properties = ET.SubElement(suite, "properties")
     ET.SubElement(properties, "property", {"name": "exit_code", "value": str(result.exit_code)})
     ET.SubElement(properties, "property", {"name": "same_machine",
@@ -43,16 +89,15 @@ def render_junit(result: GateResult, suite_name: str = "opbench.gate") -> str:
                                                "value": note.message})
     for inst in result.instances:
         case = ET.SubElement(suite, "testcase", {"classname": f"opbench.{inst.op or 'case'}",
-                                                 "name": inst.id})
+                                                 "name": inst.id,
+                                                 "time": _seconds(durations.get(inst.id))})
         text = _message(inst)
         if inst.verdict in _FAILURES:
-            ET.SubElement(case, "failure", {"type": inst.verdict.value,
-                                            "message": text}).text = text
-        elif inst.verdict in _ERRORS:
-            ET.SubElement(case, "error", {"type": inst.verdict.value,
-                                          "message": text}).text = text
-        elif inst.verdict is GateVerdict.NEW:
-            ET.SubElement(case, "skipped", {"message": text})
+            element = ET.SubElement(case, "failure", {"type": inst.verdict.value,
+                                                      "message": text})
+            element.text = _details(inst)
+        elif inst.verdict in _SKIPPED:
+            ET.SubElement(case, "skipped", {"type": inst.verdict.value, "message": text})
         else:
             ET.SubElement(case, "system-out").text = text
     if result.notes:

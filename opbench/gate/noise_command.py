@@ -56,11 +56,11 @@ def _table(profile, baseline_processes: int, min_effect: float) -> Table:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the profile for `opbench gate --noise`.")
 @click.option("--baseline-processes", type=click.IntRange(min=1), default=2,
-              show_default=True,
               help="How many processes the gate's baseline will pool (repeated --baseline): "
-                   "the table's floors assume it; the gate uses its actual count.")
-@click.option("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, show_default=True,
-              help="The minimum effect the gate will be given, to show which floors raise it.")
+                   "the table's floors assume it; the gate uses its actual count. Default: 2.")
+@click.option("--min-effect", type=float, default=DEFAULT_MIN_EFFECT,
+              help="The minimum effect the gate will be given, to show which floors raise it. "
+                   f"Default: {DEFAULT_MIN_EFFECT:g}.")
 def noise_command(runs, json_path, baseline_processes, min_effect):
     """How far each instance's ratio moves between processes of the same code, and the
     minimum effect a gate can hold for it on this machine. RUNS: 3 or more results files of
@@ -96,11 +96,13 @@ def noise_command(runs, json_path, baseline_processes, min_effect):
 @click.option("-m", "--baseline-processes", "baseline_counts", type=click.IntRange(min=1),
               multiple=True, help="Processes pooled into each replayed baseline (repeatable; "
                                   "default 1 and 2).")
-@click.option("--profile-processes", type=click.IntRange(min=0), default=5, show_default=True,
-              help="Processes in the noise profile of the 'profile' rows (0: no such rows).")
-@click.option("--gates", type=click.IntRange(min=1), default=200, show_default=True,
-              help="Replayed gates per row.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--profile-processes", type=click.IntRange(min=0), default=5,
+              help="Processes in the noise profile of the 'profile' rows (0: no such rows). "
+                   "Default: 5.")
+@click.option("--gates", type=click.IntRange(min=1), default=200,
+              help="Replayed gates per row. Default: 200.")
+@click.option("--seed", type=int, default=0,
+              help="Seed of the replay's draws (same seed, same table). Default: 0.")
 @click.option("--injected", "injected_paths", multiple=True, type=click.Path(dir_okay=False),
               help="Runs recorded with OPBENCH_INJECT_SLOWDOWN (2 or more): also replay "
                    "gates of those against the same baselines.")

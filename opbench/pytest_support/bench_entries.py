@@ -10,9 +10,13 @@ threshold, the verdict) and the instance's parameters go into extra_info, on bot
 Naming (stable across runs, so saved runs compare by fullname):
   name      <instance id>::<framework>:<mode>          reshape[shape=8x16]::torch:serial
   fullname  <pytest node id>::<framework>:<mode>
-  group     <instance id> (<mode>)   both frameworks of one comparison side by side
+  group     <instance id> (<mode>)   both frameworks of one comparison side by side: the
+                                     default grouping of pytest-benchmark's tables, of
+                                     `pytest-benchmark compare` too
   param     <framework>:<mode>       --benchmark-group-by=param puts a framework together
-  params    {framework, mode}        --benchmark-group-by=param:framework works too
+  params    {framework, mode, ratio, ci_low, ci_high, verdict}
+                                     --benchmark-group-by=param:framework works too; the
+                                     CSV exports show the ratio as param columns
 """
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ from typing import Any, Mapping
 
 # pytest-benchmark records the options an entry was measured with; these are opbench's.
 PROTOCOL = "opbench interleaved rounds"
+# The comparison's figures, also in each entry's params (see _comparison).
+COMPARISON_PARAMS = ("ratio", "ci_low", "ci_high", "verdict")
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,7 @@ def entry_specs(record: Mapping[str, Any], nodeid: str, reference: str, target: 
                 fullname=f"{nodeid}::{suffix}",
                 group=f"{record['id']} ({mode})",
                 param=suffix,
-                params={"framework": framework, "mode": mode},
+                params={"framework": framework, "mode": mode, **_comparison(m)},
                 extra_info=_extra_info(record, m, mode, framework, role, reference, target,
                                        run_config),
                 options={"protocol": PROTOCOL, "mode": mode, "loops": m.get("loops"),
@@ -69,6 +75,13 @@ def entry_specs(record: Mapping[str, Any], nodeid: str, reference: str, target: 
                 iterations=int(m.get("loops") or 1),
                 samples_s=samples))
     return specs
+
+
+def _comparison(m: Mapping[str, Any]) -> dict[str, Any]:
+    """The comparison as params: the stock tools show no extra_info, but their CSV export
+    (`--benchmark-csv`, `pytest-benchmark compare --csv`) has a column per param, so the
+    ratio, its interval and the verdict sit next to each side's times there."""
+    return {key: m.get(key) for key in COMPARISON_PARAMS}
 
 
 def _extra_info(record: Mapping[str, Any], m: Mapping[str, Any], mode: str, framework: str,

@@ -105,10 +105,11 @@ def _progress(stderr: Console, total_files: int):
                                                            path_type=Path),
               help="API mapping YAML (default: the shipped one).")
 @click.option("--framework", type=click.Choice(FRAMEWORK_CHOICES), default="both",
-              show_default=True, help="Keep only calls of this framework.")
+              help="Keep only calls of this framework. Default: both.")
 @click.option("--group", type=click.Choice((GROUP_AUTO, GROUP_CALL, GROUP_API)),
-              default=GROUP_AUTO, show_default=True,
-              help="Table only: a line per call, per distinct API, or per call when few.")
+              default=GROUP_AUTO,
+              help="Table only: a line per call, per distinct API, or per call when few. "
+                   f"Default: {GROUP_AUTO}.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1),
               help="Worker processes (default: one per available CPU).")
 def scan_command(paths, output, output_format, results, cases_dir, mapping_path, framework,

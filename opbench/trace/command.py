@@ -8,6 +8,8 @@ import traceback
 import click
 from rich.console import Console
 
+from ..progress import activity
+from ..terminal import console_width
 from .chrome import write_chrome_trace
 from .emit import emit_cases
 from .events import ASYNC, SERIAL
@@ -31,37 +33,44 @@ UNCAUGHT_EXCEPTION_STATUS = 1
 @click.option("--nested", is_flag=True,
               help="Also record calls made inside APIs, as their children (default: only the "
                    "outermost API call a program made is timed).")
-@click.option("--serial/--async", "serial", default=True,
-              help="serial (default): sync after every call, per-call latency. async: "
-                   "host-side launch time only.")
-@click.option("-o", "--output", "output_dir", default=DEFAULT_OUTPUT_DIR, show_default=True,
+@click.option("--mode", type=click.Choice([SERIAL, ASYNC]), default=None,
+              help="serial: sync after every call (per-call latency); async: host-side "
+                   "launch time only. Default: serial.")
+# The spelling before --mode (every other command says --mode): still accepted, not shown.
+@click.option("--serial/--async", "legacy_serial", default=None, hidden=True)
+@click.option("-q", "--quiet", is_flag=True, help="No progress display while the program runs.")
+@click.option("-o", "--output", "output_dir", default=DEFAULT_OUTPUT_DIR,
               type=click.Path(file_okay=False),
-              help=f"Directory for {CHROME_FILE}, {RECORD_FILE}, {LOG_FILE} (and {CASES_FILE}).")
+              help=f"Directory for {CHROME_FILE}, {RECORD_FILE}, {LOG_FILE} (and {CASES_FILE}). "
+                   f"Default: {DEFAULT_OUTPUT_DIR}.")
 @click.option("--framework", type=click.Choice(FRAMEWORK_CHOICES), default="both",
-              show_default=True, help="Which framework to trace; both = whichever the program "
-                                      "imports.")
+              help="Which framework to trace; both = whichever the program imports. "
+                   "Default: both.")
 @click.option("--cases", "write_cases", is_flag=True,
               help=f"Also write {CASES_FILE}: one case per (API, shapes, dtypes) seen, for both "
                    f"frameworks.")
 @click.option("--group-by-shape", is_flag=True, help="One table row per API and input shapes.")
-@click.option("--sort-by", type=click.Choice(SORT_KEYS), default="total", show_default=True)
+@click.option("--sort-by", type=click.Choice(SORT_KEYS), default="total",
+              help="Order of the table rows. Default: total.")
 @click.option("--limit", type=int, default=None, help="Show only the first N table rows.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def trace_command(nested: bool, serial: bool, output_dir: str, framework: str,
-                  write_cases: bool, group_by_shape: bool, sort_by: str, limit: int | None,
-                  command: tuple[str, ...]) -> None:
+def trace_command(nested: bool, mode: str | None, legacy_serial: bool | None, quiet: bool,
+                  output_dir: str, framework: str, write_cases: bool, group_by_shape: bool,
+                  sort_by: str, limit: int | None, command: tuple[str, ...]) -> None:
     """Run a Python program unchanged and time every torch / MindSpore API call it makes.
 
     \b
       opbench trace -- python train.py --epochs 1
-      opbench trace --nested --async -o out/ -- python -m mypkg.eval
+      opbench trace --nested --mode async -o out/ -- python -m mypkg.eval
     """
     try:
         target = parse_target(command)
     except TargetError as err:
         raise click.UsageError(str(err)) from err
     os.makedirs(output_dir, exist_ok=True)
-    tracer = Tracer(nested=nested, sync=SERIAL if serial else ASYNC, framework=framework)
+    if mode is None:
+        mode = ASYNC if legacy_serial is False else SERIAL
+    tracer = Tracer(nested=nested, sync=mode, framework=framework)
     failure: BaseException | None = None
     status = 0
     try:
@@ -69,7 +78,10 @@ def trace_command(nested: bool, serial: bool, output_dir: str, framework: str,
     except TraceError as err:
         raise click.ClickException(str(err)) from err
     try:
-        outcome = run_target(target)
+        with activity(Console(stderr=True, width=console_width(sys.stderr)),
+                      f"tracing {target.describe()}", count=lambda: tracer.recorded_calls,
+                      quiet=quiet):
+            outcome = run_target(target)
         status = outcome.status
         if outcome.message:
             click.echo(outcome.message, err=True)

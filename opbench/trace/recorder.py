@@ -143,6 +143,10 @@ class Recorder:
         self._syncs[framework] = sync
         self._describers[framework] = tensor_spec
 
+    @property
+    def recorded_calls(self) -> int:
+        return self._store.recorded_calls
+
     def start(self) -> None:
         self._start_ns = self._clock()
         self._active = True

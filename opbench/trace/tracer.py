@@ -107,6 +107,12 @@ class Tracer:
     def running(self) -> bool:
         return self._recorder is not None and self._recorder.active
 
+    @property
+    def recorded_calls(self) -> int:
+        """Calls recorded so far (for a live display while the program runs)."""
+        recorder = getattr(self, "_recorder", None)
+        return recorder.recorded_calls if recorder is not None else 0
+
     def _on_import(self, name: str) -> None:
         if not self.running or name in self._interceptors:
             return

@@ -52,6 +52,13 @@ def cases_dir(tmp_path):
     return directory
 
 
+@pytest.fixture
+def only_cases(cases_dir, monkeypatch):
+    """cases_dir instead of the shipped library ($OPBENCH_CASES)."""
+    monkeypatch.setenv("OPBENCH_CASES", str(cases_dir))
+    return cases_dir
+
+
 # --------------------------------------------------------------------------- no frameworks
 
 def test_list_summarises_the_library(cases_dir):
@@ -106,19 +113,50 @@ def test_a_missing_path_with_brackets_is_named_in_full(tmp_path):
     assert_user_error(invoke("list", str(missing)), f"{missing}: no such case file")
 
 
-def test_compare_an_unknown_op_exits_2_listing_the_known_ones(cases_dir):
-    result = invoke("compare", "reshpe", "--cases", str(cases_dir))
+def test_compare_an_unknown_op_exits_2_listing_the_known_ones(only_cases):
+    result = invoke("compare", "reshpe")
     assert_user_error(result, "no case instance matches op reshpe", "ops there: add, sub")
 
 
-def test_no_case_directory_here_is_a_usage_error(tmp_path, monkeypatch):
+def test_a_missing_opbench_cases_directory_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPBENCH_CASES", str(tmp_path / "nowhere"))
+    assert_user_error(invoke("list"), "OPBENCH_CASES=", "no such case directory")
+
+
+def test_commands_use_the_shipped_library_from_any_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPBENCH_CASES", raising=False)
-    assert_user_error(invoke("list"), "no case directory 'cases' here")
+    result = invoke("list", "--op", "reshape", "--instances")
+    assert result.exit_code == 0, result.output
+    assert "reshape[shape=8x16,dtype=float32]" in result.stdout
 
 
-def test_the_same_framework_on_both_sides_is_refused(cases_dir):
-    result = invoke("compare", "add", "--cases", str(cases_dir),
+def test_compare_cases_adds_a_case_and_replaces_a_shipped_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPBENCH_CASES", raising=False)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    # `reshape` replaces the shipped case of that name; `my_add` is new
+    case_file(mine, binary_case("my_add"), binary_case("reshape"), name="mine.yaml")
+    shipped = invoke("list", "--op", "reshape", "--instances").stdout.split()
+    ids = invoke("list", "--op", "reshape", "--op", "my_add", "--instances").stdout.split()
+    assert "my_add" not in ids
+    result = invoke("compare", "reshape", "my_add", "--cases", str(mine), "--json",
+                    str(tmp_path / "o.json"), "--reference", "numpy", "--target", "numpy")
+    # (refused before anything runs: only the selection is of interest here)
+    assert_user_error(result, "different frameworks")
+    from opbench.cli_common import default_cases_path, load_instances
+
+    selected = [i.id for i in load_instances([default_cases_path()], ["reshape", "my_add"],
+                                             extra_paths=[str(mine)])]
+    assert "my_add" in selected
+    assert selected.count("reshape") == 1          # the user's case, without params
+    assert not any(i.startswith("reshape[") for i in selected)
+    assert len(selected) == len(shipped) - sum(i.startswith("reshape[") for i in shipped) + 2
+
+
+def test_the_same_framework_on_both_sides_is_refused(only_cases):
+    result = invoke("compare", "add",
                     "--reference", "numpy", "--target", "numpy")
     assert_user_error(result, "different frameworks")
 
@@ -146,7 +184,7 @@ def test_report_shows_a_saved_file_and_writes_markdown_and_html(saved_run, tmp_p
     result = invoke("report", str(saved_run), "--markdown", str(md), "--html", str(page),
                     "--worst-first")
     assert result.exit_code == 0, result.output
-    assert "add[shape=4x8]" in result.stdout and "add[shape=2x3]" in result.stdout
+    assert "add[4x8]" in result.stdout and "add[2x3]" in result.stdout   # short ids
     assert "0.25 [0.25, 0.25]" in result.stdout
     assert "2 instances: 2 SLOW" in result.stdout
     assert "`add[shape=2x3]`" in md.read_text()
@@ -183,13 +221,13 @@ def test_a_passing_run_exits_0_and_saves_a_valid_file(fake_frameworks, cases_dir
     record = read_results(out)
     assert [i["verdict"] for i in record["instances"]] == ["PASS"] * 3
     assert record["config"]["settings"]["rounds"] == 6
-    assert "[1/3] add[shape=4x8]" in result.stderr
+    assert "[1/3] add[4x8]" in result.stderr       # progress lines: short ids
     assert "3 instances: 3 PASS" in result.stdout
 
 
-def test_a_slow_target_exits_1(fake_frameworks, cases_dir, tmp_path):
+def test_a_slow_target_exits_1(fake_frameworks, only_cases, tmp_path):
     fake_frameworks["costs"] = {"mindspore.add": 4e-4}
-    result = invoke("compare", "add", "--cases", str(cases_dir), *FAST, "-q",
+    result = invoke("compare", "add", *FAST, "-q",
                     "--json", str(tmp_path / "o.json"))
     assert result.exit_code == 1, result.output
     assert "2 instances: 2 SLOW" in result.stdout
@@ -251,10 +289,11 @@ def test_the_default_results_file_goes_to_out(fake_frameworks, cases_dir, tmp_pa
 def test_list_shows_case_file_paths_with_brackets(tmp_path):
     directory = tmp_path / "lib[v2]"
     directory.mkdir()
-    case_file(directory, binary_case("sub"))
+    case_file(directory, binary_case("sub"), name="ops[v2].yaml")
     result = CliRunner().invoke(cli, ["list", str(directory)], terminal_width=400)
     assert result.exit_code == 0, result.output
-    assert "lib[v2]" in result.stdout.replace("\n", "")
+    # the file's name (not its site-packages path), brackets not eaten as markup
+    assert "ops[v2].yaml" in result.stdout.replace("\n", "")
 
 
 def test_run_records_into_the_history_database(fake_frameworks, cases_dir, tmp_path):

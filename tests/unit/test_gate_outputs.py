@@ -30,15 +30,55 @@ def test_junit_has_one_testcase_per_instance_and_the_right_elements():
     cases = {c.get("name"): c for c in root.iter("testcase")}
     assert set(cases) == {"add[a]", "add[b]", "relu[a]", "new[x]"}
     assert cases["add[b]"].find("failure").get("type") == "REGRESSION"
-    assert cases["relu[a]"].find("error").get("type") == "MISSING"
+    assert cases["relu[a]"].find("skipped").get("type") == "MISSING"
     assert cases["new[x]"].find("skipped") is not None
     assert cases["add[a]"].find("failure") is None and cases["add[a]"].find("error") is None
     assert root.get("tests") == "4" and root.get("failures") == "1"
-    assert root.get("errors") == "1" and root.get("skipped") == "1"
+    assert root.get("errors") == "0" and root.get("skipped") == "2"
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert props["exit_code"] == "1"
     assert any(k.endswith(".machine") for k in props)
     assert "different machine" in root.find("system-out").text
+
+
+def test_junit_inconclusive_is_skipped_with_its_reason_and_each_line_appears_once():
+    """Issue #16 point 6: one meaning of INCONCLUSIVE (skipped, with its reason), a
+    decision line once, and the suite's time, timestamp and hostname."""
+    import dataclasses
+
+    from opbench.gate.decision import GateVerdict
+
+    result = mixed_result()
+    inconclusive = dataclasses.replace(result.instances[0], verdict=GateVerdict.INCONCLUSIVE,
+                                       reason="interval straddles the minimum effect")
+    result = dataclasses.replace(result, instances=(inconclusive, *result.instances[1:]))
+    record = {"created_utc": "2026-01-02T03:04:05+00:00",
+              "finished_utc": "2026-01-02T03:05:35+00:00",
+              "instances": [{"id": inconclusive.id, "duration_s": 12.5}]}
+    xml = render_junit(result, record=record, hostname="runner-7")
+    root = ET.fromstring(xml.split("\n", 1)[1])
+    assert root.find(".//error") is None
+    skipped = root.find(f".//testcase[@name='{inconclusive.id}']/skipped")
+    assert skipped.get("type") == "INCONCLUSIVE"
+    assert "interval straddles the minimum effect" in skipped.get("message")
+    assert root.get("hostname") == "runner-7" and root.get("time") == "90.000"
+    assert root.get("timestamp") == "2026-01-02T03:04:05"
+    assert root.find(f".//testcase[@name='{inconclusive.id}']").get("time") == "12.500"
+    failure = root.find(".//failure")
+    assert failure.get("message") not in (failure.text or "")   # not twice
+    assert xml.count(failure.get("message").replace("%", "%")[:40]) == 1
+
+
+def test_docs_give_inconclusive_one_meaning():
+    """README, docs/gate.md and the JUnit mapping agree: exit 3 is a warning, skipped."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    gate_doc = (repo / "docs" / "gate.md").read_text()
+    readme = (repo / "README.md").read_text()
+    assert "not green" not in gate_doc and "not as red" not in gate_doc
+    for text in (gate_doc, readme):
+        assert "`<skipped>`" in text and "::warning::" in text
 
 
 def test_markdown_summary_puts_the_outcome_hygiene_and_worst_first():

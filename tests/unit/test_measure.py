@@ -91,7 +91,8 @@ def test_calibration_sets_one_loop_count_from_the_fastest_side():
     clock = FakeClock()
     fast = FakeDevice(clock, launch_s=0, kernel_s=1e-6, sync_s=0)
     slow = FakeDevice(clock, launch_s=0, kernel_s=4e-6, sync_s=0)
-    settings = MeasureSettings(mode=ASYNC, min_sample_time_s=0.01)
+    # a budget the slow side's samples fit in (15 rounds x 2 sides x 40 ms)
+    settings = MeasureSettings(mode=ASYNC, min_sample_time_s=0.01, max_time_s=2.0)
     cal = calibrate([fast.side("fast"), slow.side("slow")], settings, clock, resolution_s=1e-9)
     assert cal.target_sample_time_s == pytest.approx(0.01)
     # the fastest side's sample reaches the target; the slow side's is 4x as long

@@ -8,6 +8,7 @@ by tests/integration/test_pytest_plugin.py.
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -21,6 +22,7 @@ pytest_plugins = ["pytester"]
 
 HELPERS_DIR = Path(plugin_fakes.__file__).parent
 PLUGIN_MODULE = "opbench.pytest_plugin"
+_real_find_spec = importlib.util.find_spec
 
 CASES = """\
 cases:
@@ -290,6 +292,61 @@ def test_compare_fail_trips_on_a_saved_baseline(project, capsys):
     assert "Performance has regressed" in output
     assert "add[n=4]::mindspore:serial (0001_base) - Field 'median' has failed" in output
     assert "torch:serial - Field" not in output          # the reference did not change
+
+
+def test_pytest_benchmark_compare_groups_each_instance_and_its_csv_shows_the_ratio(project):
+    """Issue #16 point 5: the stock `pytest-benchmark compare` puts each instance's two
+    sides in one table of their own, and its CSV export carries the ratio and verdict."""
+    import subprocess
+    import sys
+
+    set_costs(project, FAST_S, SLOW_S)
+    storage = project.path / "bench"
+    run(project, "--benchmark", *QUICK, "-k", "add", f"--benchmark-storage={storage}",
+        "--benchmark-save=base", "--opbench-threshold", "0.1").assert_outcomes(passed=2)
+    shown = subprocess.run(
+        [sys.executable, "-c", "from pytest_benchmark.cli import main; main()",
+         "--storage", str(storage), "compare", f"--csv={project.path / 'cmp'}"],
+        cwd=project.path, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    tables = shown.stdout.split("benchmark '")[1:]
+    assert [t.split("'")[0] for t in tables] == ["add[n=16] (serial)", "add[n=4] (serial)"]
+    for table in tables:
+        rows = [ln.split()[0] for ln in table.splitlines() if "::" in ln]
+        assert sorted(r.split("::")[1].split(" ")[0] for r in rows) == [
+            "mindspore:serial", "torch:serial"]
+    (csv_file,) = project.path.glob("cmp*.csv")
+    header, *rows = csv_file.read_text().splitlines()
+    assert "param:ratio" in header and "param:verdict" in header
+    assert all(",0.2," in row or ",0.2" in row for row in rows), rows
+
+
+def test_benchmark_histogram_without_pygal_is_a_usage_error(project, monkeypatch):
+    monkeypatch.setattr("importlib.util.find_spec",
+                        lambda name, *a: None if name == "pygal" else _real_find_spec(name, *a))
+    result = run(project, "--benchmark", *QUICK, "--benchmark-histogram=h")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert "pip install 'opbench[histogram]'" in result.stderr.str()
+
+
+def test_benchmark_histogram_draws_opbench_entries(project):
+    pytest.importorskip("pygal")
+    pytest.importorskip("pygaljs")
+    result = run(project, "--benchmark", *QUICK, "-k", "add", "--opbench-threshold", "0.1",
+                 f"--benchmark-histogram={project.path / 'hist'}")
+    assert "INTERNALERROR" not in result.stdout.str()
+    result.assert_outcomes(passed=2)
+    assert sorted(p.name for p in project.path.glob("hist*.svg"))
+
+
+def test_case_tags_appear_in_pytest_markers(project):
+    result = run(project, "--markers", "cases.yaml")
+    assert result.ret == pytest.ExitCode.OK
+    text = result.stdout.str()
+    assert "@pytest.mark.elementwise: opbench case tag" in text
+    assert "@pytest.mark.unary: opbench case tag" in text
+    assert "@pytest.mark.skip: opbench case tag" not in text      # pytest's own
 
 
 def test_case_items_are_benchmarks_for_benchmark_only_and_skip(project):

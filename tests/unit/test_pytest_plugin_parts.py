@@ -122,7 +122,9 @@ def test_one_entry_per_framework_and_mode_with_the_comparison_in_extra_info():
     first = specs[0]
     assert first.fullname == "cases/x.yaml::a[n=4]::torch:serial"
     assert first.group == "a[n=4] (serial)"
-    assert first.params == {"framework": "torch", "mode": "serial"}
+    assert first.params == {"framework": "torch", "mode": "serial", "ratio": 0.25,
+                            "ci_low": first.extra_info["ci_low"],
+                            "ci_high": first.extra_info["ci_high"], "verdict": "SLOW"}
     assert first.iterations == 40 and first.samples_s == (1e-6,) * 6
     info = first.extra_info
     assert (info["ratio"], info["verdict"], info["role"], info["params"], info["threads"]) == (

@@ -69,16 +69,16 @@ def test_the_fake_run_has_every_verdict(record):
 
 def test_terminal_shows_ids_ratios_verdicts_and_notes(record):
     text = terminal_text(record)
-    assert "add[style=bold]" in text          # not eaten as a [bold] markup tag
+    assert "add[bold]" in text          # the short id, not eaten as a [bold] markup tag
     for verdict in ("PASS", "SLOW", "MISMATCH", "ERROR"):
         assert verdict in text
     assert "0.25 [0.25, 0.25]" in text          # sine: 4x slower
     assert "3.33 [3.33, 3.33]" in text          # add: target faster
-    assert "x:4x8 float32, y:4x8 float32" in text
-    assert "outputs differ: max abs err 1.0" in text
+    assert "x:4x8 float32" not in text       # the id says it; the JSON has the inputs
+    assert "negate: outputs differ: max abs err 1.0" in text
     assert "bad <input> & more" in text
     assert "What explains these ratios:" in text
-    assert "add[style=bold]: [serial] mindspore is dispatch-bound" in text
+    assert "add[bold]: [serial] mindspore is dispatch-bound" in text
     assert "known: expected mismatch: known offset" in text
     assert "Per-call overhead" in text
     assert "5 instances: 1 SLOW, 1 MISMATCH, 1 ERROR, 2 PASS" in text
@@ -86,10 +86,41 @@ def test_terminal_shows_ids_ratios_verdicts_and_notes(record):
 
 def test_terminal_worst_first_puts_findings_on_top(record):
     text = terminal_text(record, worst_first=True, show_notes=False)
-    verdict_cell = re.compile(r"^│.*│ (PASS|SLOW|MISMATCH|ERROR)\s*│$")
-    order = [m.group(1) for m in map(verdict_cell.match, text.splitlines()) if m]
+    verdict_cell = re.compile(r"^\S.* (PASS|SLOW|MISMATCH|ERROR)\s*$")
+    table = [line for line in text.splitlines() if " instances: " not in line]
+    order = [m.group(1) for m in map(verdict_cell.match, table) if m]
     assert order == ["SLOW", "MISMATCH", "ERROR", "PASS", "PASS"]
     assert "What explains" not in text
+
+
+def test_terminal_table_fits_100_columns_with_whole_short_ids(tmp_path):
+    """Issue #16: at 100 columns no row folds; the JSON keeps the full id."""
+    path = case_file(tmp_path, binary_case(
+        "layer_norm.affine", extra="params:\n  shape: [[1, 128, 768], [32, 1024]]\n"
+                                  "  dtype: [float16, float32]\n  eps: [0.00001]",
+        shape="[4, 8]"))
+    config = fake_config()
+    record = run(load_instances(path), config, session=fake_session(config))
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    render_terminal(record, console, show_notes=False)
+    lines = console.file.getvalue().splitlines()
+    assert max(map(len, lines)) <= 100
+    for short in ("layer_norm.affine[1x128x768,float16,1e-05]",
+                  "layer_norm.affine[32x1024,float32,1e-05]"):
+        (row,) = [line for line in lines if line.startswith(short)]
+        assert "PASS" in row                    # one line per row: nothing folded
+    assert record["instances"][0]["id"] == (
+        "layer_norm.affine[shape=1x128x768,dtype=float16,eps=1e-05]")
+    assert "mode serial; threshold 0.8" in "\n".join(lines)
+
+
+def test_a_correctness_run_says_agree_not_pass(tmp_path):
+    path = case_file(tmp_path, unary("sine", "sin"))
+    config = fake_config(timing=False)
+    record = run(load_instances(path), config, session=fake_session(config))
+    text = terminal_text(record)
+    assert "AGREE" in text and "PASS" not in text
+    assert "1 instances: 1 AGREE" in text
 
 
 def test_markdown_has_a_row_per_measurement_and_the_summary(record):
@@ -143,7 +174,7 @@ def test_a_check_only_record_has_no_overhead_table(tmp_path):
                  session=fake_session(config))
     text = terminal_text(record)
     assert "Per-call overhead" not in text
-    assert "1 instances: 1 PASS" in text
+    assert "1 instances: 1 AGREE" in text     # outputs agree; PASS is the speed verdict
 
 
 @pytest.mark.parametrize("seconds, text", [
