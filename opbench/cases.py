@@ -665,6 +665,10 @@ class _Checker:
             if not (api.startswith(prefix) or api.startswith(TENSOR_PREFIX)):
                 yield self.ctx.error((framework, "api"),
                                      f"'{api}' must start with '{prefix}' or '{TENSOR_PREFIX}'")
+                continue
+            refusal = _unsafe_api(api)
+            if refusal:
+                yield self.ctx.error((framework, "api"), refusal)
 
     def _names(self) -> Iterator[CaseError]:
         for name in self.inputs:
@@ -695,6 +699,24 @@ class _Checker:
                         yield self.ctx.error(path, f"unknown reference '{text}': no param or "
                                              f"input named '{ref}'"
                                              f"{_suggestion(ref, known, '$')}")
+
+
+def _unsafe_api(api: str) -> str | None:
+    """What the text of an API path alone shows to be out of bounds (special attributes,
+    file and process APIs): refused at load time, before any framework is imported. Where
+    the walk actually leads is checked when the framework resolves it
+    (frameworks/api_guard.py)."""
+    from .frameworks.api_guard import check_path_text, check_tensor_method
+    from .frameworks.base import UnknownAPI
+
+    try:
+        if api.startswith(TENSOR_PREFIX):
+            check_tensor_method(api, api[len(TENSOR_PREFIX):])
+        else:
+            check_path_text(api, api.split("."))
+    except UnknownAPI as exc:
+        return str(exc)
+    return None
 
 
 def _is_int(value: Any) -> bool:
