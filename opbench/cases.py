@@ -5,8 +5,9 @@ See docs/case-format.md for the file format.
 
 Loading is three passes over one file, each reporting every problem it finds with the
 file:line of the offending key:
-  1. YAML: parse (safe semantics) and walk the node tree once for line numbers and
-     duplicate keys, which PyYAML would otherwise accept silently (the last one wins);
+  1. YAML: one pass over libyaml's events (case_yaml.py) builds the data with safe
+     semantics and the line of every key, and reports duplicate keys, which PyYAML would
+     otherwise accept silently, and what a hostile file could do (alias bombs, deep nesting);
   2. structure: JSON Schema (opbench/schema/case.schema.json, the single source of truth
      that editors use too), its errors rewritten as short messages naming the key;
   3. meaning: things a schema cannot say: unique names, at least two frameworks, `$refs`
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import yaml
+
+from .case_yaml import RECURSIVE_ALIAS, YamlDocument, YamlLimitError, read_yaml
 
 __all__ = [
     "CaseError", "Location", "InputSpec", "FrameworkCall", "Ref", "Case", "CaseInstance",
@@ -71,8 +74,8 @@ SCHEMA_PATH = Path(__file__).with_name("schema") / "case.schema.json"
 REF_PATTERN = r"^\$[A-Za-z_][A-Za-z0-9_]*$"
 _REF_RE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 _ESCAPE = "$$"
-# Reported by the YAML walk; the schema validator would recurse forever on such data.
-_RECURSIVE_ALIAS = "recursive YAML alias (a value that contains itself)"
+# Reported while reading the YAML; the schema validator would recurse forever on such data.
+_RECURSIVE_ALIAS = RECURSIVE_ALIAS
 
 # Short explanations for the schema's regular expressions (a test checks every pattern in
 # the schema has one), so errors do not show users a regex.
@@ -169,6 +172,9 @@ class Case:
     # Line of every key and list item, by path inside the case (("inputs", "x", "shape"));
     # lets expand() name the line of a value that only becomes invalid after substitution.
     lines: Mapping[DocPath, int] = field(default_factory=dict, compare=False, repr=False)
+    # The instances the loader built while checking the case, so the first expand() does
+    # not build them a second time (a 50,000-case file was expanded twice).
+    expanded: list = field(default_factory=list, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -231,6 +237,12 @@ def expand(case: Case) -> list[CaseInstance]:
     varying slowest) with every `$param` substituted, `$input` in args/kwargs turned into
     Ref(input) and `$$text` into the literal `$text`. Raises CaseError (naming file:line,
     case and key) for values that are invalid once substituted."""
+    if case.expanded:
+        # Handed out once: a caller may change its instances' argument lists, so a second
+        # expand() builds fresh ones.
+        instances = list(case.expanded)
+        case.expanded.clear()
+        return instances
     problems = _Checker(case).static_problems()
     _raise_if_any(problems)
     instances, problems = _Expander(case).instances()
@@ -270,6 +282,10 @@ def _case_files(paths: Iterable[str | Path], errors: list[CaseError]) -> list[Pa
                 p for p in path.rglob("*")
                 if p.suffix in CASE_FILE_SUFFIXES and p.is_file()
                 and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            if not found:
+                errors.append(CaseError(f"{path}: no case files (*.yaml, *.yml) in this "
+                                        f"directory", file=str(path)))
+                continue
         elif path.is_file():
             found = [path]
         else:
@@ -284,39 +300,11 @@ def _case_files(paths: Iterable[str | Path], errors: list[CaseError]) -> list[Pa
     return files
 
 
-class _CaseLoader(yaml.SafeLoader):
-    """Safe loading, plus YAML 1.2 exponent floats: PyYAML (YAML 1.1) reads `1e-5` and
-    `1.0e5` as strings, which would silently turn a tolerance or an argument into text."""
-
-
-_CaseLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"))
-
-
-@dataclass
-class _Document:
-    data: Any
-    lines: dict[DocPath, int]                     # path -> 1-based line
-    problems: list[tuple[DocPath, int, str]]      # (path, line, message) found by the walk
-
-
-def _read_yaml(text: str, file: str) -> _Document:
+def _read_yaml(text: str, file: str) -> YamlDocument:
     try:
-        data = yaml.load(text, Loader=_CaseLoader)  # noqa: S506 - a SafeLoader
-        # A second, independent parse for positions: constructing the data rewrites merge
-        # keys in the node tree, so the walk gets a tree of its own.
-        loader = _CaseLoader(text)
-        try:
-            root = loader.get_single_node()
-            lines: dict[DocPath, int] = {}
-            problems: list[tuple[DocPath, int, str]] = []
-            if root is not None:
-                lines[()] = root.start_mark.line + 1
-                _walk(root, (), loader, lines, problems, set())
-        finally:
-            loader.dispose()
+        return read_yaml(text)
+    except YamlLimitError as exc:
+        raise CaseError(f"{file}:{exc.line}: {exc}", file=file, line=exc.line) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -329,38 +317,6 @@ def _read_yaml(text: str, file: str) -> _Document:
         raise CaseError(f"{file}:{line}: invalid YAML: {what}", file=file, line=line) from None
     except yaml.YAMLError as exc:
         raise CaseError(f"{file}: invalid YAML: {exc}", file=file) from None
-    return _Document(data, lines, problems)
-
-
-def _walk(node: yaml.Node, path: DocPath, loader: _CaseLoader,
-          lines: dict[DocPath, int], problems: list, active: set[int]) -> None:
-    """Record the line of every mapping key and sequence item; report duplicate keys."""
-    if id(node) in active:
-        problems.append((path, node.start_mark.line + 1, _RECURSIVE_ALIAS))
-        return
-    active.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        first_line: dict[Any, int] = {}
-        for key_node, value_node in node.value:
-            # Merge keys (`<<: *defaults`) may legitimately be overridden; their keys get
-            # the line of the mapping that merges them.
-            if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
-                    key_node, yaml.ScalarNode):
-                continue
-            key = loader.construct_object(key_node)
-            line = key_node.start_mark.line + 1
-            if key in first_line:
-                problems.append((path + (key,), line,
-                                 f"duplicate key '{key}' (first at line {first_line[key]})"))
-                continue
-            first_line[key] = line
-            lines[path + (key,)] = line
-            _walk(value_node, path + (key,), loader, lines, problems, active)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            lines[path + (index,)] = item.start_mark.line + 1
-            _walk(item, path + (index,), loader, lines, problems, active)
-    active.discard(id(node))
 
 
 # ---------------------------------------------------------------------------------------
@@ -495,7 +451,9 @@ def _parse_cases(text: str, file: str) -> list[Case]:
         first_line[case.name] = case.line
         checker_problems = _Checker(case).static_problems()
         if not checker_problems:
-            checker_problems = _Expander(case).instances()[1]
+            instances, checker_problems = _Expander(case).instances()
+            if not checker_problems:
+                case.expanded.extend(instances)
         errors.extend(checker_problems)
         cases.append(case)
     _raise_sorted(errors)
@@ -507,7 +465,7 @@ def _raise_sorted(errors: list[CaseError]) -> None:
     _raise_if_any(sorted(errors, key=lambda e: e.line or 0))
 
 
-def _case_contexts(file: str, doc: _Document, raw_cases: Any) -> dict[int, _Context]:
+def _case_contexts(file: str, doc: YamlDocument, raw_cases: Any) -> dict[int, _Context]:
     if not isinstance(raw_cases, list):
         return {}
     per_case: dict[int, dict[DocPath, int]] = {i: {} for i in range(len(raw_cases))}
