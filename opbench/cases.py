@@ -29,6 +29,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import yaml
 
+from . import limits
 from .case_yaml import RECURSIVE_ALIAS, YamlDocument, YamlLimitError, read_yaml
 
 __all__ = [
@@ -44,6 +45,9 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 INT_DTYPES = ("int32", "int64")
 INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 DEFAULT_DTYPE = "float32"
+# Bytes per element of the numpy array an input becomes (bfloat16 is held as float32).
+_ITEMSIZE = {"float16": 2, "bfloat16": 4, "float32": 4, "float64": 8, "int32": 4,
+             "int64": 8, "bool": 1}
 
 # Distributions and the options each one takes, with their defaults (docs/case-format.md).
 DISTRIBUTIONS: Mapping[str, Mapping[str, float]] = {
@@ -65,6 +69,8 @@ DEFAULT_DIST_FOR = {**{d: "normal" for d in FLOAT_DTYPES},
 # An API path must belong to its section; "Tensor." is each framework's tensor type.
 API_PREFIXES = {"torch": "torch.", "mindspore": "mindspore.", "numpy": "numpy."}
 TENSOR_PREFIX = "Tensor."
+# Numbers that set how a case is judged: they must be finite.
+_FINITE_KEYS = (("threshold",), ("min_effect",), ("tolerance", "rtol"), ("tolerance", "atol"))
 # A comparison needs a baseline and a candidate.
 MIN_FRAMEWORKS = 2
 CASE_FILE_SUFFIXES = (".yaml", ".yml")
@@ -540,6 +546,8 @@ def _simple_message(error) -> str:
         return f"{_short(instance)} {PATTERN_HINTS.get(value, f'does not match {value}')}"
     if kind == "minimum":
         return f"must be >= {value}, got {_short(instance)}"
+    if kind == "maximum" and isinstance(instance, float) and math.isinf(instance):
+        return f"must be a finite number, got {_short(instance)}"
     if kind == "maximum":
         return f"must be <= {value}, got {_short(instance)}"
     if kind == "exclusiveMinimum":
@@ -608,7 +616,17 @@ class _Checker:
         self.inputs = dict(self.raw.get("inputs") or {})
 
     def static_problems(self) -> list[CaseError]:
-        return [*self._frameworks(), *self._names(), *self._refs()]
+        return [*self._finite(), *self._frameworks(), *self._names(), *self._refs()]
+
+    def _finite(self) -> Iterator[CaseError]:
+        # NaN passes every comparison a JSON Schema can make (`nan < 0` is false), and an
+        # infinite atol turned a real mismatch into PASS.
+        for path in _FINITE_KEYS:
+            value: Any = self.raw
+            for key in path:
+                value = value.get(key) if isinstance(value, dict) else None
+            if isinstance(value, float) and not math.isfinite(value):
+                yield self.ctx.error(path, f"must be a finite number, got {value!r}")
 
     def _frameworks(self) -> Iterator[CaseError]:
         present = [f for f in FRAMEWORK_SECTIONS if f in self.raw]
@@ -735,6 +753,17 @@ class _Expander:
     def instances(self) -> tuple[list[CaseInstance], list[CaseError]]:
         names = list(self.case.params)
         axes = [range(len(self.case.params[n])) for n in names]
+        try:
+            limit, budget = limits.max_instances(), limits.input_budget_bytes()
+        except limits.LimitError as exc:
+            return [], [self.ctx.error((), str(exc))]
+        count = math.prod(len(axis) for axis in axes)
+        if count > limit:
+            sizes = " x ".join(str(len(axis)) for axis in axes)
+            return [], [self.ctx.error(("params",), (
+                f"the sweep makes {count:,} instances ({sizes}), more than the limit of "
+                f"{limit:,}; raise it with --max-instances or {limits.MAX_INSTANCES_ENV} if "
+                f"the case really needs them"))]
         instances, problems = [], []
         for combo in itertools.product(*axes):
             chosen = dict(zip(names, combo))
@@ -743,6 +772,8 @@ class _Expander:
             inputs = tuple(self._input(name, spec, values, chosen, errors)
                            for name, spec in (self.raw.get("inputs") or {}).items())
             calls = {f: self._call(f, values) for f in FRAMEWORK_SECTIONS if f in self.raw}
+            if not errors:
+                self._check_budget(inputs, budget, chosen, errors)
             if errors:
                 problems.extend(errors)
                 continue
@@ -750,6 +781,23 @@ class _Expander:
             instances.append(CaseInstance(id=ident, case=self.case, params=copy.deepcopy(values),
                                           inputs=inputs, calls=calls))
         return instances, problems
+
+    def _check_budget(self, inputs: Sequence[InputSpec], budget: int,
+                      chosen: Mapping[str, int], errors: list[CaseError]) -> None:
+        """Refuse an instance whose inputs would not fit the memory budget, before anything
+        is allocated."""
+        sizes = {spec.name: math.prod(spec.shape) * _ITEMSIZE[spec.dtype] for spec in inputs}
+        total = sum(sizes.values())
+        if total <= budget:
+            return
+        biggest = max(sizes, key=sizes.get)
+        listed = ", ".join(f"{name} {limits.format_size(size)}" for name, size in sizes.items())
+        where = {n: self.labels[n][i] for n, i in chosen.items()}
+        ident = _instance_id(self.case.name, where)
+        errors.append(self.ctx.error(("inputs", biggest), (
+            f"instance {ident}: its inputs need {limits.format_size(total)} ({listed}), more "
+            f"than the input budget of {limits.format_size(budget)}; raise it with "
+            f"--input-budget or {limits.INPUT_BUDGET_ENV} if the machine has the memory")))
 
     # -- substitution --------------------------------------------------------------------
     def _substitute(self, value: Any, values: Mapping[str, Any], inputs: bool) -> Any:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -17,9 +18,27 @@ from .trace.command import trace_command
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="opbench", prog_name="opbench")
-def cli() -> None:
+@click.option("--max-instances", type=click.IntRange(min=1), default=None,
+              help="Most instances one case's sweep may make (default 100,000; also "
+                   "$OPBENCH_MAX_INSTANCES). A bigger sweep is refused before it is expanded.")
+@click.option("--input-budget", default=None, metavar="SIZE",
+              help="Most memory one instance's inputs may take, e.g. 8GiB (default: a "
+                   "quarter of this machine's memory; also $OPBENCH_INPUT_BUDGET). Bigger "
+                   "inputs are refused before they are allocated.")
+def cli(max_instances, input_budget) -> None:
     """Which operators are slower in MindSpore than in PyTorch, by how much, with what
     confidence. Ratio = reference time / target time (below 1: the target is slower)."""
+    from . import limits
+
+    # Through the environment, so the gate's fresh second-stage process has them too.
+    if max_instances is not None:
+        os.environ[limits.MAX_INSTANCES_ENV] = str(max_instances)
+    if input_budget is not None:
+        try:
+            limits.parse_size(input_budget)
+        except limits.LimitError as exc:
+            raise click.BadParameter(str(exc), param_hint="--input-budget") from None
+        os.environ[limits.INPUT_BUDGET_ENV] = input_budget
 
 
 @cli.command()

@@ -72,6 +72,15 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--opbench-no-backward", action="store_true", default=False, dest="opbench_no_backward",
         help="Skip forward+backward timing of cases marked backward.")
+    # Limits on what one case may ask of the machine (opbench/limits.py), applied when case
+    # files are collected.
+    group.addoption(
+        "--opbench-max-instances", type=int, default=None, dest="opbench_max_instances",
+        help="Most instances one case's sweep may make (default 100,000).")
+    group.addoption(
+        "--opbench-input-budget", default=None, dest="opbench_input_budget", metavar="SIZE",
+        help="Most memory one instance's inputs may take, e.g. 8GiB (default: a quarter of "
+             "the machine's memory).")
     group.addoption(
         "--opbench-json", default=None, dest="opbench_json", metavar="PATH",
         help="Also write the opbench results record (what `opbench run --json` writes; "

@@ -105,3 +105,74 @@ def test_an_empty_directory_says_it_holds_no_case_files(tmp_path):
     (tmp_path / "empty").mkdir()
     assert_user_error(invoke("list", str(tmp_path / "empty")),
                       f"{tmp_path / 'empty'}: no case files (*.yaml, *.yml) in this directory")
+
+
+# -- 3. sweeps, 4. input sizes -----------------------------------------------------------------
+
+def sweep_case(axes: int, values: int) -> str:
+    params = "\n".join(f"      p{i}: [{', '.join(str(v) for v in range(values))}]"
+                       for i in range(axes))
+    return (f"cases:\n  - name: sweep\n    params:\n{params}\n"
+            "    inputs: {x: {shape: [2]}}\n"
+            "    torch: {api: torch.neg, args: [$x]}\n"
+            "    mindspore: {api: mindspore.ops.neg, args: [$x]}\n")
+
+
+def test_a_huge_sweep_is_refused_before_it_is_expanded(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPBENCH_MAX_INSTANCES", raising=False)
+    path = tmp_path / "sweep.yaml"
+    path.write_text(sweep_case(8, 10))   # 10**8 instances
+    with pytest.raises(CaseError) as err:
+        load_case_file(path)
+    assert str(err.value) == (
+        f"{path}:3 case 'sweep': key 'params': the sweep makes 100,000,000 instances "
+        f"(10 x 10 x 10 x 10 x 10 x 10 x 10 x 10), more than the limit of 100,000; raise it "
+        f"with --max-instances or OPBENCH_MAX_INSTANCES if the case really needs them")
+    assert_user_error(invoke("list", str(path)), "100,000,000 instances")
+
+
+def test_the_sweep_limit_can_be_raised_or_lowered(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPBENCH_MAX_INSTANCES", raising=False)
+    path = tmp_path / "sweep.yaml"
+    path.write_text(sweep_case(2, 10))   # 100 instances
+    assert_user_error(invoke("--max-instances", "99", "list", str(path)), "more than the "
+                                                                           "limit of 99")
+    monkeypatch.delenv("OPBENCH_MAX_INSTANCES", raising=False)
+    result = invoke("--max-instances", "100", "list", str(path))
+    assert result.exit_code == 0, result.output
+    monkeypatch.setenv("OPBENCH_MAX_INSTANCES", "50")
+    assert_user_error(invoke("list", str(path)), "more than the limit of 50")
+
+
+def test_inputs_over_the_memory_budget_are_refused_naming_case_and_size(tmp_path,
+                                                                         monkeypatch):
+    monkeypatch.delenv("OPBENCH_INPUT_BUDGET", raising=False)
+    path = case_file(tmp_path, binary_case("huge", shape="[50000, 50000]"))  # 2 x 9.3 GiB
+    with pytest.raises(CaseError) as err:
+        load_case_file(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}:4 case 'huge': key 'inputs.x': instance huge: its "
+                              f"inputs need 18.6 GiB (x 9.3 GiB, y 9.3 GiB), more than the "
+                              f"input budget of ")
+    assert "--input-budget" in message
+    monkeypatch.setenv("OPBENCH_INPUT_BUDGET", "32GiB")
+    assert [c.name for c in load_case_file(path)] == ["huge"]
+    monkeypatch.delenv("OPBENCH_INPUT_BUDGET")
+    assert_user_error(invoke("--input-budget", "1KiB", "list", str(case_file(
+        tmp_path, binary_case("small", shape="[64, 64]"), name="small.yaml"))),
+        "its inputs need 32.0 KiB", "input budget of 1.0 KiB")
+
+
+# -- 5. non-finite numbers ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra, key", [
+    ("tolerance: {atol: .inf}", "tolerance.atol"), ("tolerance: {rtol: .nan}", "tolerance.rtol"),
+    ("tolerance: {rtol: 1e400}", "tolerance.rtol"), ("threshold: 1e309", "threshold"),
+    ("min_effect: .nan", "min_effect"), ("threshold: .nan", "threshold"),
+])
+def test_non_finite_numbers_are_refused(tmp_path, extra, key):
+    path = case_file(tmp_path, binary_case("add", extra=extra))
+    with pytest.raises(CaseError) as err:
+        load_case_file(path)
+    assert f"case 'add': key '{key}': must be a finite number, got " in str(err.value)
+    assert_user_error(invoke("check", str(path)), f"key '{key}'")
