@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -158,7 +159,24 @@ for _command in (trace_command, scan_command, gate_command, noise_command, repla
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    cli.main(args=list(argv) if argv is not None else None, prog_name="opbench")
+    from .cli_common import err, exit_status, signal_name_of
+    from .interrupts import install
+
+    # First thing: a Ctrl-C or SIGTERM while loading or starting the frameworks exits
+    # 130/143 with a line saying so (click alone turns Ctrl-C into "Aborted!", exit 1).
+    install()
+    try:
+        code = cli.main(args=list(argv) if argv is not None else None, prog_name="opbench",
+                        standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        cause = exc if isinstance(exc, KeyboardInterrupt) else (exc.__context__ or exc)
+        err.print(f"\n[bold]interrupted[/] ({signal_name_of(cause)}) before any result was "
+                  f"measured", highlight=False)
+        sys.exit(exit_status(cause))
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -144,8 +144,32 @@ def build_config(mode, threshold, device, threads, reference, target, rounds,
         fail(str(exc))
 
 
+def check_results_path(json_path) -> None:
+    """Exit 2 before anything is measured when the results file cannot be written."""
+    from .safe_write import unwritable_reason
+
+    reason = unwritable_reason(json_path)
+    if reason:
+        fail(f"cannot save results to {json_path}: {reason}")
+
+
+def signal_name_of(exc: BaseException) -> str:
+    from .interrupts import signal_name
+
+    return signal_name(getattr(exc, "signum", 2))
+
+
+def exit_status(exc: BaseException) -> int:
+    from .interrupts import exit_status as status
+
+    return status(exc)
+
+
 def _progress_printer(quiet: bool):
     def on_progress(i, n, inst, result):
+        from .interrupts import reclaim
+
+        reclaim()   # MindSpore installs its own SIGINT handler at its first operator
         if quiet:
             return
         if result is None:
@@ -174,10 +198,12 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
     from .frameworks import DeviceUnavailable, FrameworkUnavailable
     from .report import render_html, render_markdown, render_terminal
     from .runner import ApiError, Session, run
+    from .safe_write import ResultsNotSaved
 
     if json_path is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         json_path = os.path.join("out", f"opbench-{stamp}.json")
+    check_results_path(json_path)
     session = Session(config)
     try:
         session.open()
@@ -194,11 +220,14 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
                      on_progress=_progress_printer(quiet), on_pass=pass_printer(quiet))
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         saved = _count_saved(json_path)
-        err.print(f"\n[bold]interrupted[/]: {saved} finished instances saved in "
-                  f"{escape(str(json_path))}", highlight=False)
-        sys.exit(EXIT_INTERRUPTED)
+        err.print(f"\n[bold]interrupted[/] ({signal_name_of(exc)}): {saved} finished instances "
+                  f"saved in {escape(str(json_path))}", highlight=False)
+        sys.exit(exit_status(exc))
+    except ResultsNotSaved as exc:
+        render_terminal(exc.record, out, worst_first=worst_first)
+        fail(str(exc))
     render_terminal(record, out, worst_first=worst_first)
     if markdown_path:
         Path(markdown_path).write_text(render_markdown(record))

@@ -23,7 +23,8 @@ from .frameworks import Adapter, get_adapter
 from .frameworks.base import LAUNCH_BLOCKING, LAUNCH_MODES, LAUNCH_QUEUED
 from .measure import (ASYNC, MODES, ROUNDS_CUT_NOTE, SERIAL, Clock, Measurement,
                       MeasureSettings, MoreRounds, Side, measure, measure_overhead, more_rounds)
-from .results import new_record, utc_now, write_json_atomic
+from .results import new_record, utc_now
+from .safe_write import ResilientSaver
 from .stats import ratio_estimate, summarize
 from .verdict import DEFAULT_THRESHOLD, Verdict, ratio_verdict, worst
 
@@ -552,7 +553,9 @@ def run(instances: Sequence[CaseInstance], config: RunConfig, *,
         raise ApiError("\n".join(problems))
     overhead = session.measure_overheads() if config.timing else {}
     record = new_record(config.as_dict(), session.framework_info(), overhead)
-    save = (lambda: write_json_atomic(json_path, record)) if json_path else (lambda: None)
+    # A failed write is retried at every save and does not stop the run (safe_write.py).
+    saver = ResilientSaver(json_path, record) if json_path else None
+    save = saver or (lambda: None)
     save()
     try:
         run_passes(session, instances, record["instances"], save=save,
@@ -565,7 +568,8 @@ def run(instances: Sequence[CaseInstance], config: RunConfig, *,
         raise
     record["complete"] = True
     record["finished_utc"] = utc_now()
-    save()
+    if saver:
+        saver.finish()   # raises ResultsNotSaved (carrying the record) if it still fails
     return record
 
 

@@ -16,8 +16,10 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ..cli_common import (EXIT_INTERRUPTED, build_config, default_cases_path, err, fail,
-                          load_instances, out, pass_printer, record_history, timing_options)
+from ..cli_common import (build_config, check_results_path, default_cases_path, err,
+                          exit_status, fail, load_instances, out, pass_printer, record_history,
+                          signal_name_of, timing_options)
+from ..safe_write import ResultsNotSaved
 from ..verdict import DEFAULT_MIN_EFFECT, EXIT_USAGE
 from .settings import GATE_SETTINGS, with_gate_settings
 
@@ -259,9 +261,10 @@ def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effe
                        "ops": tuple(ops), "keyword": keyword, "tags": tuple(tags)}
         try:
             second, stage2_notes = _remeasure(session, instances, ids, quiet, spec_fields)
-        except KeyboardInterrupt:
-            err.print("\n[bold]interrupted[/] during the second stage")
-            sys.exit(EXIT_INTERRUPTED)
+        except KeyboardInterrupt as exc:
+            err.print(f"\n[bold]interrupted[/] ({signal_name_of(exc)}) during the second "
+                      f"stage")
+            sys.exit(exit_status(exc))
         extra += stage2_notes
         result = evaluate(baseline, record, remeasured=second, settings=settings,
                           extra_notes=extra)
@@ -287,6 +290,7 @@ def _measure(instances, config, json_path, injection, quiet, injecting_session):
     if json_path is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         json_path = os.path.join("out", f"opbench-gate-{stamp}.json")
+    check_results_path(json_path)
     if not quiet:
         err.print(f"[dim]{len(instances)} instances, {config.settings.rounds} rounds; "
                   f"results -> {json_path}[/]", highlight=False)
@@ -295,9 +299,14 @@ def _measure(instances, config, json_path, injection, quiet, injecting_session):
                      on_progress=progress_printer(quiet, "stage 1"), on_pass=pass_printer(quiet))
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
-    except KeyboardInterrupt:
-        err.print(f"\n[bold]interrupted[/]: partial results in {json_path}")
-        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt as exc:
+        err.print(f"\n[bold]interrupted[/] ({signal_name_of(exc)}): partial results in "
+                  f"{json_path}")
+        sys.exit(exit_status(exc))
+    except ResultsNotSaved as exc:
+        # The gate decides from the record in memory; the failed write is said at the end.
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        record = exc.record
     return record, {}, session
 
 

@@ -176,3 +176,87 @@ def test_non_finite_numbers_are_refused(tmp_path, extra, key):
         load_case_file(path)
     assert f"case 'add': key '{key}': must be a finite number, got " in str(err.value)
     assert_user_error(invoke("check", str(path)), f"key '{key}'")
+
+
+# -- 7. results that cannot be written; 9. file mode -------------------------------------------
+
+@pytest.fixture
+def fake_frameworks(monkeypatch):
+    from runner_fakes import fake_session_class
+
+    monkeypatch.setattr("opbench.runner.Session", fake_session_class({}))
+
+
+FAST = ("--rounds", "6", "--min-sample-time", "0.002", "--max-time", "1")
+
+
+@pytest.mark.parametrize("make_bad_path", [
+    lambda tmp: tmp / "a_file" / "out.json",          # a file where a directory should be
+    lambda tmp: tmp / "a_file" / "deeper" / "out.json",
+])
+def test_an_unwritable_results_path_exits_2_before_measuring(fake_frameworks, tmp_path,
+                                                             monkeypatch, make_bad_path):
+    (tmp_path / "a_file").write_text("")
+    (tmp_path / "dir_as_file").mkdir()
+    measured = []
+    monkeypatch.setattr("opbench.runner.Session.run_instance",
+                        lambda self, inst: measured.append(inst))
+    path = case_file(tmp_path, binary_case("add"))
+    result = invoke("run", str(path), *FAST, "--json", str(make_bad_path(tmp_path)))
+    assert_user_error(result, "cannot save results to")
+    assert measured == []
+
+
+def test_a_read_only_directory_exits_2_before_measuring(fake_frameworks, tmp_path):
+    import os
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user who can write anywhere (root)")
+        path = case_file(tmp_path, binary_case("add"))
+        assert_user_error(invoke("check", str(path), "--json", str(locked / "o.json")),
+                          "cannot save results to", "Permission denied")
+    finally:
+        locked.chmod(0o700)
+
+
+def test_a_write_failing_mid_run_keeps_measuring_and_ends_with_a_clear_error(
+        fake_frameworks, tmp_path, monkeypatch):
+    import errno
+
+    from opbench import results, safe_write
+
+    real = results.write_json_atomic
+    calls = []
+
+    def disk_full_after_first_save(path, data):
+        calls.append(len(data["instances"]))
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        real(path, data)
+
+    monkeypatch.setattr(safe_write.ResilientSaver.__init__, "__defaults__",
+                        (disk_full_after_first_save,))
+    path = case_file(tmp_path, binary_case("first"), binary_case("second"))
+    out = tmp_path / "o.json"
+    result = invoke("run", str(path), *FAST, "--json", str(out))
+    assert_user_error(result, f"could not write the results to {out}: No space left on "
+                              f"device", "kept in memory")
+    assert "first" in result.stdout and "second" in result.stdout   # the table is shown
+    assert max(calls) == 2   # both instances were measured and every save retried
+
+
+def test_results_files_follow_the_umask(tmp_path):
+    import os
+
+    from opbench.results import write_json_atomic
+
+    old = os.umask(0o022)
+    try:
+        write_json_atomic(tmp_path / "r.json", {"a": 1})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o644
