@@ -160,6 +160,9 @@ def read_results(path: str | os.PathLike) -> dict[str, Any]:
     if not isinstance(data, dict) or "schema_version" not in data:
         raise ResultsError(f"{path}: not an opbench results file (no schema_version)")
     version = data["schema_version"]
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ResultsError(f"{path}: schema_version must be an integer, got {version!r} "
+                           f"({type(version).__name__})")
     if version != SCHEMA_VERSION:
         raise ResultsError(f"{path}: results schema version {version} is not supported "
                            f"(this opbench reads version {SCHEMA_VERSION})")

@@ -260,3 +260,114 @@ def test_results_files_follow_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o644
+
+
+# -- 9. Ctrl-C while loading ---------------------------------------------------------------------
+
+def test_ctrl_c_during_start_up_exits_130_with_a_message(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    path = case_file(tmp_path, *(binary_case(f"add{i}") for i in range(4000)))
+    root = str(Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen([sys.executable, "-m", "opbench.cli", "list", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": root})
+    time.sleep(1.0)   # importing opbench and loading 4,000 cases takes longer than this
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted (SIGINT)" in stderr and "Traceback" not in stderr
+
+
+# -- 8. the gate's history database; 9. bad baselines -------------------------------------------
+
+@pytest.fixture
+def gate_setup(fake_frameworks, tmp_path, monkeypatch):
+    """A case file and a baseline measured on the fakes; counts what the gate measures."""
+    path = case_file(tmp_path, binary_case("add"))
+    base = tmp_path / "base.json"
+    assert invoke("run", str(path), *FAST, "-q", "--json", str(base)).exit_code == 0
+    return path, base
+
+
+def gate(path, base, tmp_path, *extra):
+    return invoke("gate", str(path), "--baseline", str(base), *FAST, "-q",
+                  "--json", str(tmp_path / "cur.json"), *extra)
+
+
+def test_a_garbage_history_database_stops_the_gate_before_measuring(gate_setup, tmp_path):
+    path, base = gate_setup
+    db = tmp_path / "h.db"
+    db.write_bytes(b"this is not sqlite" * 100)
+    assert_user_error(gate(path, base, tmp_path, "--history-db", str(db)),
+                      "not a usable opbench history database")
+    assert not (tmp_path / "cur.json").exists()
+
+
+def test_a_locked_history_database_waits_then_stops_before_measuring(gate_setup, tmp_path,
+                                                                      monkeypatch):
+    import sqlite3
+
+    from opbench.gate import history
+
+    path, base = gate_setup
+    db = tmp_path / "h.db"
+    history.HistoryStore(db).close()
+    monkeypatch.setattr(history.HistoryStore.__init__, "__defaults__", (0.2,))
+    holder = sqlite3.connect(db)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        assert_user_error(gate(path, base, tmp_path, "--history-db", str(db)),
+                          "database is locked")
+    finally:
+        holder.close()
+    assert not (tmp_path / "cur.json").exists()
+
+
+def test_a_history_failure_after_measuring_keeps_the_verdict(gate_setup, tmp_path,
+                                                             monkeypatch):
+    from opbench.gate import history
+
+    path, base = gate_setup
+
+    def locked(self, *a, **k):
+        raise history.HistoryError(f"{self.path}: could not record the run (database is "
+                                   f"locked)")
+
+    monkeypatch.setattr(history.HistoryStore, "record_run", locked)
+    result = gate(path, base, tmp_path, "--history-db", str(tmp_path / "h.db"))
+    assert result.exit_code in (0, 3), result.output    # the gate's own verdict
+    assert "history: not recorded" in result.stderr
+    assert "opbench gate" in result.stdout               # the table is shown
+
+
+def test_a_baseline_with_empty_samples_is_a_bad_baseline(gate_setup, tmp_path):
+    import json
+
+    path, base = gate_setup
+    data = json.loads(base.read_text())
+    data["instances"][0]["measurements"]["serial"]["samples_s"]["mindspore"] = []
+    base.write_text(json.dumps(data))
+    assert_user_error(gate(path, base, tmp_path), "not a usable baseline",
+                      "has no samples for mindspore")
+
+
+def test_a_baseline_of_other_cases_is_refused_before_measuring(gate_setup, tmp_path):
+    _, base = gate_setup
+    other = case_file(tmp_path, binary_case("other", shape="[3]"), name="other.yaml")
+    assert_user_error(gate(other, base, tmp_path), "shares no instance with the selected cases")
+    assert not (tmp_path / "cur.json").exists()
+
+
+def test_a_string_schema_version_gets_a_message_that_makes_sense(tmp_path):
+    from opbench.results import ResultsError, read_results
+
+    path = tmp_path / "r.json"
+    path.write_text('{"schema_version": "1"}')
+    with pytest.raises(ResultsError, match=r"schema_version must be an integer, got '1' \(str\)"):
+        read_results(path)
