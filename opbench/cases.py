@@ -5,8 +5,9 @@ See docs/case-format.md for the file format.
 
 Loading is three passes over one file, each reporting every problem it finds with the
 file:line of the offending key:
-  1. YAML: parse (safe semantics) and walk the node tree once for line numbers and
-     duplicate keys, which PyYAML would otherwise accept silently (the last one wins);
+  1. YAML: one pass over libyaml's events (case_yaml.py) builds the data with safe
+     semantics and the line of every key, and reports duplicate keys, which PyYAML would
+     otherwise accept silently, and what a hostile file could do (alias bombs, deep nesting);
   2. structure: JSON Schema (opbench/schema/case.schema.json, the single source of truth
      that editors use too), its errors rewritten as short messages naming the key;
   3. meaning: things a schema cannot say: unique names, at least two frameworks, `$refs`
@@ -28,6 +29,9 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import yaml
 
+from . import limits
+from .case_yaml import RECURSIVE_ALIAS, YamlDocument, YamlLimitError, read_yaml
+
 __all__ = [
     "CaseError", "Location", "InputSpec", "FrameworkCall", "Ref", "Case", "CaseInstance",
     "load_case_file", "load_cases", "expand", "select", "load_schema",
@@ -41,6 +45,9 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 INT_DTYPES = ("int32", "int64")
 INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 DEFAULT_DTYPE = "float32"
+# Bytes per element of the numpy array an input becomes (bfloat16 is held as float32).
+_ITEMSIZE = {"float16": 2, "bfloat16": 4, "float32": 4, "float64": 8, "int32": 4,
+             "int64": 8, "bool": 1}
 
 # Distributions and the options each one takes, with their defaults (docs/case-format.md).
 DISTRIBUTIONS: Mapping[str, Mapping[str, float]] = {
@@ -62,6 +69,8 @@ DEFAULT_DIST_FOR = {**{d: "normal" for d in FLOAT_DTYPES},
 # An API path must belong to its section; "Tensor." is each framework's tensor type.
 API_PREFIXES = {"torch": "torch.", "mindspore": "mindspore.", "numpy": "numpy."}
 TENSOR_PREFIX = "Tensor."
+# Numbers that set how a case is judged: they must be finite.
+_FINITE_KEYS = (("threshold",), ("min_effect",), ("tolerance", "rtol"), ("tolerance", "atol"))
 # A comparison needs a baseline and a candidate.
 MIN_FRAMEWORKS = 2
 CASE_FILE_SUFFIXES = (".yaml", ".yml")
@@ -71,8 +80,8 @@ SCHEMA_PATH = Path(__file__).with_name("schema") / "case.schema.json"
 REF_PATTERN = r"^\$[A-Za-z_][A-Za-z0-9_]*$"
 _REF_RE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 _ESCAPE = "$$"
-# Reported by the YAML walk; the schema validator would recurse forever on such data.
-_RECURSIVE_ALIAS = "recursive YAML alias (a value that contains itself)"
+# Reported while reading the YAML; the schema validator would recurse forever on such data.
+_RECURSIVE_ALIAS = RECURSIVE_ALIAS
 
 # Short explanations for the schema's regular expressions (a test checks every pattern in
 # the schema has one), so errors do not show users a regex.
@@ -169,6 +178,9 @@ class Case:
     # Line of every key and list item, by path inside the case (("inputs", "x", "shape"));
     # lets expand() name the line of a value that only becomes invalid after substitution.
     lines: Mapping[DocPath, int] = field(default_factory=dict, compare=False, repr=False)
+    # The instances the loader built while checking the case, so the first expand() does
+    # not build them a second time (a 50,000-case file was expanded twice).
+    expanded: list = field(default_factory=list, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -231,6 +243,12 @@ def expand(case: Case) -> list[CaseInstance]:
     varying slowest) with every `$param` substituted, `$input` in args/kwargs turned into
     Ref(input) and `$$text` into the literal `$text`. Raises CaseError (naming file:line,
     case and key) for values that are invalid once substituted."""
+    if case.expanded:
+        # Handed out once: a caller may change its instances' argument lists, so a second
+        # expand() builds fresh ones.
+        instances = list(case.expanded)
+        case.expanded.clear()
+        return instances
     problems = _Checker(case).static_problems()
     _raise_if_any(problems)
     instances, problems = _Expander(case).instances()
@@ -267,6 +285,10 @@ def _case_files(paths: Iterable[str | Path], errors: list[CaseError]) -> list[Pa
                 p for p in path.rglob("*")
                 if p.suffix in CASE_FILE_SUFFIXES and p.is_file()
                 and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            if not found:
+                errors.append(CaseError(f"{path}: no case files (*.yaml, *.yml) in this "
+                                        f"directory", file=str(path)))
+                continue
         elif path.is_file():
             found = [path]
         else:
@@ -281,39 +303,11 @@ def _case_files(paths: Iterable[str | Path], errors: list[CaseError]) -> list[Pa
     return files
 
 
-class _CaseLoader(yaml.SafeLoader):
-    """Safe loading, plus YAML 1.2 exponent floats: PyYAML (YAML 1.1) reads `1e-5` and
-    `1.0e5` as strings, which would silently turn a tolerance or an argument into text."""
-
-
-_CaseLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"))
-
-
-@dataclass
-class _Document:
-    data: Any
-    lines: dict[DocPath, int]                     # path -> 1-based line
-    problems: list[tuple[DocPath, int, str]]      # (path, line, message) found by the walk
-
-
-def _read_yaml(text: str, file: str) -> _Document:
+def _read_yaml(text: str, file: str) -> YamlDocument:
     try:
-        data = yaml.load(text, Loader=_CaseLoader)  # noqa: S506 - a SafeLoader
-        # A second, independent parse for positions: constructing the data rewrites merge
-        # keys in the node tree, so the walk gets a tree of its own.
-        loader = _CaseLoader(text)
-        try:
-            root = loader.get_single_node()
-            lines: dict[DocPath, int] = {}
-            problems: list[tuple[DocPath, int, str]] = []
-            if root is not None:
-                lines[()] = root.start_mark.line + 1
-                _walk(root, (), loader, lines, problems, set())
-        finally:
-            loader.dispose()
+        return read_yaml(text)
+    except YamlLimitError as exc:
+        raise CaseError(f"{file}:{exc.line}: {exc}", file=file, line=exc.line) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -326,38 +320,6 @@ def _read_yaml(text: str, file: str) -> _Document:
         raise CaseError(f"{file}:{line}: invalid YAML: {what}", file=file, line=line) from None
     except yaml.YAMLError as exc:
         raise CaseError(f"{file}: invalid YAML: {exc}", file=file) from None
-    return _Document(data, lines, problems)
-
-
-def _walk(node: yaml.Node, path: DocPath, loader: _CaseLoader,
-          lines: dict[DocPath, int], problems: list, active: set[int]) -> None:
-    """Record the line of every mapping key and sequence item; report duplicate keys."""
-    if id(node) in active:
-        problems.append((path, node.start_mark.line + 1, _RECURSIVE_ALIAS))
-        return
-    active.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        first_line: dict[Any, int] = {}
-        for key_node, value_node in node.value:
-            # Merge keys (`<<: *defaults`) may legitimately be overridden; their keys get
-            # the line of the mapping that merges them.
-            if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
-                    key_node, yaml.ScalarNode):
-                continue
-            key = loader.construct_object(key_node)
-            line = key_node.start_mark.line + 1
-            if key in first_line:
-                problems.append((path + (key,), line,
-                                 f"duplicate key '{key}' (first at line {first_line[key]})"))
-                continue
-            first_line[key] = line
-            lines[path + (key,)] = line
-            _walk(value_node, path + (key,), loader, lines, problems, active)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            lines[path + (index,)] = item.start_mark.line + 1
-            _walk(item, path + (index,), loader, lines, problems, active)
-    active.discard(id(node))
 
 
 # ---------------------------------------------------------------------------------------
@@ -492,7 +454,9 @@ def _parse_cases(text: str, file: str) -> list[Case]:
         first_line[case.name] = case.line
         checker_problems = _Checker(case).static_problems()
         if not checker_problems:
-            checker_problems = _Expander(case).instances()[1]
+            instances, checker_problems = _Expander(case).instances()
+            if not checker_problems:
+                case.expanded.extend(instances)
         errors.extend(checker_problems)
         cases.append(case)
     _raise_sorted(errors)
@@ -504,7 +468,7 @@ def _raise_sorted(errors: list[CaseError]) -> None:
     _raise_if_any(sorted(errors, key=lambda e: e.line or 0))
 
 
-def _case_contexts(file: str, doc: _Document, raw_cases: Any) -> dict[int, _Context]:
+def _case_contexts(file: str, doc: YamlDocument, raw_cases: Any) -> dict[int, _Context]:
     if not isinstance(raw_cases, list):
         return {}
     per_case: dict[int, dict[DocPath, int]] = {i: {} for i in range(len(raw_cases))}
@@ -579,6 +543,8 @@ def _simple_message(error) -> str:
         return f"{_short(instance)} {PATTERN_HINTS.get(value, f'does not match {value}')}"
     if kind == "minimum":
         return f"must be >= {value}, got {_short(instance)}"
+    if kind == "maximum" and isinstance(instance, float) and math.isinf(instance):
+        return f"must be a finite number, got {_short(instance)}"
     if kind == "maximum":
         return f"must be <= {value}, got {_short(instance)}"
     if kind == "exclusiveMinimum":
@@ -647,7 +613,17 @@ class _Checker:
         self.inputs = dict(self.raw.get("inputs") or {})
 
     def static_problems(self) -> list[CaseError]:
-        return [*self._frameworks(), *self._names(), *self._refs()]
+        return [*self._finite(), *self._frameworks(), *self._names(), *self._refs()]
+
+    def _finite(self) -> Iterator[CaseError]:
+        # NaN passes every comparison a JSON Schema can make (`nan < 0` is false), and an
+        # infinite atol turned a real mismatch into PASS.
+        for path in _FINITE_KEYS:
+            value: Any = self.raw
+            for key in path:
+                value = value.get(key) if isinstance(value, dict) else None
+            if isinstance(value, float) and not math.isfinite(value):
+                yield self.ctx.error(path, f"must be a finite number, got {value!r}")
 
     def _frameworks(self) -> Iterator[CaseError]:
         present = [f for f in FRAMEWORK_SECTIONS if f in self.raw]
@@ -662,6 +638,10 @@ class _Checker:
             if not (api.startswith(prefix) or api.startswith(TENSOR_PREFIX)):
                 yield self.ctx.error((framework, "api"),
                                      f"'{api}' must start with '{prefix}' or '{TENSOR_PREFIX}'")
+                continue
+            refusal = _unsafe_api(api)
+            if refusal:
+                yield self.ctx.error((framework, "api"), refusal)
 
     def _names(self) -> Iterator[CaseError]:
         for name in self.inputs:
@@ -692,6 +672,24 @@ class _Checker:
                         yield self.ctx.error(path, f"unknown reference '{text}': no param or "
                                              f"input named '{ref}'"
                                              f"{_suggestion(ref, known, '$')}")
+
+
+def _unsafe_api(api: str) -> str | None:
+    """What the text of an API path alone shows to be out of bounds (special attributes,
+    file and process APIs): refused at load time, before any framework is imported. Where
+    the walk actually leads is checked when the framework resolves it
+    (frameworks/api_guard.py)."""
+    from .frameworks.api_guard import check_path_text, check_tensor_method
+    from .frameworks.base import UnknownAPI
+
+    try:
+        if api.startswith(TENSOR_PREFIX):
+            check_tensor_method(api, api[len(TENSOR_PREFIX):])
+        else:
+            check_path_text(api, api.split("."))
+    except UnknownAPI as exc:
+        return str(exc)
+    return None
 
 
 def _is_int(value: Any) -> bool:
@@ -752,6 +750,17 @@ class _Expander:
     def instances(self) -> tuple[list[CaseInstance], list[CaseError]]:
         names = list(self.case.params)
         axes = [range(len(self.case.params[n])) for n in names]
+        try:
+            limit, budget = limits.max_instances(), limits.input_budget_bytes()
+        except limits.LimitError as exc:
+            return [], [self.ctx.error((), str(exc))]
+        count = math.prod(len(axis) for axis in axes)
+        if count > limit:
+            sizes = " x ".join(str(len(axis)) for axis in axes)
+            return [], [self.ctx.error(("params",), (
+                f"the sweep makes {count:,} instances ({sizes}), more than the limit of "
+                f"{limit:,}; raise it with --max-instances or {limits.MAX_INSTANCES_ENV} if "
+                f"the case really needs them"))]
         instances, problems = [], []
         for combo in itertools.product(*axes):
             chosen = dict(zip(names, combo))
@@ -760,6 +769,8 @@ class _Expander:
             inputs = tuple(self._input(name, spec, values, chosen, errors)
                            for name, spec in (self.raw.get("inputs") or {}).items())
             calls = {f: self._call(f, values) for f in FRAMEWORK_SECTIONS if f in self.raw}
+            if not errors:
+                self._check_budget(inputs, budget, chosen, errors)
             if errors:
                 problems.extend(errors)
                 continue
@@ -767,6 +778,23 @@ class _Expander:
             instances.append(CaseInstance(id=ident, case=self.case, params=copy.deepcopy(values),
                                           inputs=inputs, calls=calls))
         return instances, problems
+
+    def _check_budget(self, inputs: Sequence[InputSpec], budget: int,
+                      chosen: Mapping[str, int], errors: list[CaseError]) -> None:
+        """Refuse an instance whose inputs would not fit the memory budget, before anything
+        is allocated."""
+        sizes = {spec.name: math.prod(spec.shape) * _ITEMSIZE[spec.dtype] for spec in inputs}
+        total = sum(sizes.values())
+        if total <= budget:
+            return
+        biggest = max(sizes, key=sizes.get)
+        listed = ", ".join(f"{name} {limits.format_size(size)}" for name, size in sizes.items())
+        where = {n: self.labels[n][i] for n, i in chosen.items()}
+        ident = _instance_id(self.case.name, where)
+        errors.append(self.ctx.error(("inputs", biggest), (
+            f"instance {ident}: its inputs need {limits.format_size(total)} ({listed}), more "
+            f"than the input budget of {limits.format_size(budget)}; raise it with "
+            f"--input-budget or {limits.INPUT_BUDGET_ENV} if the machine has the memory")))
 
     # -- substitution --------------------------------------------------------------------
     def _substitute(self, value: Any, values: Mapping[str, Any], inputs: bool) -> Any:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -18,9 +20,27 @@ from .trace.command import trace_command
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="opbench", prog_name="opbench")
-def cli() -> None:
+@click.option("--max-instances", type=click.IntRange(min=1), default=None,
+              help="Most instances one case's sweep may make (default 100,000; also "
+                   "$OPBENCH_MAX_INSTANCES). A bigger sweep is refused before it is expanded.")
+@click.option("--input-budget", default=None, metavar="SIZE",
+              help="Most memory one instance's inputs may take, e.g. 8GiB (default: a "
+                   "quarter of this machine's memory; also $OPBENCH_INPUT_BUDGET). Bigger "
+                   "inputs are refused before they are allocated.")
+def cli(max_instances, input_budget) -> None:
     """Which operators are slower in MindSpore than in PyTorch, by how much, with what
     confidence. Ratio = reference time / target time (below 1: the target is slower)."""
+    from . import limits
+
+    # Through the environment, so the gate's fresh second-stage process has them too.
+    if max_instances is not None:
+        os.environ[limits.MAX_INSTANCES_ENV] = str(max_instances)
+    if input_budget is not None:
+        try:
+            limits.parse_size(input_budget)
+        except limits.LimitError as exc:
+            raise click.BadParameter(str(exc), param_hint="--input-budget") from None
+        os.environ[limits.INPUT_BUDGET_ENV] = input_budget
 
 
 @cli.command()
@@ -154,7 +174,24 @@ for _command in (trace_command, scan_command, gate_command, noise_command, repla
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    cli.main(args=list(argv) if argv is not None else None, prog_name="opbench")
+    from .cli_common import err, exit_status, signal_name_of
+    from .interrupts import install
+
+    # First thing: a Ctrl-C or SIGTERM while loading or starting the frameworks exits
+    # 130/143 with a line saying so (click alone turns Ctrl-C into "Aborted!", exit 1).
+    install()
+    try:
+        code = cli.main(args=list(argv) if argv is not None else None, prog_name="opbench",
+                        standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        cause = exc if isinstance(exc, KeyboardInterrupt) else (exc.__context__ or exc)
+        err.print(f"\n[bold]interrupted[/] ({signal_name_of(cause)}) before any result was "
+                  f"measured", highlight=False)
+        sys.exit(exit_status(cause))
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

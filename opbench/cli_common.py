@@ -123,6 +123,38 @@ def build_config(timing=True, **given):
         fail(str(exc))
 
 
+def check_results_path(json_path) -> None:
+    """Exit 2 before anything is measured when the results file cannot be written."""
+    from .safe_write import unwritable_reason
+
+    reason = unwritable_reason(json_path)
+    if reason:
+        fail(f"cannot save results to {json_path}: {reason}")
+
+
+def signal_name_of(exc: BaseException) -> str:
+    from .interrupts import signal_name
+
+    return signal_name(getattr(exc, "signum", 2))
+
+
+def exit_status(exc: BaseException) -> int:
+    from .interrupts import exit_status as status
+
+    return status(exc)
+
+
+def reclaiming(on_progress):
+    """on_progress, taking SIGINT/SIGTERM back first: MindSpore installs its own SIGINT
+    handler at its first operator (in this process when it measures here)."""
+    def wrapped(*args):
+        from .interrupts import reclaim
+
+        reclaim()
+        on_progress(*args)
+    return wrapped
+
+
 def pass_printer(quiet: bool):
     def on_pass(pass_index, passes):
         if not quiet:
@@ -140,12 +172,14 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
     from .progress import RunProgress
     from .runner import ApiError, open_session, run
     from .workers import WorkerError
+    from .safe_write import ResultsNotSaved
 
     if json_path is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         json_path = os.path.join("out", f"opbench-{stamp}.json")
     progress = RunProgress(err, quiet,
                            passes=config.passes * config.processes if config.timing else 1)
+    check_results_path(json_path)
     try:
         with progress.starting(f"setting up {config.reference} and {config.target}"
                                + (f" in {config.processes} worker processes"
@@ -164,14 +198,18 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
     try:
         with progress:
             record = run(instances, config, json_path=json_path, session=session,
-                         on_progress=progress.on_progress, on_pass=progress.on_pass)
+                         on_progress=reclaiming(progress.on_progress),
+                         on_pass=progress.on_pass)
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         saved = _count_saved(json_path)
-        err.print(f"\n[bold]interrupted[/]: {saved} finished instances saved in "
-                  f"{escape(str(json_path))}", highlight=False)
-        sys.exit(EXIT_INTERRUPTED)
+        err.print(f"\n[bold]interrupted[/] ({signal_name_of(exc)}): {saved} finished instances "
+                  f"saved in {escape(str(json_path))}", highlight=False)
+        sys.exit(exit_status(exc))
+    except ResultsNotSaved as exc:
+        render_terminal(exc.record, out, worst_first=worst_first)
+        fail(str(exc))
     finally:
         if hasattr(session, "close"):
             session.close()

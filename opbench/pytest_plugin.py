@@ -16,7 +16,7 @@ from typing import Any, Generator
 import pytest
 
 from .pytest_support import hookspec
-from .pytest_support.collect import CaseFile, CaseItem, is_case_file, state_of
+from .pytest_support.collect import CaseFile, CaseItem, apply_limits, is_case_file, state_of
 from .pytest_support.extras import refuse_unavailable_extras, register_tags_for_markers_listing
 from .pytest_support.options import XDIST_REFUSAL, add_options, plugin_options, xdist_active
 from .pytest_support.outcome import INCONCLUSIVE
@@ -53,6 +53,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     options = plugin_options(config)
+    apply_limits(config)
     if options.benchmark and xdist_active(config):
         raise pytest.UsageError(XDIST_REFUSAL)
     refuse_unavailable_extras(config)

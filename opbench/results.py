@@ -121,6 +121,9 @@ def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file private (0600); a results file is an ordinary file and
+        # follows the umask like one.
+        os.fchmod(fd, 0o666 & ~_current_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, allow_nan=False, default=_json_default)
             f.write("\n")
@@ -133,6 +136,12 @@ def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
         except OSError:
             pass
         raise
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)   # the only way to read it is to set it
+    os.umask(mask)
+    return mask
 
 
 def _json_default(value: Any) -> Any:
@@ -156,6 +165,9 @@ def read_results(path: str | os.PathLike) -> dict[str, Any]:
     if not isinstance(data, dict) or "schema_version" not in data:
         raise ResultsError(f"{path}: not an opbench results file (no schema_version)")
     version = data["schema_version"]
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ResultsError(f"{path}: schema_version must be an integer, got {version!r} "
+                           f"({type(version).__name__})")
     if version != SCHEMA_VERSION:
         raise ResultsError(f"{path}: results schema version {version} is not supported "
                            f"(this opbench reads version {SCHEMA_VERSION})")

@@ -25,7 +25,8 @@ from .interference import detect_interference
 from .measure import (ASYNC, MODES, ROUNDS_CUT_NOTE, SERIAL, Clock, Measurement,
                       MeasureSettings, MoreRounds, Side, measure, measure_overhead, more_rounds)
 from .quiesce import Quiescer, ThreadActivityProbe
-from .results import new_record, utc_now, write_json_atomic
+from .results import new_record, utc_now
+from .safe_write import ResilientSaver
 from .stats import (BetweenProcessPrior, between_process_prior, between_process_sd,
                     ratio_estimate, summarize)
 from .verdict import DEFAULT_THRESHOLD, Verdict, ratio_verdict, worst
@@ -713,7 +714,9 @@ def _run_opened(session, instances, config, json_path, on_progress, on_pass):
         raise ApiError("\n".join(problems))
     overhead = session.measure_overheads() if config.timing else {}
     record = new_record(config.as_dict(), session.framework_info(), overhead)
-    save = (lambda: write_json_atomic(json_path, record)) if json_path else (lambda: None)
+    # A failed write is retried at every save and does not stop the run (safe_write.py).
+    saver = ResilientSaver(json_path, record) if json_path else None
+    save = saver or (lambda: None)
     save()
     try:
         run_passes(session, instances, record["instances"], save=save,
@@ -730,7 +733,8 @@ def _run_opened(session, instances, config, json_path, on_progress, on_pass):
                                            "instances": prior.instances}
     record["complete"] = True
     record["finished_utc"] = utc_now()
-    save()
+    if saver:
+        saver.finish()   # raises ResultsNotSaved (carrying the record) if it still fails
     return record
 
 

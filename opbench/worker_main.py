@@ -40,6 +40,16 @@ def default_session_factory(config, **kwargs):
     return Session(config, **kwargs)
 
 
+def ignore_interrupts() -> None:
+    """Ctrl-C reaches the whole process group; the parent handles it (saves, marks the
+    results interrupted, closes the workers), so a worker must not die first, nor let
+    MindSpore's own SIGINT handler answer it with a SIGTERM."""
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def serve(conn: Any, session_factory: SessionFactory = default_session_factory) -> int:
     """Answer requests until "close" or the parent goes away. Never raises for a request's
     failure: it is sent back with its traceback."""
@@ -80,13 +90,12 @@ def serve(conn: Any, session_factory: SessionFactory = default_session_factory) 
             conn.send(reply)
         except OSError:       # the parent has gone (closed the pool, or died): stop
             return 0
+        ignore_interrupts()   # MindSpore installs a SIGINT handler at its first operator
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    # Ctrl-C reaches the whole process group; the parent handles it (saves, marks the
-    # results interrupted, closes the workers), so a worker must not die first.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ignore_interrupts()
     fd = int(args[0])
     sock = socket.socket(fileno=fd)
     conn = Connection(os.dup(sock.fileno()))

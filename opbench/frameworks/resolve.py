@@ -3,6 +3,7 @@
 "torch.nn.functional.softmax": import the longest importable module prefix
 ("torch.nn.functional"), then getattr the rest ("softmax").
 "Tensor.__add__": a function f(receiver, *args, **kw) calling receiver.__add__(*args, **kw).
+Every step of the walk must stay inside the framework (api_guard.py says why and how).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import importlib
 import types
 from typing import Any, Callable
 
+from .api_guard import check_path_text, check_reached, check_tensor_method
 from .base import UnknownAPI
 
 TENSOR_PREFIX = "Tensor."
@@ -33,12 +35,15 @@ def resolve_api(api: str, top_module: str, tensor_class: Callable[[], type]) -> 
     parts = api.split(".")
     if any(not part.isidentifier() for part in parts):
         raise UnknownAPI(f"{api}: not a dotted Python name")
+    check_path_text(api, parts)
     module, used = import_longest_prefix(api, parts)
     target: Any = module
     owner_path = ".".join(parts[:used])
+    check_reached(api, module, owner_path, top_module)
     for part in parts[used:]:
         target = attribute(api, target, owner_path, part)
         owner_path = f"{owner_path}.{part}"
+        check_reached(api, target, owner_path, top_module)
     if not callable(target):
         raise UnknownAPI(f"{api}: resolves to a {type(target).__name__}, which is not callable")
     return target
@@ -72,6 +77,7 @@ def tensor_method(api: str, cls: type) -> Callable[..., Any]:
     method = api[len(TENSOR_PREFIX):]
     if not method.isidentifier():
         raise UnknownAPI(f"{api}: {method!r} is not a method name")
+    check_tensor_method(api, method)
     class_attr = attribute(api, cls, f"{cls.__module__}.{cls.__qualname__}", method)
 
     if callable(class_attr):

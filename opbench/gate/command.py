@@ -16,9 +16,11 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ..cli_common import (EXIT_INTERRUPTED, build_config, default_cases_path, err, fail,
-                          load_instances, out, pass_printer, record_history, timing_options)
+from ..cli_common import (build_config, check_results_path, default_cases_path, err,
+                          exit_status, fail, load_instances, out, pass_printer,
+                          signal_name_of, timing_options)
 from ..cli_selection import selection_options
+from ..safe_write import ResultsNotSaved
 from ..verdict import DEFAULT_MIN_EFFECT, EXIT_USAGE
 from .settings import GATE_SETTINGS, with_gate_settings
 
@@ -57,6 +59,12 @@ def _read_baseline(path: str) -> dict[str, Any]:
     if not any(inst.get("measurements") for inst in baseline.get("instances", [])):
         fail(f"{path}: the baseline has no timing measurements (a correctness-only or "
              f"empty run?); record one with `opbench run CASES --json {path}`")
+    for inst in baseline.get("instances", []):
+        for key, m in (inst.get("measurements") or {}).items():
+            empty = [side for side, values in (m.get("samples_s") or {}).items() if not values]
+            if empty or not m.get("samples_s"):
+                fail(f"{path}: not a usable baseline: instance '{inst.get('id')}' "
+                     f"measurement '{key}' has no samples for {', '.join(empty) or 'any side'}")
     return baseline
 
 
@@ -255,6 +263,9 @@ def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effe
     except ValueError as exc:
         fail(str(exc))
 
+    if history_db:
+        _check_history(history_db)   # before measuring: a bad database must not cost a run
+    _check_baseline_covers(baseline, baseline_path, instances, config, ops, keyword, tags)
     record, second, session = _measure(instances, config, json_path, injection, quiet,
                                        InjectingSession)
     if hasattr(session, "close"):
@@ -275,9 +286,10 @@ def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effe
                       highlight=False)
         try:
             second, stage2_notes = _remeasure(session, instances, ids, quiet, config)
-        except KeyboardInterrupt:
-            err.print("\n[bold]interrupted[/] during the second stage")
-            sys.exit(EXIT_INTERRUPTED)
+        except KeyboardInterrupt as exc:
+            err.print(f"\n[bold]interrupted[/] ({signal_name_of(exc)}) during the second "
+                      f"stage")
+            sys.exit(exit_status(exc))
         extra += stage2_notes
         result = evaluate(baseline, record, remeasured=second, settings=settings,
                           extra_notes=extra)
@@ -314,6 +326,7 @@ def _measure(instances, config, json_path, injection, quiet, injecting_session):
     if json_path is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         json_path = os.path.join("out", f"opbench-gate-{stamp}.json")
+    check_results_path(json_path)
     if not quiet:
         err.print(f"[dim]{len(instances)} instances, {config.settings.rounds} rounds; "
                   f"results -> {json_path}[/]", highlight=False)
@@ -323,9 +336,14 @@ def _measure(instances, config, json_path, injection, quiet, injecting_session):
                          on_progress=progress.on_progress, on_pass=progress.on_pass)
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
-    except KeyboardInterrupt:
-        err.print(f"\n[bold]interrupted[/]: partial results in {json_path}")
-        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt as exc:
+        err.print(f"\n[bold]interrupted[/] ({signal_name_of(exc)}): partial results in "
+                  f"{json_path}")
+        sys.exit(exit_status(exc))
+    except ResultsNotSaved as exc:
+        # The gate decides from the record in memory; the failed write is said at the end.
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        record = exc.record
     return record, {}, session
 
 
@@ -354,13 +372,50 @@ def _write_outputs(result, record, second, baseline_path, json_path, junit_path,
             stage2_records=second))
 
 
+def _check_history(db_path: str) -> None:
+    """Open the history database once before measuring: a garbage file, a newer schema or
+    a lock held past LOCK_WAIT_S is a set-up error (exit 2) while nothing is lost yet."""
+    from .history import HistoryError, HistoryStore
+
+    try:
+        HistoryStore(db_path).close()
+    except HistoryError as exc:
+        fail(str(exc))
+
+
+def _check_baseline_covers(baseline, baseline_path, instances, config, ops, keyword,
+                           tags) -> None:
+    """A baseline of other cases is refused before measuring (it used to be found only
+    after the whole run): same rule as the gate's, by id or by what the instance is."""
+    from ..runner import instance_header
+    from .baseline import match_instances, select_records
+
+    current = [instance_header(inst, config) for inst in instances]
+    selected = select_records(baseline.get("instances", []), ops, keyword, tags)
+    if not match_instances(selected, current).pairs:
+        fail(f"{baseline_path} shares no instance with the selected cases (baseline ids: "
+             f"{', '.join(str(i.get('id')) for i in baseline['instances'][:5])} ...); a gate "
+             f"needs a baseline of the same cases")
+
+
 def _record_history(db_path: str, record: Mapping[str, Any], json_path: str | None,
                     injected: bool) -> None:
+    """Recording comes after the verdict is known: a failure is a warning, never a change
+    of the gate's exit code (a locked database used to turn a pass into exit 1)."""
+    from .history import HistoryError, HistoryStore
+
     if injected:
         err.print("[yellow]history: not recording a self-test run with an injected "
                   "slowdown[/]")
         return
-    record_history(db_path, dict(record), json_path, label="gate")
+    try:
+        with HistoryStore(db_path) as store:
+            run_id, added = store.record_run(dict(record), source=json_path, label="gate")
+    except HistoryError as exc:
+        err.print(f"[yellow]history: not recorded: {escape(str(exc))}[/]", highlight=False)
+        return
+    err.print(f"[dim]history: run #{run_id} {'recorded in' if added else 'already in'} "
+              f"{escape(db_path)}[/]", highlight=False)
 
 
 # --------------------------------------------------------------------------- history

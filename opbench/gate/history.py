@@ -25,6 +25,10 @@ __all__ = ["DB_ENV", "DEFAULT_DB", "HistoryError", "HistoryStore", "TrendPoint",
 
 DB_ENV = "OPBENCH_DB"
 DEFAULT_DB = "opbench.db"
+# How long to wait for another process's lock on the database (a CI job recording while
+# another reads it) before giving up with a HistoryError: long enough for any write of a
+# run (milliseconds), short enough that a stuck lock does not hang a CI job.
+LOCK_WAIT_S = 30.0
 # Bump with a migration in _migrate when the tables change; readers refuse newer files.
 SCHEMA_VERSION = 1
 
@@ -105,14 +109,14 @@ def _digest(record: Mapping[str, Any]) -> str:
 class HistoryStore:
     """`with HistoryStore(path) as store: store.record_run(record)`; creates the file."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, lock_wait_s: float = LOCK_WAIT_S):
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path)
+            self._db = sqlite3.connect(self.path, timeout=lock_wait_s)
             self._db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, OSError) as exc:
             raise HistoryError(f"{self.path}: not a usable opbench history database "
                                f"({exc})") from None
 
@@ -145,6 +149,13 @@ class HistoryStore:
                    label: str | None = None) -> tuple[int, bool]:
         """Store a results record; returns (run id, True if newly added). A record already
         stored (same content) is not added again."""
+        try:
+            return self._record_run(record, source, label)
+        except sqlite3.DatabaseError as exc:   # locked past LOCK_WAIT_S, disk full, ...
+            raise HistoryError(f"{self.path}: could not record the run ({exc})") from None
+
+    def _record_run(self, record: Mapping[str, Any], source: str | None,
+                    label: str | None) -> tuple[int, bool]:
         digest = _digest(record)
         row = self._db.execute("SELECT id FROM runs WHERE digest = ?", (digest,)).fetchone()
         if row:

@@ -39,6 +39,26 @@ def is_case_file(path: Path, given_on_command_line: bool) -> bool:
     return bool(_TOP_LEVEL_CASES.search(text))
 
 
+def apply_limits(config: pytest.Config) -> None:
+    """--opbench-max-instances / --opbench-input-budget, for the loader (opbench/limits.py
+    reads them from the environment)."""
+    from .. import limits
+
+    max_instances = config.getoption("opbench_max_instances")
+    budget = config.getoption("opbench_input_budget")
+    try:
+        if max_instances is not None:
+            if max_instances < 1:
+                raise limits.LimitError(f"--opbench-max-instances must be a positive integer, "
+                                        f"not {max_instances}")
+            os.environ[limits.MAX_INSTANCES_ENV] = str(max_instances)
+        if budget is not None:
+            limits.parse_size(budget)
+            os.environ[limits.INPUT_BUDGET_ENV] = budget
+    except limits.LimitError as exc:
+        raise pytest.UsageError(f"opbench: {exc}") from None
+
+
 def display_path(path: Path, base: Path) -> str:
     """The path as messages show it: relative to where pytest was started when inside it."""
     try:

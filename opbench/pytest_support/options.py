@@ -50,6 +50,15 @@ def add_options(parser: pytest.Parser) -> None:
         else:
             kwargs["type"] = spec.kind
         group.addoption(f"--opbench-{spec.flag}", **kwargs)
+    # Limits on what one case may ask of the machine (opbench/limits.py), applied when case
+    # files are collected.
+    group.addoption(
+        "--opbench-max-instances", type=int, default=None, dest="opbench_max_instances",
+        help="Most instances one case's sweep may make. Default: 100,000.")
+    group.addoption(
+        "--opbench-input-budget", default=None, dest="opbench_input_budget", metavar="SIZE",
+        help="Most memory one instance's inputs may take, e.g. 8GiB. Default: a quarter of "
+             "the machine's memory.")
     group.addoption(
         "--opbench-json", default=None, dest="opbench_json", metavar="PATH",
         help="Also write the opbench results record (what `opbench run --json` writes; "

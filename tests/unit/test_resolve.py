@@ -48,12 +48,23 @@ def fakefw(monkeypatch):
         def inner(x):
             return ("inner", x)
 
+    class DType:
+        pass
+
+    # What a framework defines says so in __module__; the API guard checks it.
+    softmax.__module__ = "fakefw.nn.functional"
+    Outer.__module__ = DType.__module__ = Outer.inner.__module__ = "fakefw"
+
+    def reshape(x, shape):
+        return ("reshape", x, shape)
+
+    reshape.__module__ = "fakefw"
     functional.softmax = softmax
     functional.log_softmax = softmax
     top.nn, nn.functional = nn, functional
     top.Outer = Outer
-    top.reshape = lambda x, shape: ("reshape", x, shape)
-    top.float32 = object()
+    top.reshape = reshape
+    top.float32 = DType()
     for module in (top, nn, functional):
         monkeypatch.setitem(sys.modules, module.__name__, module)
     return top
@@ -122,7 +133,7 @@ def test_text_that_is_not_a_dotted_name_is_rejected_not_evaluated(fakefw, api):
 
 
 def test_non_callable_target_is_rejected(fakefw):
-    with pytest.raises(UnknownAPI, match="fakefw.float32: resolves to a object, which is "
+    with pytest.raises(UnknownAPI, match="fakefw.float32: resolves to a DType, which is "
                                          "not callable"):
         resolve("fakefw.float32")
 
@@ -188,3 +199,81 @@ def test_suggestion_lists_up_to_three_names():
     assert suggestion("__ad__", ["__add__", "__and__", "__radd__", "zzz"]).count("'") == 6
     assert " or " in suggestion("__ad__", ["__add__", "__and__", "__radd__"])
     assert suggestion("abc", []) == ""
+
+
+# -- the API guard: a case file cannot walk out of its framework (issue #15) ---------------
+
+@pytest.fixture
+def leaky_fakefw(fakefw, monkeypatch):
+    """A framework that, like torch and numpy, holds references to modules and objects
+    that are not its own."""
+    import builtins
+    import json
+    import os
+
+    monkeypatch.setattr(fakefw, "os", os, raising=False)
+    monkeypatch.setattr(fakefw, "builtins", builtins, raising=False)
+    monkeypatch.setattr(fakefw, "Decoder", json.JSONDecoder, raising=False)
+    monkeypatch.setattr(fakefw.Outer, "os", os, raising=False)
+    monkeypatch.setattr(fakefw.nn, "print", print, raising=False)
+    return fakefw
+
+
+@pytest.mark.parametrize("api, why", [
+    ("fakefw.os.system", "runs code"),                           # refused by its name first
+    ("fakefw.os.getcwd", "not part of fakefw"),                  # a module from outside
+    ("fakefw.builtins.getattr", "not part of fakefw"),
+    ("fakefw.Decoder", "not part of fakefw"),                    # a class from outside
+    ("fakefw.nn.print", "not part of fakefw"),                   # a builtin
+    ("fakefw.Outer.os.getcwd", "not part of fakefw"),            # through a class to os
+    ("fakefw.reshape.__globals__", "special attribute"),
+    ("fakefw.Outer.__subclasses__", "special attribute"),
+    ("fakefw.Outer.__class__", "special attribute"),
+    ("fakefw.Outer.__init__.__globals__", "special attribute"),
+    ("fakefw.nn.functional.softmax.__builtins__", "special attribute"),
+])
+def test_a_path_may_not_leave_its_framework(leaky_fakefw, api, why):
+    with pytest.raises(UnknownAPI, match=why):
+        resolve(api)
+
+
+@pytest.mark.parametrize("api", ["fakefw.load", "fakefw.nn.save", "fakefw.utils.tofile",
+                                 "fakefw.ops.load_library", "fakefw.ops.Custom"])
+def test_file_and_code_loading_names_are_refused_before_any_import(api, monkeypatch):
+    monkeypatch.setattr("importlib.import_module", lambda name: pytest.fail("imported"))
+    with pytest.raises(UnknownAPI, match="reads or writes files or runs code"):
+        resolve(api)
+
+
+@pytest.mark.parametrize("api", ["torch.utils.cpp_extension.load_inline", "torch.hub.load",
+                                 "numpy.distutils.exec_command.exec_command",
+                                 "mindspore.train.serialization.load_checkpoint"])
+def test_code_running_namespaces_are_refused_before_any_import(api, monkeypatch):
+    monkeypatch.setattr("importlib.import_module", lambda name: pytest.fail("imported"))
+    with pytest.raises(UnknownAPI, match="reads or writes files or runs code"):
+        resolve_api(api, api.split(".")[0], lambda: object)
+
+
+def test_operator_dunders_still_end_a_class_path(fakefw):
+    class Tensorish:
+        def __add__(self, other):
+            return "added"
+
+    Tensorish.__module__ = Tensorish.__add__.__module__ = "fakefw"
+    fakefw.Tensor = Tensorish
+    assert resolve("fakefw.Tensor.__add__")(Tensorish(), 1) == "added"
+
+
+@pytest.mark.parametrize("api", ["Tensor.__class__", "Tensor.__reduce_ex__",
+                                 "Tensor.__init_subclass__", "Tensor._private",
+                                 "Tensor.tofile"])
+def test_tensor_paths_name_public_methods_or_operators_only(api):
+    with pytest.raises(UnknownAPI):
+        resolve(api)
+
+
+def test_real_stdlib_escape_through_a_real_package_is_refused():
+    # json.decoder holds `re`; json.decoder.re.compile belongs to re, not json
+    with pytest.raises(UnknownAPI, match="'json.decoder.re' is module 're', which is not part "
+                                         "of json"):
+        resolve_api("json.decoder.re.compile", "json", lambda: object)
