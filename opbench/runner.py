@@ -33,8 +33,9 @@ from .verdict import DEFAULT_THRESHOLD, Verdict, ratio_verdict, worst
 
 BACKWARD_SUFFIX = "+backward"
 # Worker processes per run for the command line and pytest (RunConfig's own default, 1,
-# measures in the calling process, for scripts and tests with fake frameworks). 3 spreads a
-# process's offset over the interval at ~6 s of start-up per run (README, "Processes").
+# measures in the calling process, for scripts and tests with fake frameworks). 3 puts a
+# process's own speed (6-27% on a ratio here) inside the interval for ~7 s of start-up per
+# run and a warm-up per process and instance (docs/measurement.md).
 DEFAULT_PROCESSES = 3
 # A share of a measurement (one pass in one process) takes at least this many rounds: one
 # round would always run the sides in the same order within that process.
@@ -47,7 +48,7 @@ def default_threads(cores: int | None = None) -> int:
     unequal comparison; and threads = cores leaves no core for a framework's own dispatch
     threads: measured on 2 cores, 2 kernel threads put MindSpore's ops at ~4 ms (one
     scheduler tick) whatever their size and kept its ActorThread spinning for ~200 ms
-    after its work, where 1 thread gave steady times and no tail (README, "Threads")."""
+    after its work, where 1 thread gave steady times and no tail (docs/measurement.md)."""
     cores = os.cpu_count() if cores is None else cores
     return max(1, (cores or 1) - 1)
 
@@ -78,8 +79,8 @@ class RunConfig:
     # choice); with several, that offset lands inside the interval instead of between runs.
     # 1 = the measuring happens in the process that holds the Session.
     processes: int = 1
-    # Wait before every sample until the other threads of the watched processes are idle
-    # (quiesce.py), so one side's leftover work does not land in the other's sample.
+    # Where the side changes, wait until the other threads of the worker processes are
+    # idle (quiesce.py), so one side's leftover work does not land in the other's sample.
     quiesce: bool = True
     settings: MeasureSettings = field(default_factory=MeasureSettings)
 

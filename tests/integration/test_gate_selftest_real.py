@@ -34,10 +34,10 @@ cases:
 """
 INSTANCE = "gate_selftest.add[shape=256x1024]"
 # The gate's own settings (`opbench run --for-gate`: blocking launches, one thread, rounds
-# spread over passes), with half the passes and rounds to keep CI short. The gate is given
-# no timing options at all: it must measure the way the baseline was measured.
-BASELINE_TIMING = ["--for-gate", "--passes", "10", "--rounds", "20", "--max-time", "3",
-                   "--no-backward"]
+# spread over worker processes and passes), with fewer of each to keep CI short. The gate
+# is given no timing options at all: it must measure the way the baseline was measured.
+BASELINE_TIMING = ["--for-gate", "--processes", "2", "--passes", "5", "--rounds", "20",
+                   "--max-time", "3", "--no-backward"]
 # With the gate's settings a 25% slowdown was caught on every one of 18 shipped instances in
 # each gate measured here (docs/gate.md), but that is 18 chances per gate; this test has one
 # instance and runs on shared CI machines, so it injects 1.5x: still a real end-to-end check
@@ -92,9 +92,11 @@ def test_a_a_gate_passes(baseline):
             break
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
     assert "measuring like the baseline" in done.stderr
-    assert "--launch blocking" in done.stderr and "--passes 10" in done.stderr
+    assert "--launch blocking" in done.stderr and "--passes 5" in done.stderr
+    assert "--processes 2" in done.stderr
     current = json.loads((baseline / f"aa{attempt}.json").read_text())
-    assert current["config"]["launch"] == "blocking" and current["config"]["passes"] == 10
+    assert current["config"]["launch"] == "blocking" and current["config"]["passes"] == 5
+    assert current["config"]["processes"] == 2
     assert current["config"]["threads"] == 1
     report = json.loads((baseline / f"aa{attempt}-gate.json").read_text())
     (inst,) = report["instances"]
@@ -121,8 +123,8 @@ def test_an_injected_slowdown_fails_the_gate(baseline):
     assert "ratio" in inst["decided_by"]
     assert report["notes"][0]["kind"] == "self-test"
     assert any(n["kind"] == "pooled baseline" for n in report["notes"])
-    # stage 2 ran in a fresh process (no fallback note), where the injection applied too
-    assert "in a fresh process" in done.stderr
+    # stage 2 ran in fresh processes (no fallback note), where the injection applied too
+    assert "in fresh processes" in done.stderr
     assert not [n for n in report["notes"] if n["kind"] == "stage 2"], report["notes"]
     assert INSTANCE in report["stage2_records"]
     assert "not recording a self-test run" in done.stderr
