@@ -70,14 +70,29 @@ def _centred_logs(samples: Sequence[float], groups: Sequence[int]) -> np.ndarray
     return out
 
 
+def _share_starts(n: int, shares: Sequence[Any] | None) -> set[int]:
+    """Rounds that open a share (a pass in a process): what ran before them was a warm-up or
+    a calibration probe, not a round of this measurement."""
+    starts = {0}
+    if shares is not None:
+        starts |= {i for i in range(1, n) if shares[i] != shares[i - 1]}
+    return starts
+
+
 def order_effect(side: str, samples: Sequence[float], order: Sequence[Sequence[str]],
-                 groups: Sequence[int] | None = None) -> Finding | None:
+                 groups: Sequence[int] | None = None,
+                 shares: Sequence[Any] | None = None) -> Finding | None:
     """A Finding when `side` is clearly (ORDER_CONFIDENCE) and substantially
-    (MIN_ORDER_EFFECT) slower or faster when it runs after another side than first."""
+    (MIN_ORDER_EFFECT) slower or faster right after another side's sample than right after
+    its own. Inside a share the rounds alternate (A B, B A, ...), so a side that runs first
+    in a round follows itself; the first round of each share is left out (it follows a
+    warm-up or calibration, whichever side that was)."""
     groups = list(groups) if groups is not None else [1] * len(samples)
     centred = _centred_logs(samples, groups)
-    first = [v for v, o in zip(centred, order) if o and o[0] == side]
-    later = [v for v, o in zip(centred, order) if o and o[0] != side]
+    skip = _share_starts(len(samples), shares)
+    kept = [(v, o) for i, (v, o) in enumerate(zip(centred, order)) if i not in skip and o]
+    first = [v for v, o in kept if o[0] == side]
+    later = [v for v, o in kept if o[0] != side]
     if len(first) < MIN_PER_POSITION or len(later) < MIN_PER_POSITION:
         return None
     est = change_estimate(np.exp(first), np.exp(later), confidence=ORDER_CONFIDENCE)
@@ -87,12 +102,12 @@ def order_effect(side: str, samples: Sequence[float], order: Sequence[Sequence[s
     big = abs(math.log(est.change)) >= math.log1p(MIN_ORDER_EFFECT)
     if not (clear and big):
         return None
-    raw = np.asarray(samples, dtype=float)
-    first_raw = [t for t, o in zip(raw, order) if o and o[0] == side]
-    later_raw = [t for t, o in zip(raw, order) if o and o[0] != side]
+    raw = [(t, o) for i, (t, o) in enumerate(zip(samples, order)) if i not in skip and o]
+    first_raw = [t for t, o in raw if o[0] == side]
+    later_raw = [t for t, o in raw if o[0] != side]
     return Finding(ORDER_EFFECT, side, est.change,
                    f"{side} is {est.change:.2f}x as long when it runs right after the other "
-                   f"side (median {_time(float(np.median(later_raw)))}) as when it runs first "
+                   f"side (median {_time(float(np.median(later_raw)))}) as right after itself "
                    f"({_time(float(np.median(first_raw)))}): the other side's work reaches "
                    f"its samples")
 
@@ -134,11 +149,13 @@ def sample_clusters(side: str, samples: Sequence[float],
 
 def detect_interference(per_call_s: Mapping[str, Sequence[float]],
                         order: Sequence[Sequence[str]],
-                        groups: Sequence[int] | None = None) -> list[Finding]:
-    """Every finding for every side of one measurement."""
+                        groups: Sequence[int] | None = None,
+                        shares: Sequence[Any] | None = None) -> list[Finding]:
+    """Every finding for every side of one measurement. groups: each round's process;
+    shares: each round's share (process, pass), where the alternation restarts."""
     findings = []
     for side, samples in per_call_s.items():
-        for found in (order_effect(side, samples, order, groups),
+        for found in (order_effect(side, samples, order, groups, shares),
                       sample_clusters(side, samples, groups)):
             if found is not None:
                 findings.append(found)

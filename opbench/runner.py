@@ -473,7 +473,8 @@ class Session:
         cfg = self.config
         fields = measurement_statistics({n: m["samples_s"][n] for n in cfg.frameworks},
                                         cfg.reference, cfg.target, m["threshold"],
-                                        order=m["order"], groups=m.get("process_of_round"))
+                                        order=m["order"], groups=m.get("process_of_round"),
+                                        shares=share_of_round(m))
         medians = {n: fields["summary"][n]["median_s"] for n in cfg.frameworks}
         fields["_explain"] = explain_measurement(m["mode"], medians, self.overhead)
         return fields
@@ -526,7 +527,8 @@ def measurement_statistics(per_call: Mapping[str, Sequence[float]], reference: s
                            target: str, threshold: float,
                            order: Sequence[Sequence[str]] | None = None,
                            groups: Sequence[int] | None = None,
-                           prior: BetweenProcessPrior | None = None) -> dict[str, Any]:
+                           prior: BetweenProcessPrior | None = None,
+                           shares: Sequence[Any] | None = None) -> dict[str, Any]:
     """A measurement record's statistics from its rounds (per-call seconds by framework,
     round i of each side paired): per-side summaries, the reference/target ratio with its
     interval (the process as the unit when `groups` names several processes, see
@@ -537,7 +539,7 @@ def measurement_statistics(per_call: Mapping[str, Sequence[float]], reference: s
     est = ratio_estimate(per_call[reference], per_call[target], groups=groups, prior=prior)
     verdict = ratio_verdict(est, threshold)
     findings = (detect_interference({n: per_call[n] for n in (reference, target)}, order,
-                                    groups) if order else [])
+                                    groups, shares) if order else [])
     fields: dict[str, Any] = {
         "summary": {n: asdict(summarize(v)) for n, v in per_call.items()},
         "ratio": est.ratio,
@@ -563,6 +565,15 @@ def measurement_statistics(per_call: Mapping[str, Sequence[float]], reference: s
                                          f"straddles the threshold {threshold:g}")
     fields["verdict"] = verdict.value
     return fields
+
+
+def share_of_round(m: Mapping[str, Any]) -> list[tuple[Any, Any]] | None:
+    """Each round's (process, pass): the alternation of sides restarts at every share."""
+    processes, passes = m.get("process_of_round"), m.get("pass_of_round")
+    if not processes and not passes:
+        return None
+    n = len(m["order"])
+    return list(zip(processes or [1] * n, passes or [1] * n))
 
 
 def _add_settled(m: dict[str, Any], settled: Mapping[str, Sequence[Any]]) -> None:
@@ -603,7 +614,7 @@ def apply_between_process_prior(records: Sequence[dict[str, Any]], config: RunCo
             m.update(measurement_statistics(
                 {n: m["samples_s"][n] for n in config.frameworks}, config.reference,
                 config.target, m["threshold"], order=m["order"], groups=m["process_of_round"],
-                prior=prior))
+                prior=prior, shares=share_of_round(m)))
         if measurements and inst.get("verdict") not in (Verdict.MISMATCH.value,
                                                         Verdict.ERROR.value):
             inst["verdict"] = worst(Verdict(m["verdict"]) for m in measurements.values()).value

@@ -92,22 +92,23 @@ def test_a_misspelt_api_exits_2_naming_file_and_line(tmp_path):
 
 
 def test_blocking_launches_and_passes_on_the_real_frameworks(reshape_file, tmp_path):
-    """--launch blocking reaches both frameworks (recorded per framework) and --passes 3
-    adds rounds in three passes over the selection, all in one valid record."""
+    """--launch blocking reaches both frameworks (recorded per framework); --processes 2
+    --passes 3 adds rounds in three passes over the selection in each of two worker
+    processes, all in one valid record that says where each round came from."""
     out = tmp_path / "blocking.json"
-    result = opbench("run", str(reshape_file), "--launch", "blocking", "--passes", "3",
-                     "--rounds", "9", "--min-sample-time", "0.002", "--max-time", "1",
-                     "--threads", "1", "--mode", "both", "--json", str(out), cwd=tmp_path)
+    result = opbench("run", str(reshape_file), "--launch", "blocking", "--processes", "2",
+                     "--passes", "3", "--rounds", "12", "--min-sample-time", "0.002",
+                     "--max-time", "1", "--threads", "1", "--mode", "both",
+                     "--json", str(out), cwd=tmp_path)
     assert result.returncode in (0, 1, 3), result.stderr
     assert "Traceback" not in result.stderr
-    assert "blocking launches, 3 passes" in result.stderr
+    assert "blocking launches, 2 worker processes, 3 passes" in result.stderr
     record = read_results(out)
     assert record["config"]["launch"] == "blocking" and record["config"]["passes"] == 3
+    assert record["config"]["processes"] == 2
     assert {fw["launch"] for fw in record["frameworks"].values()} == {"blocking"}
     (inst,) = record["instances"]
     for m in inst["measurements"].values():
         assert m["passes"] == 3 and sorted(set(m["pass_of_round"])) == [1, 2, 3]
-        assert m["rounds"] == len(m["samples_s"]["torch"]) == 3 * m["rounds_per_pass"]
-    assert "pass_errors" not in inst
-    # rich wraps the header at the terminal's width: compare with the line breaks folded
-    assert "rounds spread over 3 passes" in " ".join(result.stdout.split())
+        assert sorted(set(m["process_of_round"])) == [1, 2] and m["n_processes"] == 2
+        assert m["rounds"] == len(m["samples_s"]["torch"]) == 6 * m["rounds_per_pass"]
