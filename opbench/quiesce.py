@@ -115,9 +115,8 @@ class ThreadActivityProbe:
 
 
 class Quiescer:
-    """What a measurement calls before each sample: waits for quiet and keeps the waits.
-    `settle()` returns the QuiesceResult; `results` holds every one since the last
-    `take()`."""
+    """What a measurement calls before a sample: waits for quiet and keeps the waits.
+    `settle()` returns the QuiesceResult; `results` holds every one so far."""
 
     def __init__(self, probe: ActivityProbe, clock: Callable[[], float] = time.perf_counter,
                  sleep: Callable[[float], None] = time.sleep,
@@ -130,17 +129,3 @@ class Quiescer:
                                   max_wait_s=self.max_wait_s)
         self.results.append(result)
         return result
-
-    def take(self) -> list[QuiesceResult]:
-        taken, self.results = self.results, []
-        return taken
-
-
-def summarize_waits(results: Sequence[QuiesceResult]) -> dict[str, float | int]:
-    """What the results record keeps of a measurement's waits."""
-    waits = sorted(r.waited_s for r in results)
-    if not waits:
-        return {"count": 0}
-    return {"count": len(waits), "median_s": waits[len(waits) // 2], "max_s": waits[-1],
-            "total_s": sum(waits), "timed_out": sum(r.timed_out for r in results),
-            "busy_cpu_s": sum(r.busy_cpu_s for r in results)}

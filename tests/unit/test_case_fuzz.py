@@ -41,14 +41,20 @@ def test_random_text_never_crashes_the_loader(tmp_path, text):
     load(tmp_path, text)
 
 
-@FUZZ
-@given(st.lists(st.tuples(st.integers(0, len(VALID)), st.integers(0, 20),
-                          st.sampled_from(FRAGMENTS)), max_size=6))
-def test_mutated_case_files_never_crash_the_loader(tmp_path, edits):
+def mutated(edits) -> str:
+    """VALID with each (position, cut, fragment) edit applied in turn."""
     text = VALID
     for position, cut, fragment in edits:
         position = min(position, len(text))
         text = text[:position] + fragment + text[position + cut:]
+    return text
+
+
+@FUZZ
+@given(st.lists(st.tuples(st.integers(0, len(VALID)), st.integers(0, 20),
+                          st.sampled_from(FRAGMENTS)), max_size=6))
+def test_mutated_case_files_never_crash_the_loader(tmp_path, edits):
+    text = mutated(edits)
     load(tmp_path, text)
 
 
@@ -57,10 +63,7 @@ def test_mutated_case_files_never_crash_the_loader(tmp_path, edits):
 @given(st.lists(st.tuples(st.integers(0, len(VALID)), st.integers(0, 20),
                           st.sampled_from(FRAGMENTS)), max_size=4))
 def test_the_cli_exits_0_or_2_without_a_traceback(tmp_path, edits):
-    text = VALID
-    for position, cut, fragment in edits:
-        position = min(position, len(text))
-        text = text[:position] + fragment + text[position + cut:]
+    text = mutated(edits)
     path = tmp_path / "fuzz.yaml"
     path.write_text(text, encoding="utf-8")
     result = CliRunner().invoke(cli, ["list", str(path)])
