@@ -20,12 +20,13 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
+    "METHOD_CHANGE_PROCESSES",
     "METHOD_HODGES_LEHMANN",
     "METHOD_SIGN_TEST",
     "METHOD_PROCESSES",
@@ -36,6 +37,7 @@ __all__ = [
     "Summary",
     "change_estimate",
     "paired_ratios",
+    "pooled_between_process_sd",
     "ratio_estimate",
     "summarize",
     "student_t_quantile",
@@ -61,6 +63,9 @@ METHOD_SIGN_TEST = "median of per-round log-ratios; exact sign-test (order-stati
 METHOD_PROCESSES = ("mean of per-process median log-ratios; t interval with the between-process "
                     "variance (shrunk towards the run's typical), widened to the rounds' "
                     "sign-test interval")
+METHOD_CHANGE_PROCESSES = ("difference of the runs' mean per-process median log-ratios; t "
+                           "interval with the pooled between-process variance (shrunk "
+                           "towards the prior), widened to the rounds' Mann-Whitney interval")
 METHOD_HODGES_LEHMANN = ("Hodges-Lehmann shift of log-ratios; "
                          "exact Mann-Whitney (order-statistic) interval")
 _METHOD_HODGES_LEHMANN_NORMAL = ("Hodges-Lehmann shift of log-ratios; "
@@ -380,6 +385,12 @@ class ChangeEstimate:
     method: str
     coverage: float
     too_few_rounds: bool
+    # With process labels on both runs (METHOD_CHANGE_PROCESSES): how many processes each
+    # run's rounds came from and the between-process SD of one process's centre (log scale)
+    # that went into the interval; 0 / None when the rounds alone were used.
+    n_processes_baseline: int = 0
+    n_processes_current: int = 0
+    between_sd: float | None = None
 
 
 @lru_cache(maxsize=64)
@@ -429,8 +440,16 @@ def _hodges_lehmann_rank_normal(n: int, m: int, confidence: float) -> tuple[int,
 
 
 def change_estimate(baseline_ratios: Sequence[float], current_ratios: Sequence[float],
-                    confidence: float = DEFAULT_CONFIDENCE) -> ChangeEstimate:
+                    confidence: float = DEFAULT_CONFIDENCE, *,
+                    baseline_groups: Sequence[Any] | None = None,
+                    current_groups: Sequence[Any] | None = None,
+                    prior: "BetweenProcessPrior | None" = None) -> ChangeEstimate:
     """Change of the per-round ratio between two runs (current / baseline), with interval.
+
+    With the process each round came from (baseline_groups, current_groups: one label per
+    round) the process is the unit, as in ratio_estimate: see _change_with_processes.
+    Without them, or when neither the runs nor a prior can show a between-process spread
+    (one process each and no prior), the rounds are the unit:
 
     The two runs are different processes at different times, so their rounds are not paired:
     this is a two-sample problem. Chosen method: the Hodges-Lehmann shift estimate on log
@@ -452,6 +471,21 @@ def change_estimate(baseline_ratios: Sequence[float], current_ratios: Sequence[f
     _check_confidence(confidence)
     baseline = np.log(_positive_samples("baseline_ratios", baseline_ratios))
     current = np.log(_positive_samples("current_ratios", current_ratios))
+    rounds_only = _change_from_rounds(baseline, current, confidence)
+    if baseline_groups is None or current_groups is None:
+        return rounds_only
+    for name, values, labels in (("baseline", baseline, baseline_groups),
+                                 ("current", current, current_groups)):
+        if len(labels) != values.size:
+            raise ValueError(f"{name}_groups has {len(labels)} labels for {values.size} rounds")
+    return _change_with_processes(rounds_only, baseline, np.asarray(baseline_groups, dtype=str),
+                                  current, np.asarray(current_groups, dtype=str), confidence,
+                                  prior)
+
+
+def _change_from_rounds(baseline: np.ndarray, current: np.ndarray,
+                        confidence: float) -> ChangeEstimate:
+    """change_estimate with the rounds as the unit (log values in)."""
     n, m = int(baseline.size), int(current.size)
     differences = np.sort((current[np.newaxis, :] - baseline[:, np.newaxis]).ravel())
     if n * m <= EXACT_MANN_WHITNEY_MAX_PAIRS:
@@ -467,3 +501,75 @@ def change_estimate(baseline_ratios: Sequence[float], current_ratios: Sequence[f
                           ci_high=float(np.exp(differences[high_index])),
                           n_baseline=n, n_current=m, confidence=confidence, method=method,
                           coverage=coverage, too_few_rounds=too_few)
+
+
+def _pooled_between_process(baseline: np.ndarray, baseline_groups: np.ndarray,
+                            current: np.ndarray, current_groups: np.ndarray
+                            ) -> tuple[np.ndarray, float, np.ndarray, float, float, int]:
+    """Both runs' per-process medians and their within-process sampling variances, and the
+    between-process variance pooled over the two runs with its df (processes - 2): each
+    run's spread of medians around its own mean, so a change between the runs does not
+    count as spread."""
+    base_medians, base_within, _ = _process_components(baseline, baseline_groups)
+    cur_medians, cur_within, _ = _process_components(current, current_groups)
+    nb, nc = int(base_medians.size), int(cur_medians.size)
+    df = nb + nc - 2
+    if df == 0:
+        return base_medians, base_within, cur_medians, cur_within, 0.0, 0
+    squares = (float(np.sum((base_medians - base_medians.mean()) ** 2))
+               + float(np.sum((cur_medians - cur_medians.mean()) ** 2)))
+    within = ((nb - 1) * base_within + (nc - 1) * cur_within) / df
+    return (base_medians, base_within, cur_medians, cur_within,
+            max(0.0, squares / df - within), df)
+
+
+def pooled_between_process_sd(baseline: Sequence[float], baseline_groups: Sequence[Any],
+                              current: Sequence[float], current_groups: Sequence[Any]
+                              ) -> tuple[float, int] | None:
+    """One comparison's between-process SD (log scale) pooled over both runs, and its df;
+    None when the two runs hold fewer than 3 processes between them. The material of a
+    gate's prior (between_process_prior over many instances)."""
+    *_, between_var, df = _pooled_between_process(
+        np.log(_positive_samples("baseline", baseline)), np.asarray(baseline_groups, dtype=str),
+        np.log(_positive_samples("current", current)), np.asarray(current_groups, dtype=str))
+    return (math.sqrt(between_var), df) if df > 0 else None
+
+
+def _change_with_processes(rounds_only: ChangeEstimate, baseline: np.ndarray,
+                           baseline_groups: np.ndarray, current: np.ndarray,
+                           current_groups: np.ndarray, confidence: float,
+                           prior: BetweenProcessPrior | None) -> ChangeEstimate:
+    """The process as the unit of a change between two runs. Every process keeps an offset
+    of its own (thread placement, allocator, the host's state while it lived), so two runs
+    of the same code differ by the difference of their processes' offsets - on this 2-core
+    machine an A/A gate read a 9-10% "regression" in both of its stages against a baseline
+    pooled from 4 processes, with a rounds-only interval of [-16%, -4%]. Estimate: the
+    difference of the runs' mean per-process medians. Variance: (between-process variance
+    + one median's sampling variance) / processes, for each run; the between part pooled
+    over both runs and shrunk towards the prior. Interval: t with the matching df, widened
+    to contain the rounds-only (Mann-Whitney) interval, never narrower than the rounds'
+    evidence. With one process on each side and no prior there is no spread to use: the
+    rounds-only estimate is returned unchanged."""
+    (base_medians, base_within, cur_medians, cur_within,
+     between_var, df) = _pooled_between_process(baseline, baseline_groups, current,
+                                                current_groups)
+    df_total = float(df)
+    if prior is not None:
+        between_var = (df * between_var + prior.df * prior.sd ** 2) / (df + prior.df)
+        df_total += prior.df
+    if df_total == 0:
+        return rounds_only
+    nb, nc = int(base_medians.size), int(cur_medians.size)
+    center = float(cur_medians.mean() - base_medians.mean())
+    half = student_t_quantile(1.0 - (1.0 - confidence) / 2.0, df_total) * math.sqrt(
+        (between_var + base_within) / nb + (between_var + cur_within) / nc)
+    low = min(center - half, math.log(rounds_only.ci_low))
+    high = max(center + half, math.log(rounds_only.ci_high))
+    coverage = (max(confidence, rounds_only.coverage) if not rounds_only.too_few_rounds
+                else rounds_only.coverage)
+    return ChangeEstimate(change=math.exp(center), ci_low=math.exp(low), ci_high=math.exp(high),
+                          n_baseline=rounds_only.n_baseline, n_current=rounds_only.n_current,
+                          confidence=confidence, method=METHOD_CHANGE_PROCESSES,
+                          coverage=coverage, too_few_rounds=rounds_only.too_few_rounds,
+                          n_processes_baseline=nb, n_processes_current=nc,
+                          between_sd=math.sqrt(between_var))

@@ -17,14 +17,23 @@ each a two-sample change estimate (stats.change_estimate) judged by size AND evi
 
 Times are given to change_estimate as speeds (1 / time), so for every path a change below
 1 means "the target got relatively or absolutely slower" and REGRESSION keeps its meaning.
+
+Where both runs say which worker process each round came from, every path takes the process
+as its unit (stats.change_estimate with groups): two runs of the same code differ by their
+processes' offsets, which no number of rounds inside one process shows. A path's prior -
+its typical between-process spread over the gate's instances (path_priors) - keeps an
+instance measured in few processes from a t interval with almost no df.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 from typing import Mapping, Sequence
 
-from ..stats import DEFAULT_CONFIDENCE, ChangeEstimate, change_estimate, paired_ratios
+from ..stats import (DEFAULT_CONFIDENCE, BetweenProcessPrior, ChangeEstimate,
+                     between_process_prior, change_estimate, paired_ratios,
+                     pooled_between_process_sd)
 from ..verdict import DEFAULT_MIN_EFFECT, ChangeVerdict, change_verdict
 
 __all__ = [
@@ -39,6 +48,7 @@ __all__ = [
     "combine_paths",
     "decide",
     "needs_remeasure",
+    "path_priors",
     "staged",
 ]
 
@@ -80,17 +90,29 @@ _SEVERITY = {
 @dataclass(frozen=True)
 class RunSamples:
     """One measurement's interleaved rounds: reference_s[i] and target_s[i] ran back to
-    back in round i (seconds per call)."""
+    back in round i (seconds per call); process[i] names the worker process of round i
+    (None: not recorded, every round counts as independent)."""
 
     reference_s: tuple[float, ...]
     target_s: tuple[float, ...]
+    process: tuple[str, ...] | None = None
 
     @classmethod
-    def of(cls, reference_s: Sequence[float], target_s: Sequence[float]) -> "RunSamples":
-        return cls(tuple(float(x) for x in reference_s), tuple(float(x) for x in target_s))
+    def of(cls, reference_s: Sequence[float], target_s: Sequence[float],
+           process: Sequence[object] | None = None) -> "RunSamples":
+        if process is not None and len(process) != len(reference_s):
+            raise ValueError(f"{len(process)} process labels for {len(reference_s)} rounds")
+        return cls(tuple(float(x) for x in reference_s), tuple(float(x) for x in target_s),
+                   None if process is None else tuple(str(p) for p in process))
 
     def ratios(self) -> list[float]:
         return [float(r) for r in paired_ratios(self.reference_s, self.target_s)]
+
+    def values(self, path: str) -> list[float]:
+        """What a path compares: the per-round ratios, or a side's speeds (1 / time)."""
+        if path == PATH_RATIO:
+            return self.ratios()
+        return _speeds(self.target_s if path == PATH_TARGET_TIME else self.reference_s)
 
 
 @dataclass(frozen=True)
@@ -127,10 +149,32 @@ def _speeds(times_s: Sequence[float]) -> list[float]:
     return [1.0 / t for t in times_s]
 
 
-def _path(name: str, baseline: Sequence[float], current: Sequence[float], min_effect: float,
-          confidence: float) -> PathChange:
-    estimate = change_estimate(baseline, current, confidence)
+def _path(name: str, baseline: RunSamples, current: RunSamples, min_effect: float,
+          confidence: float, prior: BetweenProcessPrior | None) -> PathChange:
+    by_process = baseline.process is not None and current.process is not None
+    estimate = change_estimate(baseline.values(name), current.values(name), confidence,
+                               baseline_groups=baseline.process if by_process else None,
+                               current_groups=current.process if by_process else None,
+                               prior=prior if by_process else None)
     return PathChange(name, estimate, change_verdict(estimate, min_effect), min_effect)
+
+
+def path_priors(comparisons: Sequence[tuple[RunSamples, RunSamples]]
+                ) -> dict[str, BetweenProcessPrior]:
+    """Per path, the typical between-process spread over a gate's comparisons (baseline,
+    current) whose rounds name their processes: the median of each comparison's pooled SD
+    (stats.between_process_prior; robust to the few instances that really are noisier).
+    A path with too few such comparisons gets no prior."""
+    priors = {}
+    for path in (PATH_RATIO, PATH_TARGET_TIME, PATH_REFERENCE_TIME):
+        spreads = [spread for base, cur in comparisons
+                   if base.process is not None and cur.process is not None
+                   and (spread := pooled_between_process_sd(base.values(path), base.process,
+                                                            cur.values(path), cur.process))]
+        prior = between_process_prior(spreads)
+        if prior is not None:
+            priors[path] = prior
+    return priors
 
 
 # The path verdicts that exclude a slowdown of min_effect.
@@ -182,6 +226,9 @@ def _describe(path: PathChange, min_effect: float) -> str:
     e = path.estimate
     text = (f"{path.path} {_percent(e.change)} [{_percent(e.ci_low)}, {_percent(e.ci_high)}] "
             f"{path.verdict.value}")
+    if e.between_sd is not None:    # the interval holds the processes' spread: say so
+        text += (f" ({e.n_processes_baseline} vs {e.n_processes_current} processes, "
+                 f"between-process SD {math.expm1(e.between_sd):.1%})")
     if path.min_effect != min_effect:   # a time path with its own, higher noise floor
         text += f" (min effect {path.min_effect:.0%})"
     return text
@@ -190,27 +237,29 @@ def _describe(path: PathChange, min_effect: float) -> str:
 def decide(baseline: RunSamples, current: RunSamples, *,
            min_effect: float = DEFAULT_MIN_EFFECT, same_machine: bool = False,
            confidence: float = DEFAULT_CONFIDENCE,
-           floors: Mapping[str, float] | None = None) -> Decision:
+           floors: Mapping[str, float] | None = None,
+           priors: Mapping[str, BetweenProcessPrior] | None = None) -> Decision:
     """Compare one measurement with its baseline (see the module docstring and
     combine_paths). same_machine: the two runs share a machine id, so absolute times are
     compared as well. floors: per path (PATH_*), a noise floor (gate/noise.py) that raises
     that path's minimum effect; the absolute times move more between processes than the
-    ratio does, so their floors are higher. Raises ValueError on empty, non-positive or
-    unpaired samples."""
+    ratio does, so their floors are higher. priors: per path, the gate's typical
+    between-process spread (path_priors), used where both runs name their processes.
+    Raises ValueError on empty, non-positive or unpaired samples."""
     floors = floors or {}
+    priors = priors or {}
 
     def effect(path: str) -> float:
         return max(min_effect, floors.get(path, 0.0))
 
-    ratio = _path(PATH_RATIO, baseline.ratios(), current.ratios(), effect(PATH_RATIO),
-                  confidence)
+    def path(name: str) -> PathChange:
+        return _path(name, baseline, current, effect(name), confidence, priors.get(name))
+
+    ratio = path(PATH_RATIO)
     target = reference = None
     if same_machine:
-        target = _path(PATH_TARGET_TIME, _speeds(baseline.target_s), _speeds(current.target_s),
-                       effect(PATH_TARGET_TIME), confidence)
-        reference = _path(PATH_REFERENCE_TIME, _speeds(baseline.reference_s),
-                          _speeds(current.reference_s), effect(PATH_REFERENCE_TIME),
-                          confidence)
+        target = path(PATH_TARGET_TIME)
+        reference = path(PATH_REFERENCE_TIME)
     verdict, decided_by = combine_paths(ratio.verdict, target and target.verdict,
                                         reference and reference.verdict)
     reason = "; ".join(_describe(p, ratio.min_effect) for p in (ratio, target, reference)

@@ -14,8 +14,9 @@ from typing import Any, Mapping, Sequence
 from ..verdict import DEFAULT_MIN_EFFECT, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SLOW
 from .baseline import (KIND_NOISE, HygieneNote, Pair, environment_notes, is_measured,
                        match_instances, same_machine, select_records)
+from ..stats import BetweenProcessPrior
 from .decision import (PATH_RATIO, Decision, GateVerdict, RunSamples, StagedDecision, decide,
-                       needs_remeasure, staged)
+                       needs_remeasure, path_priors, staged)
 from .noise import NoiseProfile
 
 __all__ = [
@@ -196,8 +197,28 @@ def gate_exit_code(result: GateResult) -> int:
 
 
 def _samples(measurement: Mapping[str, Any], reference: str, target: str) -> RunSamples:
+    """The rounds, with their worker processes where the record names them (a record from
+    before worker processes has no labels: its rounds count as independent)."""
     samples = measurement["samples_s"]
-    return RunSamples.of(samples[reference], samples[target])
+    process = measurement.get("process_of_round")
+    if process is not None and len(process) != len(samples[reference]):
+        process = None     # a hand-edited or truncated record: do not guess which is which
+    return RunSamples.of(samples[reference], samples[target], process)
+
+
+def _comparisons(pairs: Sequence[Pair], reference: str, target: str
+                 ) -> list[tuple[RunSamples, RunSamples]]:
+    """Every measurement compared in stage 1 (both runs measured it): the material of the
+    gate's per-path priors."""
+    found = []
+    for pair in pairs:
+        if not (is_measured(pair.baseline) and is_measured(pair.current)):
+            continue
+        base_ms, cur_ms = pair.baseline["measurements"], pair.current["measurements"]
+        found += [(_samples(base_ms[k], reference, target), _samples(cur_ms[k], reference,
+                                                                     target))
+                  for k in cur_ms if k in base_ms]
+    return found
 
 
 def _ratio_of(inst: Mapping[str, Any] | None) -> tuple[float, float, float] | None:
@@ -240,8 +261,8 @@ def _noise_note(results: Sequence[InstanceResult], noise: NoiseProfile,
 
 
 def _decide_keys(pair: Pair, second: Mapping[str, Any] | None, reference: str, target: str,
-                 min_effect: float, machine: bool,
-                 floors: Mapping[str, float] | None) -> list[MeasurementResult]:
+                 min_effect: float, machine: bool, floors: Mapping[str, float] | None,
+                 priors: Mapping[str, BetweenProcessPrior]) -> list[MeasurementResult]:
     base_ms = pair.baseline["measurements"]
     cur_ms = pair.current["measurements"]
     second_ms = (second or {}).get("measurements") or {}
@@ -259,7 +280,8 @@ def _decide_keys(pair: Pair, second: Mapping[str, Any] | None, reference: str, t
 
         def judge(measurement: Mapping[str, Any]) -> Decision:
             return decide(baseline, _samples(measurement, reference, target),
-                          min_effect=min_effect, same_machine=machine, floors=floors)
+                          min_effect=min_effect, same_machine=machine, floors=floors,
+                          priors=priors)
 
         first = judge(cur_ms[key])
         again = judge(second_ms[key]) if (key in second_ms
@@ -274,7 +296,8 @@ def _worst_measurement(results: Sequence[MeasurementResult]) -> MeasurementResul
 
 
 def _pair_result(pair: Pair, second: Mapping[str, Any] | None, reference: str, target: str,
-                 settings: GateSettings, machine: bool) -> InstanceResult:
+                 settings: GateSettings, machine: bool,
+                 priors: Mapping[str, BetweenProcessPrior]) -> InstanceResult:
     configured = min_effect_for(pair.id, pair.current.get("op"), settings,
                                 _case_min_effect(pair))
     floors = _noise_floors(pair, settings.noise)
@@ -315,7 +338,8 @@ def _pair_result(pair: Pair, second: Mapping[str, Any] | None, reference: str, t
                               remeasured=True, stage1_verdict=GateVerdict.BROKEN)
 
     measured_second = second if second is not None and is_measured(second) else None
-    keys = _decide_keys(pair, measured_second, reference, target, configured, machine, floors)
+    keys = _decide_keys(pair, measured_second, reference, target, configured, machine, floors,
+                        priors)
     stage1 = max((m.decision.first.verdict if m.decision else m.verdict for m in keys),
                  key=lambda v: v.severity)
     if second is not None and not needs_remeasure(stage1):
@@ -349,8 +373,11 @@ def evaluate(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
     expected = select_records(baseline.get("instances", []), settings.ops, settings.keyword,
                               settings.tags)
     matching = match_instances(expected, current.get("instances", []))
+    # One prior per path for the whole gate, from stage 1 (stage 2 re-measures only the few
+    # instances that did not pass: too few to say what is typical).
+    priors = path_priors(_comparisons(matching.pairs, reference, target))
     results = [_pair_result(pair, remeasured.get(pair.id), reference, target, settings,
-                            machine) for pair in matching.pairs]
+                            machine, priors) for pair in matching.pairs]
     results += [InstanceResult(id=inst["id"], op=inst.get("op", ""),
                                verdict=GateVerdict.MISSING, decided_by="", baseline_id=inst["id"],
                                reason="in the baseline, not in this run",

@@ -8,7 +8,8 @@ from .evaluate import GateResult, InstanceResult
 
 __all__ = ["GATE_REPORT_VERSION", "result_as_dict"]
 
-# 1: first format (opbench 0.1).
+# 1: first format (opbench 0.1). Fields added since (each path's method, processes and
+# between_sd) are additions a version-1 reader ignores.
 GATE_REPORT_VERSION = 1
 
 
@@ -18,7 +19,9 @@ def _path(path: PathChange | None) -> dict[str, Any] | None:
     e = path.estimate
     return {"change": e.change, "ci_low": e.ci_low, "ci_high": e.ci_high,
             "verdict": path.verdict.value, "n_baseline": e.n_baseline, "n_current": e.n_current,
-            "too_few_rounds": e.too_few_rounds}
+            "too_few_rounds": e.too_few_rounds, "method": e.method,
+            "n_processes_baseline": e.n_processes_baseline,
+            "n_processes_current": e.n_processes_current, "between_sd": e.between_sd}
 
 
 def _decision(d: Decision | None) -> dict[str, Any] | None:
