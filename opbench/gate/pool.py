@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping, Sequence
 
-from ..runner import measurement_statistics
+from ..runner import measurement_statistics, share_of_round
 from ..verdict import DEFAULT_THRESHOLD
 
 __all__ = ["PoolError", "check_alike", "pool_baselines"]
@@ -74,13 +74,19 @@ def _pool_measurement(parts: Sequence[Mapping[str, Any]], reference: str,
     pooled["rounds"] = len(samples[reference])
     # Every run's processes are processes of their own: run 2's process 1 is not run 1's.
     pooled["process_of_round"] = []
+    pooled["pass_of_round"] = []
     for run_index, p in enumerate(parts):
-        labels = p.get("process_of_round") or [1] * len(p["samples_s"][reference])
+        n = len(p["samples_s"][reference])
+        labels = p.get("process_of_round") or [1] * n
         pooled["process_of_round"] += [f"{run_index + 1}.{label}" for label in labels]
+        # per round, not first-run-only: a share is (process, pass), and the order-effect
+        # test restarts the alternation at every share
+        pooled["pass_of_round"] += p.get("pass_of_round") or [1] * n
     pooled.update(measurement_statistics(samples, reference, target,
                                          pooled.get("threshold", DEFAULT_THRESHOLD),
                                          order=pooled["order"] or None,
-                                         groups=pooled["process_of_round"]))
+                                         groups=pooled["process_of_round"],
+                                         shares=share_of_round(pooled)))
     return pooled
 
 

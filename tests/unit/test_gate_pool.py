@@ -35,6 +35,8 @@ def test_rounds_are_concatenated_in_run_order_and_the_ratio_is_redone():
     assert m["run_of_round"] == [0] * ma["rounds"] + [1] * mb["rounds"]
     # each run's process is a process of its own (the interval treats them as units)
     assert m["process_of_round"] == ["1.1"] * ma["rounds"] + ["2.1"] * mb["rounds"]
+    # every round keeps its pass (a bug kept only the first run's: shares were cut short)
+    assert len(m["pass_of_round"]) == m["rounds"]
     expected = ratio_estimate(m["samples_s"]["torch"], m["samples_s"]["mindspore"],
                               groups=m["process_of_round"])
     assert (m["ratio"], m["ci_low"], m["ci_high"]) == (expected.ratio, expected.ci_low,
