@@ -18,20 +18,19 @@ import numpy as np
 from . import inputs as inputs_mod
 from .cases import FLOAT_DTYPES, CaseInstance, FrameworkCall, Ref
 from .check import SHAPE, CheckResult, compare_outputs, select_outputs
-from .explain import explain_measurement, explain_modes
+from .explain import explain_measurement
 from .frameworks import Adapter, get_adapter
-from .frameworks.base import LAUNCH_BLOCKING, LAUNCH_MODES, LAUNCH_QUEUED
-from .interference import detect_interference
-from .measure import (ASYNC, MODES, ROUNDS_CUT_NOTE, SERIAL, Clock, Measurement,
-                      MeasureSettings, MoreRounds, Side, measure, measure_overhead, more_rounds)
+from .frameworks.base import LAUNCH_BLOCKING, LAUNCH_MODES
+from .measure import (ASYNC, MODES, SERIAL, Clock, MeasureSettings, MoreRounds, Side, measure,
+                      measure_overhead, more_rounds)
 from .quiesce import Quiescer, ThreadActivityProbe
+from .records import (BACKWARD_SUFFIX, apply_between_process_prior, conclude,
+                      instance_header, key_mode, measurement_statistics, new_measurement,
+                      output_shapes, pool_rounds, protocol_notes, share_of_round)
 from .results import new_record, utc_now
 from .safe_write import ResilientSaver
-from .stats import (BetweenProcessPrior, between_process_prior, between_process_sd,
-                    ratio_estimate, summarize)
-from .verdict import DEFAULT_THRESHOLD, Verdict, ratio_verdict, worst
+from .verdict import DEFAULT_THRESHOLD, Verdict
 
-BACKWARD_SUFFIX = "+backward"
 # Worker processes per run for the command line and pytest (RunConfig's own default, 1,
 # measures in the calling process, for scripts and tests with fake frameworks). 3 puts a
 # process's own speed (6-27% on a ratio here) inside the interval for ~7 s of start-up per
@@ -286,7 +285,7 @@ class Session:
         record["measurements"] = {key: self._measure(sides, key_mode(key), threshold)
                                   for key, sides in self._timed_sides(*checked).items()}
         self._measured_here.add(instance.id)
-        _conclude(record, cfg)
+        conclude(record, cfg)
 
     def _timed_sides(self, prepared: Mapping[str, _Prepared],
                      grad_sides: Mapping[str, Callable[[], Any]]) -> dict[str, list[Side]]:
@@ -346,19 +345,10 @@ class Session:
             record.setdefault("pass_errors", []).append(
                 f"{where}pass {pass_index}: {scratch.get('error') or _error_text(exc)}")
             return
-        _conclude(record, self.config)
+        conclude(record, self.config)
 
     def _pool_rounds(self, m: dict[str, Any], extra: MoreRounds, pass_index: int) -> None:
-        for name, values in extra.per_call_s.items():
-            m["samples_s"][name].extend(values)
-        m["order"].extend(list(o) for o in extra.order)
-        m["pass_of_round"].extend([pass_index] * len(extra.order))
-        m.setdefault("process_of_round", [1] * (len(m["order"]) - len(extra.order)))
-        m["process_of_round"].extend([self.process_index] * len(extra.order))
-        _add_settled(m, extra.settled)
-        m["passes"] = max(m.get("passes", 1), pass_index)
-        m["processes"] = len(set(m["process_of_round"]))
-        m["rounds"] = len(m["order"])
+        pool_rounds(m, extra, pass_index, self.process_index)
         m.update(self._statistics(m))
         # Explanations are redone from this process's floors; the protocol's own notes stay.
         m["notes"] = list(m.get("protocol_notes", m["notes"])) + m.pop("_explain")
@@ -387,7 +377,7 @@ class Session:
         check = compare_outputs(outputs[cfg.reference], outputs[cfg.target], rtol, atol,
                                 mode=SHAPE if instance.case.compare == SHAPE else "values")
         record["check"] = check.as_dict()
-        record["output_shapes"] = _shapes(outputs[cfg.reference])
+        record["output_shapes"] = output_shapes(outputs[cfg.reference])
         expected = instance.case.expect_mismatch
         if not check.ok and not expected:
             record["verdict"] = Verdict.MISMATCH.value
@@ -480,204 +470,14 @@ class Session:
         return fields
 
     def _measure(self, sides: Sequence[Side], mode: str, threshold: float) -> dict[str, Any]:
-        cfg = self.config
         m = measure(sides, self._pass_settings(mode), self.clock, settle=self._settle())
-        record = {
-            "mode": mode,
-            "loops": m.loops,
-            "rounds": m.rounds,
-            "rounds_requested": cfg.settings.rounds,
-            "passes": 1,
-            "rounds_per_pass": m.rounds,
-            "pass_of_round": [1] * m.rounds,
-            "processes": 1,
-            "process_of_round": [self.process_index] * m.rounds,
-            "samples_s": {n: list(v) for n, v in m.per_call_s.items()},
-            "order": [list(o) for o in m.order],
-            "warmup_calls": m.warmup_calls,
-            "calibration": {"target_sample_time_s": m.calibration.target_sample_time_s,
-                            "clock_resolution_s": m.calibration.clock_resolution_s,
-                            "sync_cost_s": m.calibration.sync_cost_s,
-                            "probes": [{"loops": lp, "sample_s": t}
-                                       for lp, t in m.calibration.probes]},
-            "threshold": threshold,
-        }
-        _add_settled(record, m.settled)
+        record = new_measurement(m, mode, threshold, self.config.settings.rounds,
+                                 self.process_index)
         record.update(self._statistics(record))
-        record["protocol_notes"] = self._protocol_notes(m)
+        record["protocol_notes"] = protocol_notes(m, self.config)
         record["notes"] = record["protocol_notes"] + record.pop("_explain")
         return record
 
-    def _protocol_notes(self, m: Measurement) -> list[str]:
-        """measure()'s notes speak of the first pass's share; restate a cut in totals."""
-        cfg = self.config
-        if cfg.shares == 1:
-            return list(m.notes)
-        notes = [n for n in m.notes if not n.startswith(ROUNDS_CUT_NOTE)]
-        if len(notes) < len(m.notes):
-            pieces = " x ".join(f"{n} {what}" for n, what in
-                                ((cfg.passes, "passes"), (cfg.processes, "processes")) if n > 1)
-            notes.insert(0, f"{ROUNDS_CUT_NOTE} {cfg.settings.rounds} to "
-                            f"{m.rounds * cfg.shares} ({m.rounds} in each of {pieces}) to "
-                            f"stay within {cfg.settings.max_time_s:g} s")
-        return notes
-
-
-def measurement_statistics(per_call: Mapping[str, Sequence[float]], reference: str,
-                           target: str, threshold: float,
-                           order: Sequence[Sequence[str]] | None = None,
-                           groups: Sequence[int] | None = None,
-                           prior: BetweenProcessPrior | None = None,
-                           shares: Sequence[Any] | None = None) -> dict[str, Any]:
-    """A measurement record's statistics from its rounds (per-call seconds by framework,
-    round i of each side paired): per-side summaries, the reference/target ratio with its
-    interval (the process as the unit when `groups` names several processes, see
-    stats.ratio_estimate), interference found in the samples (`order` is each round's
-    side order), and the verdict against threshold, which interference turns from PASS or
-    SLOW into INCONCLUSIVE. Pure; shared by a run (redone after every pass) and by
-    baselines pooled for the gate (gate/pool.py)."""
-    est = ratio_estimate(per_call[reference], per_call[target], groups=groups, prior=prior)
-    verdict = ratio_verdict(est, threshold)
-    findings = (detect_interference({n: per_call[n] for n in (reference, target)}, order,
-                                    groups, shares) if order else [])
-    fields: dict[str, Any] = {
-        "summary": {n: asdict(summarize(v)) for n, v in per_call.items()},
-        "ratio": est.ratio,
-        "ci_low": est.ci_low,
-        "ci_high": est.ci_high,
-        "confidence": est.confidence,
-        "coverage": est.coverage,
-        "method": est.method,
-        "too_few_rounds": est.too_few_rounds,
-        "n_processes": est.n_processes,
-        "between_process_sd": est.between_sd,
-        "interference": [f.as_dict() for f in findings],
-        "inconclusive_reason": None,
-    }
-    if est.too_few_rounds:
-        fields["inconclusive_reason"] = "too few rounds for a 95% interval"
-    elif findings and verdict in (Verdict.PASS, Verdict.SLOW):
-        fields["inconclusive_reason"] = (f"would be {verdict.value}, but " +
-                                         "; ".join(f.detail for f in findings))
-        verdict = Verdict.INCONCLUSIVE
-    elif verdict is Verdict.INCONCLUSIVE:
-        fields["inconclusive_reason"] = (f"the interval [{est.ci_low:.3g}, {est.ci_high:.3g}] "
-                                         f"straddles the threshold {threshold:g}")
-    fields["verdict"] = verdict.value
-    return fields
-
-
-def share_of_round(m: Mapping[str, Any]) -> list[tuple[Any, Any]] | None:
-    """Each round's (process, pass): the alternation of sides restarts at every share."""
-    processes, passes = m.get("process_of_round"), m.get("pass_of_round")
-    if not processes and not passes:
-        return None
-    n = len(m["order"])
-    return list(zip(processes or [1] * n, passes or [1] * n))
-
-
-def _add_settled(m: dict[str, Any], settled: Mapping[str, Sequence[Any]]) -> None:
-    """Keep each sample's pre-sample wait (seconds) and whether it timed out, aligned with
-    samples_s, so a reader can see how long the other side's leftovers lasted."""
-    waits = m.setdefault("settle_s", {})
-    timed_out = m.setdefault("settle_timed_out", {})
-    for name, results in settled.items():
-        waits.setdefault(name, []).extend(
-            [None if r is None else round(r.waited_s, 6) for r in results])
-        timed_out[name] = timed_out.get(name, 0) + sum(
-            1 for r in results if r is not None and r.timed_out)
-
-
-def apply_between_process_prior(records: Sequence[dict[str, Any]], config: RunConfig
-                                ) -> BetweenProcessPrior | None:
-    """Recompute every measurement's statistics with the run's typical between-process
-    spread (stats.between_process_prior) once all processes have measured: an instance's
-    own 2-3 processes say little about that spread, the whole run says a lot. Returns the
-    prior used (None when too few instances ran in several processes)."""
-    spreads = []
-    for inst in records:
-        for m in (inst.get("measurements") or {}).values():
-            groups = m.get("process_of_round")
-            if groups and len(set(groups)) > 1:
-                found = between_process_sd(m["samples_s"][config.reference],
-                                           m["samples_s"][config.target], groups)
-                if found is not None:
-                    spreads.append(found)
-    prior = between_process_prior(spreads)
-    if prior is None:
-        return None
-    for inst in records:
-        measurements = inst.get("measurements") or {}
-        for m in measurements.values():
-            if len(set(m.get("process_of_round") or [1])) < 2:
-                continue
-            m.update(measurement_statistics(
-                {n: m["samples_s"][n] for n in config.frameworks}, config.reference,
-                config.target, m["threshold"], order=m["order"], groups=m["process_of_round"],
-                prior=prior, shares=share_of_round(m)))
-        if measurements and inst.get("verdict") not in (Verdict.MISMATCH.value,
-                                                        Verdict.ERROR.value):
-            inst["verdict"] = worst(Verdict(m["verdict"]) for m in measurements.values()).value
-    return prior
-
-
-def key_mode(key: str) -> str:
-    """The timing mode of a measurement key ("serial+backward" -> "serial")."""
-    return key[:-len(BACKWARD_SUFFIX)] if key.endswith(BACKWARD_SUFFIX) else key
-
-
-def _conclude(record: dict[str, Any], config: RunConfig) -> None:
-    """An instance's explanation and verdict from its measurements (redone after a pass)."""
-    measurements = record["measurements"]
-    per_mode = {k: {n: m["summary"][n]["median_s"] for n in config.frameworks}
-                for k, m in measurements.items()}
-    record["explanation"] = explain_modes(per_mode, config.launch)
-    record["verdict"] = worst(Verdict(m["verdict"]) for m in measurements.values()).value
-
-
-def _shapes(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [_shapes(v) for v in value]
-    return list(np.shape(value))
-
-
-def instance_header(instance: CaseInstance, config: RunConfig) -> dict[str, Any]:
-    """What identifies an instance in the record, before anything ran, and the case's own
-    gate minimum effect: `opbench gate` decides from the records alone (gate/evaluate.py is
-    pure). Written as null when the case sets none, so the gate can tell "this case sets
-    none now" from "written before the key existed" (absent), which falls back to the
-    baseline's."""
-    case = instance.case
-    return {
-        "id": instance.id,
-        "case": case.name,
-        "op": case.op,
-        "file": case.file,
-        "line": case.line,
-        "tags": list(case.tags),
-        "params": _jsonable(dict(instance.params)),
-        "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype, "dist": s.dist}
-                   for s in instance.inputs],
-        "apis": {n: c.api for n, c in instance.calls.items()},
-        "backward": case.backward,
-        "min_effect": case.min_effect,
-        "verdict": None,
-        "error": None,
-    }
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        # JSON has no inf/nan (the file is written with allow_nan=False); the id spells
-        # them the same way
-        return repr(value)
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)
 
 
 # -- a whole run ----------------------------------------------------------------------------
@@ -787,7 +587,5 @@ def check_only(config: RunConfig) -> RunConfig:
     return replace(config, timing=False)
 
 
-__all__ = ["RunConfig", "Session", "ApiError", "run", "run_passes", "instance_header",
-           "open_session", "apply_between_process_prior",
-           "default_threads", "key_mode", "measurement_statistics", "CheckResult", "ASYNC",
-           "SERIAL", "BACKWARD_SUFFIX"]
+__all__ = ["RunConfig", "Session", "ApiError", "run", "run_passes", "open_session",
+           "default_threads", "CheckResult", "ASYNC", "SERIAL"]

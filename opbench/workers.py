@@ -30,7 +30,8 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable, Sequence
 
 from .cases import CaseInstance
-from .runner import RunConfig, instance_header
+from .records import instance_header
+from .runner import RunConfig
 from .verdict import Verdict
 
 __all__ = ["WorkerError", "WorkerPool", "Worker", "spawn_worker"]

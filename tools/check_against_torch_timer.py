@@ -1,12 +1,20 @@
 """Cross-check opbench's torch medians against torch.utils.benchmark.Timer.blocked_autorange
 on the same inputs and thread count (a sanity check of the measurement protocol).
 
-    python tools/check_against_torch_timer.py --results out/run.json     # a run's medians
-    python tools/check_against_torch_timer.py cases/ -k reshape           # torch alone here
+    python tools/check_against_torch_timer.py cases/ --op add -k float32          # interleaved
+    python tools/check_against_torch_timer.py --results out/run.json              # a run's medians
+    python tools/check_against_torch_timer.py cases/ -k reshape --alone           # torch alone
 
-With --results, the medians are those an `opbench run` measured with MindSpore in the same
-processes (isolation is what is being checked); this process imports only torch, so the
-Timer's figure is torch undisturbed. Without it, opbench's protocol times torch alone here.
+Default (interleaved): one process set up as an opbench worker is (both frameworks, the
+run's default threads and launches). For each instance, ROUNDS times: opbench measures the
+instance (torch against MindSpore, quiesce and all), then - after the same idle-wait - the
+Timer times the same torch call on the same inputs. opbench/Timer is taken per round and
+the median over rounds is quoted, so the host's speed, which moves 1.7x within seconds
+here, hits both figures of a round alike instead of landing between them.
+
+--results: the medians an `opbench run` measured, against the Timer in this torch-only
+process minutes later (exposed to the host's drift: a first look, not a verdict).
+--alone: opbench's protocol and the Timer on torch alone, in this process.
 """
 from __future__ import annotations
 
@@ -22,6 +30,105 @@ os.environ.setdefault("GLOG_v", "3")
 MIN_QUOTED_S = 10e-6
 
 
+def _torch_call(adapter, inst):
+    """The instance's torch function and arguments on fresh tensors of its inputs."""
+    from opbench.inputs import generate_inputs
+    from opbench.runner import substitute_refs
+
+    call = inst.calls["torch"]
+    arrays = generate_inputs(inst)
+    specs = {s.name: s for s in inst.inputs}
+    tensors = {n: adapter.from_numpy(a, specs[n].dtype) for n, a in arrays.items()}
+    return (adapter.resolve(call.api), substitute_refs(tuple(call.args), tensors),
+            substitute_refs(dict(call.kwargs), tensors))
+
+
+def _timer_median(tb, fn, a, kw, threads: int, min_run_time: float) -> float:
+    timer = tb.Timer("fn(*a, **kw)", globals={"fn": fn, "a": a, "kw": kw},
+                     num_threads=threads)
+    return timer.blocked_autorange(min_run_time=min_run_time).median
+
+
+def _summary(quoted: list[float]) -> str:
+    dev = sorted(abs(q - 1) for q in quoted)
+    return (f"{len(quoted)} instances of >= {MIN_QUOTED_S * 1e6:g} us: opbench/Timer median "
+            f"{statistics.median(quoted):.3f}, |deviation| median {statistics.median(dev):.3f}, "
+            f"max {dev[-1]:.3f}; within 5%: {sum(d <= 0.05 for d in dev)} of {len(dev)}")
+
+
+def interleaved(instances, args) -> list[float]:
+    """opbench and the Timer in turn, in one process set up like an opbench worker."""
+    import torch.utils.benchmark as tb
+
+    from opbench.cli_common import build_config
+    from opbench.runner import Session
+
+    config = build_config(timing=True, processes=1, threads=args.threads, no_backward=True)
+    session = Session(config)
+    session.open()
+    print(f"one process: threads {config.threads}, launch {config.launch}, quiesce "
+          f"{config.quiesce}; {args.rounds} rounds of (opbench, Timer) per instance")
+    print(f"{'instance':50s} {'opbench':>11s} {'Timer':>11s} {'opbench/Timer':>14s} "
+          f"{'per-round range':>17s}")
+    quoted = []
+    for inst in instances:
+        fn, a, kw = _torch_call(session.adapters["torch"], inst)
+        ours, theirs, ratios = [], [], []
+        for _ in range(args.rounds):
+            record = session.run_instance(inst)
+            m = (record.get("measurements") or {}).get("serial")
+            if m is None:
+                break
+            if session.quiescer is not None:   # the Timer gets the wait opbench's sample had
+                session.quiescer.settle()
+            t = _timer_median(tb, fn, a, kw, config.threads, args.min_run_time)
+            ours.append(m["summary"]["torch"]["median_s"])
+            theirs.append(t)
+            ratios.append(ours[-1] / t)
+        if not ratios:
+            print(f"{inst.id[:50]:50s} not measured ({record.get('verdict')}: "
+                  f"{record.get('error')})")
+            continue
+        q = statistics.median(ratios)
+        print(f"{inst.id[:50]:50s} {statistics.median(ours) * 1e6:8.2f} us "
+              f"{statistics.median(theirs) * 1e6:8.2f} us {q:14.3f} "
+              f"{min(ratios):8.3f}-{max(ratios):.3f}")
+        if statistics.median(theirs) >= MIN_QUOTED_S:
+            quoted.append(q)
+    return quoted
+
+
+def separate(instances, medians: dict[str, float], args) -> list[float]:
+    """--results or --alone: the Timer in this torch-only process."""
+    import torch
+    import torch.utils.benchmark as tb
+
+    from opbench.frameworks import get_adapter
+    from opbench.measure import SERIAL, MeasureSettings, Side, measure
+    from opbench.runner import default_threads
+
+    threads = args.threads or default_threads()
+    adapter = get_adapter("torch")
+    adapter.setup("cpu", threads)
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}")
+    print(f"{'instance':50s} {'opbench':>11s} {'Timer':>11s} {'opbench/Timer':>14s}")
+    quoted = []
+    for inst in instances:
+        fn, a, kw = _torch_call(adapter, inst)
+        if inst.id in medians:
+            ours = medians[inst.id]
+        else:
+            m = measure([Side("torch", lambda: fn(*a, **kw), adapter.sync)],
+                        MeasureSettings(mode=SERIAL))
+            ours = statistics.median(m.per_call_s["torch"])
+        theirs = _timer_median(tb, fn, a, kw, threads, args.min_run_time)
+        print(f"{inst.id[:50]:50s} {ours * 1e6:8.2f} us {theirs * 1e6:8.2f} us "
+              f"{ours / theirs:14.3f}")
+        if theirs >= MIN_QUOTED_S:
+            quoted.append(ours / theirs)
+    return quoted
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("paths", nargs="*", default=["cases"])
@@ -29,67 +136,34 @@ def main() -> None:
     parser.add_argument("--op", action="append", default=None)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--results", default=None, help="an opbench results JSON")
+    parser.add_argument("--alone", action="store_true",
+                        help="opbench's protocol on torch alone, in this process")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="interleaved (opbench, Timer) rounds per instance")
     parser.add_argument("--min-run-time", type=float, default=0.5)
     args = parser.parse_args()
 
-    import torch
-    import torch.utils.benchmark as tb
-
     from opbench.cases import expand, load_cases, select
-    from opbench.frameworks import get_adapter
-    from opbench.inputs import generate_inputs
-    from opbench.measure import SERIAL, MeasureSettings, Side, measure
-    from opbench.runner import default_threads, substitute_refs
 
     medians: dict[str, float] = {}
-    threads = args.threads
     paths = args.paths
     if args.results:
         record = json.loads(open(args.results, encoding="utf-8").read())
-        threads = threads or record["config"]["threads"]
+        args.threads = args.threads or record["config"]["threads"]
         for inst in record["instances"]:
             m = (inst.get("measurements") or {}).get("serial")
             if m:
                 medians[inst["id"]] = m["summary"]["torch"]["median_s"]
         paths = sorted({inst["file"] for inst in record["instances"]})
-    threads = threads or default_threads()
-    adapter = get_adapter("torch")
-    adapter.setup("cpu", threads)
     instances = select([i for c in load_cases(paths) for i in expand(c)],
                        ops=args.op, keyword=args.keyword)
+    instances = [i for i in instances if "torch" in i.calls]
     if medians:
         instances = [i for i in instances if i.id in medians]
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}")
-    print(f"{'instance':50s} {'opbench':>11s} {'Timer':>11s} {'opbench/Timer':>14s}")
-    quoted = []
-    for inst in instances:
-        call = inst.calls.get("torch")
-        if call is None:
-            continue
-        arrays = generate_inputs(inst)
-        specs = {s.name: s for s in inst.inputs}
-        tensors = {n: adapter.from_numpy(a, specs[n].dtype) for n, a in arrays.items()}
-        fn = adapter.resolve(call.api)
-        a = substitute_refs(tuple(call.args), tensors)
-        kw = substitute_refs(dict(call.kwargs), tensors)
-        if inst.id in medians:
-            ours = medians[inst.id]
-        else:
-            m = measure([Side("torch", lambda: fn(*a, **kw), adapter.sync)],
-                        MeasureSettings(mode=SERIAL))
-            ours = statistics.median(m.per_call_s["torch"])
-        timer = tb.Timer("fn(*a, **kw)", globals={"fn": fn, "a": a, "kw": kw},
-                         num_threads=threads)
-        theirs = timer.blocked_autorange(min_run_time=args.min_run_time).median
-        print(f"{inst.id[:50]:50s} {ours * 1e6:8.2f} us {theirs * 1e6:8.2f} us "
-              f"{ours / theirs:14.3f}")
-        if theirs >= MIN_QUOTED_S:
-            quoted.append(ours / theirs)
+    quoted = (separate(instances, medians, args) if args.results or args.alone
+              else interleaved(instances, args))
     if quoted:
-        dev = sorted(abs(q - 1) for q in quoted)
-        print(f"{len(quoted)} instances of >= {MIN_QUOTED_S * 1e6:g} us: opbench/Timer median "
-              f"{statistics.median(quoted):.3f}, |deviation| median {statistics.median(dev):.3f},"
-              f" max {dev[-1]:.3f}; within 5%: {sum(d <= 0.05 for d in dev)} of {len(dev)}")
+        print(_summary(quoted))
 
 
 if __name__ == "__main__":

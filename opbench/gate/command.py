@@ -387,7 +387,7 @@ def _check_baseline_covers(baseline, baseline_path, instances, config, ops, keyw
                            tags) -> None:
     """A baseline of other cases is refused before measuring (it used to be found only
     after the whole run): same rule as the gate's, by id or by what the instance is."""
-    from ..runner import instance_header
+    from ..records import instance_header
     from .baseline import match_instances, select_records
 
     current = [instance_header(inst, config) for inst in instances]

@@ -34,7 +34,8 @@ def remeasure_in_fresh_processes(instances: Sequence[CaseInstance], ids: Sequenc
     """Measure `ids` (a subset of `instances`) again, as stage 1 did, in new worker
     processes: {id: instance record}. Raises FreshStageError when an id is not among the
     instances or the workers cannot be started."""
-    from ..runner import apply_between_process_prior, run_passes
+    from ..records import apply_between_process_prior
+    from ..runner import run_passes
     from ..workers import WorkerError, WorkerPool
 
     by_id = {inst.id: inst for inst in instances}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping, Sequence
 
-from ..runner import measurement_statistics, share_of_round
+from ..records import measurement_statistics, share_of_round
 from ..verdict import DEFAULT_THRESHOLD
 
 __all__ = ["PoolError", "check_alike", "pool_baselines"]

@@ -12,7 +12,8 @@ from typing import Any, Callable
 import pytest
 
 from ..cases import CaseInstance
-from ..runner import RunConfig, Session, instance_header, open_session
+from ..records import instance_header
+from ..runner import RunConfig, Session, open_session
 from ..verdict import Verdict
 from .options import PluginOptions
 

@@ -29,7 +29,7 @@ import numpy as np
 from opbench.frameworks import FrameworkUnavailable, get_adapter
 from opbench.measure import MeasureSettings, Side, measure
 from opbench.quiesce import Quiescer, ThreadActivityProbe
-from opbench.runner import measurement_statistics
+from opbench.records import measurement_statistics
 
 LEFTOVER_S, QUIESCE = float(sys.argv[1]), sys.argv[2] == "quiesce"
 try:

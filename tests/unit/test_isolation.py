@@ -12,7 +12,8 @@ from opbench.interference import (CLUSTERS, ORDER_EFFECT, detect_interference, o
                                   sample_clusters)
 from opbench.measure import MeasureSettings, Side, interleaved_order, measure
 from opbench.quiesce import MAX_QUIESCE_S, QUIET_WINDOW_S, Quiescer, wait_until_quiet
-from opbench.runner import default_threads, measurement_statistics
+from opbench.records import measurement_statistics
+from opbench.runner import default_threads
 
 
 class Clock:

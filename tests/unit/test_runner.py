@@ -9,7 +9,8 @@ import pytest
 from runner_fakes import binary_case, case_file, fake_config, fake_session, load_instances
 
 from opbench.results import read_results, validate_record
-from opbench.runner import ApiError, RunConfig, check_only, instance_header, run
+from opbench.records import instance_header
+from opbench.runner import ApiError, RunConfig, check_only, run
 
 
 def run_fake(tmp_path, *cases, config=None, json_path=None, on_progress=None, **target):
