@@ -182,29 +182,45 @@ _NOT_SLOWER = (ChangeVerdict.UNCHANGED, ChangeVerdict.NOT_SLOWER, ChangeVerdict.
 
 
 def combine_paths(ratio: ChangeVerdict, target_time: ChangeVerdict | None,
-                  reference_time: ChangeVerdict | None) -> tuple[GateVerdict, str]:
-    """The rule that turns the paths' verdicts into one (verdict, decided_by):
+                  reference_time: ChangeVerdict | None, *,
+                  times_by_process: bool = True) -> tuple[GateVerdict, str]:
+    """The rule that turns the paths' verdicts into one (verdict, decided_by).
+    times_by_process: the absolute-time paths' intervals hold the spread between processes
+    (both runs named their processes); rule 1 trusts them only then, since rounds-only
+    intervals of absolute times are narrower than the host's drift between runs.
 
-    1. ratio REGRESSION                                  -> REGRESSION by the ratio (and by
+    1. ratio REGRESSION, but the reference time IMPROVEMENT and the target time UNCHANGED,
+       NOT SLOWER or IMPROVEMENT                         -> INCONCLUSIVE: the ratio fell
+       because the reference got faster, by at least min_effect and with evidence, while
+       the target did not get slower - the ratio's premise (the reference tracks the
+       machine) failed, so it cannot convict the target. The mirror of rule 4. Seen in
+       A/A gates here: torch's 1-2 us calls (softmax 4x64, add 16x64) ran 30-57% faster
+       than in the baseline's processes while MindSpore's ran 6-21% faster, and the ratio
+       read a 10-16% "regression" in both stages.
+    2. ratio REGRESSION                                  -> REGRESSION by the ratio (and by
        the target time too, when that also shows one).
-    2. target time REGRESSION and reference time UNCHANGED, NOT SLOWER or IMPROVEMENT
+    3. target time REGRESSION and reference time UNCHANGED, NOT SLOWER or IMPROVEMENT
        (same machine, and the machine demonstrably not slower) -> REGRESSION by the target
        time.
-    3. ratio IMPROVEMENT but target time REGRESSION      -> INCONCLUSIVE: the target got
+    4. ratio IMPROVEMENT but target time REGRESSION      -> INCONCLUSIVE: the target got
        slower in absolute time and the "improvement" is the reference slowing down even
        more - the ratio's premise (the reference tracks the machine) failed, so it cannot
        vouch for the target. Seen on a loaded 2-core machine, where torch's calls were
        delayed 100x by MindSpore's spinning worker threads in one process and not another.
-    4. ratio UNCHANGED, NOT SLOWER or IMPROVEMENT        -> PASS by the ratio (a drop of
+    5. ratio UNCHANGED, NOT SLOWER or IMPROVEMENT        -> PASS by the ratio (a drop of
        min_effect is excluded; that is all the gate asks).
-    5. otherwise                                         -> INCONCLUSIVE by the ratio.
+    6. otherwise                                         -> INCONCLUSIVE by the ratio.
 
-    The absolute paths only ever add a regression or withhold a pass (rule 3); they never
-    clear a regression the ratio shows, nor pass a case the ratio cannot decide. Clearing
+    The absolute paths only ever add a regression or withhold a verdict (rules 1 and 4);
+    they never clear a regression the ratio shows into a PASS, nor pass a case the ratio
+    cannot decide. Clearing
     would need the machine's speed to be known to better than min_effect between runs,
     which a shared runner does not give: a machine 20% faster today hides a 20% target
     slowdown in the absolute times exactly.
     """
+    if (times_by_process and ratio is ChangeVerdict.REGRESSION
+            and reference_time is ChangeVerdict.IMPROVEMENT and target_time in _NOT_SLOWER):
+        return GateVerdict.INCONCLUSIVE, f"{PATH_RATIO} + {PATH_REFERENCE_TIME}"
     if ratio is ChangeVerdict.REGRESSION:
         both = target_time is ChangeVerdict.REGRESSION
         return GateVerdict.REGRESSION, (f"{PATH_RATIO} + {PATH_TARGET_TIME}" if both
@@ -260,8 +276,11 @@ def decide(baseline: RunSamples, current: RunSamples, *,
     if same_machine:
         target = path(PATH_TARGET_TIME)
         reference = path(PATH_REFERENCE_TIME)
+    by_process = all(p is not None and p.estimate.between_sd is not None
+                     for p in (target, reference))
     verdict, decided_by = combine_paths(ratio.verdict, target and target.verdict,
-                                        reference and reference.verdict)
+                                        reference and reference.verdict,
+                                        times_by_process=by_process)
     reason = "; ".join(_describe(p, ratio.min_effect) for p in (ratio, target, reference)
                        if p is not None)
     if not same_machine:

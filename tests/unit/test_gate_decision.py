@@ -14,7 +14,8 @@ import pytest
 from timing_simulation import NOISY, SHARED_MACHINE, NoiseModel, simulate_runs
 
 from opbench.gate.command import GATE_DEFAULT_ROUNDS
-from opbench.gate.decision import (PATH_RATIO, PATH_TARGET_TIME, GateVerdict, RunSamples,
+from opbench.gate.decision import (PATH_RATIO, PATH_REFERENCE_TIME, PATH_TARGET_TIME,
+                                   GateVerdict, RunSamples,
                                    combine_paths, decide, needs_remeasure, staged)
 from opbench.verdict import ChangeVerdict
 
@@ -33,7 +34,18 @@ POWER_FLOOR = 0.95            # ... and a 20% slowdown caught in at least 95%
 @pytest.mark.parametrize("ratio, target, reference, expected, decided_by", [
     (R, None, None, GateVerdict.REGRESSION, PATH_RATIO),
     (R, R, U, GateVerdict.REGRESSION, f"{PATH_RATIO} + {PATH_TARGET_TIME}"),
-    (R, U, I, GateVerdict.REGRESSION, PATH_RATIO),     # absolute times never clear a ratio drop
+    # The ratio fell because the reference got faster while the target did not get slower:
+    # the reference did not track the machine, so the ratio cannot convict the target - but
+    # nor is the drop cleared: INCONCLUSIVE, never PASS.
+    (R, U, I, GateVerdict.INCONCLUSIVE, f"{PATH_RATIO} + {PATH_REFERENCE_TIME}"),
+    (R, I, I, GateVerdict.INCONCLUSIVE, f"{PATH_RATIO} + {PATH_REFERENCE_TIME}"),
+    (R, ChangeVerdict.NOT_SLOWER, I, GateVerdict.INCONCLUSIVE,
+     f"{PATH_RATIO} + {PATH_REFERENCE_TIME}"),
+    # ... only then: a target that may have got slower, or a reference merely unchanged,
+    # leaves the ratio's regression standing
+    (R, N, I, GateVerdict.REGRESSION, PATH_RATIO),
+    (R, U, U, GateVerdict.REGRESSION, PATH_RATIO),
+    (R, I, N, GateVerdict.REGRESSION, PATH_RATIO),
     # The target alone slowed while the machine demonstrably did not: absolute path decides.
     (N, R, U, GateVerdict.REGRESSION, PATH_TARGET_TIME),
     (U, R, I, GateVerdict.REGRESSION, PATH_TARGET_TIME),
@@ -53,6 +65,14 @@ POWER_FLOOR = 0.95            # ... and a 20% slowdown caught in at least 95%
 ])
 def test_combine_paths(ratio, target, reference, expected, decided_by):
     assert combine_paths(ratio, target, reference) == (expected, decided_by)
+
+
+def test_a_reference_that_sped_up_withholds_a_ratio_regression_only_with_process_intervals():
+    """Rounds-only intervals of absolute times are narrower than the host's drift between
+    runs: they may not overrule the ratio (a simulated 20% slowdown lost 5% of its catches
+    to such spurious "reference improved" verdicts)."""
+    assert combine_paths(R, U, I, times_by_process=False) == (GateVerdict.REGRESSION,
+                                                              PATH_RATIO)
 
 
 def samples(reference_s, target_s) -> RunSamples:

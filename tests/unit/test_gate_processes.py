@@ -180,3 +180,24 @@ def test_few_processes_make_the_gate_inconclusive_rather_than_wrong():
                         labelled=False)
     assert labelled[GateVerdict.REGRESSION] <= 0.01
     assert labelled[GateVerdict.INCONCLUSIVE] > rounds[GateVerdict.INCONCLUSIVE]
+
+
+def test_a_ratio_drop_from_a_faster_reference_is_not_the_targets_regression():
+    """What A/A gates here showed: torch's 1-2 us calls ran 30-57% faster than in the
+    baseline's processes, MindSpore's not slower, and the ratio read a 10-16% drop. With
+    process intervals on every path the gate withholds the verdict; a slower target with
+    an unchanged reference is still a regression."""
+    rng = np.random.default_rng(7)
+    base = pooled(simulated_run(rng, 4, prefix="1.", ratio_sd=0.02, time_sd=0.03),
+                  simulated_run(rng, 4, prefix="2.", ratio_sd=0.02, time_sd=0.03))
+    cur = simulated_run(rng, 4, ratio_sd=0.02, time_sd=0.03)
+    faster_reference = RunSamples.of([r / 1.5 for r in cur.reference_s], cur.target_s,
+                                     cur.process)
+    decision = decide(base, faster_reference, same_machine=True)
+    assert decision.ratio.verdict.value == "REGRESSION"
+    assert decision.reference_time.verdict.value == "IMPROVEMENT"
+    assert decision.verdict is GateVerdict.INCONCLUSIVE
+    assert decision.decided_by == "ratio + reference time"
+    slower_target = RunSamples.of(cur.reference_s, [t * 1.5 for t in cur.target_s],
+                                  cur.process)
+    assert decide(base, slower_target, same_machine=True).verdict is GateVerdict.REGRESSION
