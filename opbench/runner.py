@@ -661,6 +661,8 @@ def instance_header(instance: CaseInstance, config: RunConfig) -> dict[str, Any]
         "apis": {n: c.api for n, c in instance.calls.items()},
         "backward": case.backward,
         "min_effect": case.min_effect,
+        # the case's declared work (gapmap/work.py counts it from the shapes without)
+        "work": dict(case.work) if case.work else None,
         "verdict": None,
         "error": None,
     }
