@@ -631,7 +631,7 @@ def _conclude(record: dict[str, Any], config: RunConfig) -> None:
     measurements = record["measurements"]
     per_mode = {k: {n: m["summary"][n]["median_s"] for n in config.frameworks}
                 for k, m in measurements.items()}
-    record["explanation"] = explain_modes(per_mode, config.launch)
+    record["explanation"] = explain_modes(per_mode, config.launch, config.device)
     record["verdict"] = worst(Verdict(m["verdict"]) for m in measurements.values()).value
 
 
