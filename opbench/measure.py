@@ -376,7 +376,8 @@ def measure(sides: Sequence[Side], settings: MeasureSettings,
 
 
 def times_slower(slow_s: float, fast_s: float) -> str:
-    """"13x", "1.3x", "1.04x": below 10x three significant digits, so a real gap never reads "1x"."""
+    """"13x", "1.3x", "1.04x": below 10x three significant digits, so a real gap never
+    reads "1x"."""
     factor = slow_s / max(fast_s, 1e-12)
     return f"{factor:.0f}x" if factor >= 10 else f"{factor:.3g}x"
 
