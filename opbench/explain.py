@@ -13,7 +13,7 @@ DISPATCH_BOUND_FACTOR = 3.0
 MODE_GAP_FACTOR = 3.0
 
 
-def _floor_key(mode: str) -> str:
+def floor_key(mode: str) -> str:
     return "dispatch_floor_async_s" if mode.startswith("async") else "dispatch_floor_serial_s"
 
 
@@ -22,7 +22,7 @@ def explain_measurement(mode: str, medians_s: Mapping[str, float],
     """Notes for one measurement: which sides are dispatch-bound in this mode."""
     notes = []
     for name, median_s in medians_s.items():
-        floor_s = (overhead.get(name) or {}).get(_floor_key(mode))
+        floor_s = (overhead.get(name) or {}).get(floor_key(mode))
         if not floor_s or median_s <= 0:
             continue
         if median_s < DISPATCH_BOUND_FACTOR * floor_s:
