@@ -14,7 +14,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from .gapmap.analysis import GapMap, analyse, throughput_text
+from .gapmap.analysis import GapMap, analyse, ceilings_lines, throughput_text
 from .gapmap.attribute import note_family
 from .ids import short_ids
 
@@ -274,6 +274,10 @@ def render_terminal(record: dict[str, Any], console: Console, worst_first: bool 
     gaps = kernel_gap_table(record, gap)
     if gaps is not None:
         console.print(gaps)
+    ceilings = ceilings_lines(record)
+    if ceilings:
+        console.print(Group(Text("Machine ceilings (per framework, the run's threads):",
+                                 style="bold"), *[Text("  " + ln) for ln in ceilings]))
     if show_notes:
         lines = (run_notes(record) + list(gap.shared_notes)
                  + notes_lines(record, short=True, grouped=True))
@@ -339,6 +343,10 @@ def render_markdown(record: dict[str, Any], limit: int | None = None) -> str:
                 "|---|---|" + "---:|" * (len(headers) - 2)]
         out += ["| `" + row[0] + "` | " + " | ".join(row[1:]) + " |" for row in gap_rows]
         out.append("")
+    ceilings = ceilings_lines(record)
+    if ceilings:
+        out += ["**Machine ceilings** (per framework, the run's threads)", ""]
+        out += [f"- {line}" for line in ceilings] + [""]
     out += [f"Ratio = {ref} time / {tgt} time (below 1: {tgt} slower), with 95% interval.", "",
             f"| instance | inputs | mode | {ref} | {tgt} | ratio [95% CI] | threshold | "
             f"verdict |", "|---|---|---|---:|---:|---:|---:|---|"]

@@ -19,6 +19,7 @@ from . import inputs as inputs_mod
 from .cases import FLOAT_DTYPES, CaseInstance, FrameworkCall, Ref
 from .check import SHAPE, CheckResult, compare_outputs, select_outputs
 from .explain import explain_measurement, explain_modes
+from .gapmap.ceilings import measure_ceilings
 from .frameworks import Adapter, get_adapter
 from .frameworks.base import LAUNCH_BLOCKING, LAUNCH_MODES, LAUNCH_QUEUED
 from .interference import detect_interference
@@ -220,6 +221,12 @@ class Session:
             o = measure_overhead(name, adapter.trivial_op(), adapter.sync, self.clock)
             self.overhead[name] = {k: v for k, v in asdict(o).items() if k != "framework"}
         return self.overhead
+
+    def measure_ceilings(self) -> dict[str, dict[str, Any]]:
+        """Each framework's memory bandwidth and peak FLOP/s here, with the run's threads
+        (gapmap/ceilings.py): the roofline each instance's achieved fraction is read off."""
+        return {name: measure_ceilings(name, adapter, self.clock)
+                for name, adapter in self.adapters.items()}
 
     def check_apis(self, instances: Iterable[CaseInstance]) -> list[str]:
         """Every API the instances name must resolve before anything is timed. Returns
@@ -728,6 +735,9 @@ def _run_opened(session, instances, config, json_path, on_progress, on_pass):
         raise ApiError("\n".join(problems))
     overhead = session.measure_overheads() if config.timing else {}
     record = new_record(config.as_dict(), session.framework_info(), overhead)
+    # A session without the step (a test's stand-in) records no ceilings.
+    if config.timing and hasattr(session, "measure_ceilings"):
+        record["ceilings"] = session.measure_ceilings()
     # A failed write is retried at every save and does not stop the run (safe_write.py).
     saver = ResilientSaver(json_path, record) if json_path else None
     save = saver or (lambda: None)
