@@ -20,6 +20,7 @@ from .cases import FLOAT_DTYPES, CaseInstance, FrameworkCall, Ref
 from .check import SHAPE, CheckResult, compare_outputs, select_outputs
 from .explain import explain_measurement, explain_modes
 from .gapmap.ceilings import measure_ceilings
+from .gapmap.memory import peak_memory
 from .frameworks import Adapter, get_adapter
 from .frameworks.base import LAUNCH_BLOCKING, LAUNCH_MODES, LAUNCH_QUEUED
 from .interference import detect_interference
@@ -292,8 +293,17 @@ class Session:
         record["threshold"] = threshold
         record["measurements"] = {key: self._measure(sides, key_mode(key), threshold)
                                   for key, sides in self._timed_sides(*checked).items()}
+        record["peak_memory"] = self._peak_memory(checked[0])
         self._measured_here.add(instance.id)
         _conclude(record, cfg)
+
+    def _peak_memory(self, prepared: Mapping[str, _Prepared]) -> dict[str, Any]:
+        """One untimed call per side under its memory probe (gapmap/memory.py), after the
+        timing so the probe never shares a sample."""
+        def call(p: _Prepared) -> Callable[[], None]:
+            return lambda: (p.invoke(), p.adapter.sync())
+        return peak_memory({n: call(prepared[n]) for n in self.config.frameworks},
+                           self.config.device)
 
     def _timed_sides(self, prepared: Mapping[str, _Prepared],
                      grad_sides: Mapping[str, Callable[[], Any]]) -> dict[str, list[Side]]:
