@@ -5,7 +5,6 @@ made later from a saved file (`opbench report run.json`) exactly as at the end o
 """
 from __future__ import annotations
 
-import html
 from collections import Counter
 from typing import Any, Iterable
 
@@ -17,6 +16,7 @@ from rich.text import Text
 from .gapmap.analysis import GapMap, analyse, ceilings_lines, throughput_text
 from .gapmap.attribute import note_family
 from .ids import short_ids
+from .report_html import render_html  # noqa: F401  (the HTML view lives in its own module)
 
 VERDICT_STYLE = {"PASS": "green", "SLOW": "bold red", "INCONCLUSIVE": "yellow",
                  "MISMATCH": "bold magenta", "ERROR": "red"}
@@ -364,39 +364,3 @@ def render_markdown(record: dict[str, Any], limit: int | None = None) -> str:
                    f"{m['threshold']:g} | **{m['verdict']}** |")
     out += ["", summary_line(record), ""]
     return "\n".join(out)
-
-
-def render_html(record: dict[str, Any]) -> str:
-    cfg = record["config"]
-    ref, tgt = cfg["reference"], cfg["target"]
-    colors = {"PASS": "#1a7f37", "SLOW": "#cf222e", "INCONCLUSIVE": "#9a6700",
-              "MISMATCH": "#8250df", "ERROR": "#cf222e"}
-    body = []
-    for inst, key, m in sorted_rows(record):
-        v = (m or {}).get("verdict") or inst.get("verdict") or "ERROR"
-        cells = [inst["id"], describe_inputs(inst), key or "-"]
-        if m:
-            cells += [fmt_time(m["summary"][ref]["median_s"]),
-                      fmt_time(m["summary"][tgt]["median_s"]), fmt_ratio(m), f"{m['threshold']:g}"]
-        else:
-            cells += ["-", "-", _problem_text(inst), "-"]
-        tds = "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
-        body.append(f"<tr>{tds}<td style='color:{colors.get(v, '#000')};font-weight:bold'>"
-                    f"{v}</td></tr>")
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in notes_lines(record))
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>opbench: {html.escape(tgt)} vs {html.escape(ref)}</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:4px 8px;font-size:13px}}th{{background:#f3f3f3}}</style>
-</head><body>
-<h1>opbench: {html.escape(tgt)} against {html.escape(ref)}</h1>
-<p>{html.escape(header_text(record))}</p>
-<p>Ratio = {html.escape(ref)} time / {html.escape(tgt)} time (below 1: {html.escape(tgt)}
-slower), with 95% interval. Worst first.</p>
-<table><tr><th>instance</th><th>inputs</th><th>mode</th><th>{html.escape(ref)}</th>
-<th>{html.escape(tgt)}</th><th>ratio [95% CI]</th><th>threshold</th><th>verdict</th></tr>
-{''.join(body)}</table>
-<h2>What explains these ratios</h2><ul>{notes}</ul>
-<p><b>{html.escape(summary_line(record))}</b></p>
-</body></html>
-"""
