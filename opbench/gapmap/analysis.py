@@ -85,4 +85,5 @@ def analyse(record: Mapping[str, Any]) -> GapMap:
                   roofline_fractions(record))
 
 
-__all__ = ["GapMap", "analyse", "ceilings_lines", "roofline_fractions", "throughput_text", "TOP_KERNEL_GAPS"]
+__all__ = ["GapMap", "analyse", "ceilings_lines", "roofline_fractions", "throughput_text",
+           "TOP_KERNEL_GAPS"]

@@ -1,6 +1,7 @@
 """Synthetic results records with a known fixed cost and throughput per side, for the gap
 map's tests: times are drawn like a real run's (rounds in several processes, each process
-with its own speed offset, 5% SD as measured between fresh processes here) so the fit meets the noise it was built for."""
+with its own speed offset, 5% SD as measured between fresh processes here) so the fit
+meets the noise it was built for."""
 from __future__ import annotations
 
 import numpy as np
