@@ -30,16 +30,17 @@ class FakeFramework:
         self.clock, self.calls = clock, 0
 
     def resolve(self, api):
-        def copy(x):
+        def copy(x, out=None):
+            assert out is not None and out.shape == x.shape     # torch writes into out=
             self.calls += 1
             self.clock.now += (1.0 if self.calls == 1 else 1e-3) * x.nbytes / 2**20
             return x.copy()
 
-        def matmul(a, b):
+        def matmul(a, b, out=None):
             self.clock.now += 1e-9 * a.shape[0] ** 3 * (3 if self.calls == 1 else 1)
             return a
 
-        return {"torch.clone": copy, "torch.matmul": matmul}[api]
+        return {"torch.neg": copy, "torch.matmul": matmul}[api]
 
     def from_numpy(self, array, dtype, requires_grad=False):
         return array
