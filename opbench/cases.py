@@ -70,7 +70,8 @@ DEFAULT_DIST_FOR = {**{d: "normal" for d in FLOAT_DTYPES},
 API_PREFIXES = {"torch": "torch.", "mindspore": "mindspore.", "numpy": "numpy."}
 TENSOR_PREFIX = "Tensor."
 # Numbers that set how a case is judged: they must be finite.
-_FINITE_KEYS = (("threshold",), ("min_effect",), ("tolerance", "rtol"), ("tolerance", "atol"))
+_FINITE_KEYS = (("threshold",), ("min_effect",), ("work", "per_output_element"),
+                ("tolerance", "rtol"), ("tolerance", "atol"))
 # A comparison needs a baseline and a candidate.
 MIN_FRAMEWORKS = 2
 CASE_FILE_SUFFIXES = (".yaml", ".yml")
@@ -170,6 +171,9 @@ class Case:
     # The gate's minimum effect for this case (opbench gate): between --min-effect-for
     # patterns, which win, and --min-effect, which it overrides.
     min_effect: float | None = None
+    # Declared work per call ({"unit": "bytes"|"flops", "per_output_element": x}) for the
+    # size-sweep decomposition; None: counted from the shapes (gapmap/work.py).
+    work: Mapping[str, Any] | None = None
     rtol: float | None = None
     atol: float | None = None
     backward: bool = False
@@ -577,6 +581,7 @@ def _make_case(raw: Mapping[str, Any], file: str, ctx: _Context) -> Case:
         raw=raw,
         threshold=raw.get("threshold"),
         min_effect=raw.get("min_effect"),
+        work=raw.get("work"),
         rtol=tolerance.get("rtol"),
         atol=tolerance.get("atol"),
         backward=raw.get("backward", False),

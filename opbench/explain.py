@@ -13,7 +13,7 @@ DISPATCH_BOUND_FACTOR = 3.0
 MODE_GAP_FACTOR = 3.0
 
 
-def _floor_key(mode: str) -> str:
+def floor_key(mode: str) -> str:
     return "dispatch_floor_async_s" if mode.startswith("async") else "dispatch_floor_serial_s"
 
 
@@ -22,7 +22,7 @@ def explain_measurement(mode: str, medians_s: Mapping[str, float],
     """Notes for one measurement: which sides are dispatch-bound in this mode."""
     notes = []
     for name, median_s in medians_s.items():
-        floor_s = (overhead.get(name) or {}).get(_floor_key(mode))
+        floor_s = (overhead.get(name) or {}).get(floor_key(mode))
         if not floor_s or median_s <= 0:
             continue
         if median_s < DISPATCH_BOUND_FACTOR * floor_s:
@@ -32,10 +32,25 @@ def explain_measurement(mode: str, medians_s: Mapping[str, float],
     return notes
 
 
+# Frameworks whose operators go through a launch queue even on the CPU: there
+# `--launch blocking` (mindspore.runtime.launch_blocking) takes the queue's hand-off out of a
+# serial time. torch's CPU operators run in the calling thread, so blocking changes nothing
+# for torch on the CPU (CUDA_LAUNCH_BLOCKING only acts on a device).
+QUEUED_ON_CPU = frozenset({"mindspore"})
+
+
+def launch_blocking_matters(name: str, device: str = "cpu") -> bool:
+    """Whether `--launch blocking` changes how `name` launches its operators on `device`."""
+    if name == "numpy":
+        return False
+    return name in QUEUED_ON_CPU or not device.startswith("cpu")
+
+
 def explain_modes(per_mode_medians_s: Mapping[str, Mapping[str, float]],
-                  launch: str = "queued") -> list[str]:
+                  launch: str = "queued", device: str = "cpu") -> list[str]:
     """Notes comparing serial with async for each side (forward or backward alike). With
-    queued launches the note points at --launch blocking, which takes the queue out."""
+    queued launches the note points at --launch blocking, which takes the queue out, for
+    the sides where it does (launch_blocking_matters)."""
     notes = []
     for serial_key in [k for k in per_mode_medians_s if k.startswith("serial")]:
         async_key = "async" + serial_key[len("serial"):]
@@ -45,11 +60,12 @@ def explain_modes(per_mode_medians_s: Mapping[str, Mapping[str, float]],
         for name in serial:
             s, a = serial.get(name), async_.get(name)
             if s and a and s > MODE_GAP_FACTOR * a:
+                hint = launch == "queued" and launch_blocking_matters(name, device)
                 notes.append(f"{name}: {serial_key} {_us(s)} is {s / a:.0f}x {async_key} "
                              f"{_us(a)} per call: waiting for each result (sync latency) "
                              f"dominates the serial time, not the kernel"
                              + ("; `--launch blocking` times the op without its launch "
-                                "queue's hand-off" if launch == "queued" else ""))
+                                "queue's hand-off" if hint else ""))
     return notes
 
 

@@ -364,7 +364,7 @@ def measure(sides: Sequence[Side], settings: MeasureSettings,
         fast = min(times, key=times.get)
         notes.append(
             f"loop count held at {calibration.loops} by the time budget: the slowest side is "
-            f"{max(times.values()) / max(min(times.values()), 1e-12):.0f}x slower per call, so "
+            f"{times_slower(max(times.values()), min(times.values()))} slower per call, so "
             f"{fast}'s samples last {min(times.values()) * 1e3:.3g} ms instead of "
             f"{calibration.target_sample_time_s * 1e3:.3g} ms (coarser, but the gap dwarfs it)")
     per_call, order, settled = _interleaved_rounds(sides, calibration.loops, rounds,
@@ -373,6 +373,13 @@ def measure(sides: Sequence[Side], settings: MeasureSettings,
                        order=order,
                        warmup_calls=warmups, calibration=calibration,
                        rounds_requested=settings.rounds, notes=tuple(notes), settled=settled)
+
+
+def times_slower(slow_s: float, fast_s: float) -> str:
+    """"13x", "1.3x", "1.04x": below 10x three significant digits, so a real gap never
+    reads "1x"."""
+    factor = slow_s / max(fast_s, 1e-12)
+    return f"{factor:.0f}x" if factor >= 10 else f"{factor:.3g}x"
 
 
 @dataclass(frozen=True)

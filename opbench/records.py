@@ -203,7 +203,7 @@ def conclude(record: dict[str, Any], config: "RunConfig") -> None:
     measurements = record["measurements"]
     per_mode = {k: {n: m["summary"][n]["median_s"] for n in config.frameworks}
                 for k, m in measurements.items()}
-    record["explanation"] = explain_modes(per_mode, config.launch)
+    record["explanation"] = explain_modes(per_mode, config.launch, config.device)
     record["verdict"] = worst(Verdict(m["verdict"]) for m in measurements.values()).value
 
 
@@ -233,6 +233,8 @@ def instance_header(instance: CaseInstance, config: "RunConfig") -> dict[str, An
         "apis": {n: c.api for n, c in instance.calls.items()},
         "backward": case.backward,
         "min_effect": case.min_effect,
+        # the case's declared work (gapmap/work.py counts it from the shapes without)
+        "work": dict(case.work) if case.work else None,
         "verdict": None,
         "error": None,
     }

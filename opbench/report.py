@@ -5,7 +5,6 @@ made later from a saved file (`opbench report run.json`) exactly as at the end o
 """
 from __future__ import annotations
 
-import html
 from collections import Counter
 from typing import Any, Iterable
 
@@ -14,7 +13,10 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from .gapmap.analysis import GapMap, analyse, ceilings_lines, throughput_text
+from .gapmap.attribute import note_family
 from .ids import short_ids
+from .report_html import render_html  # noqa: F401  (the HTML view lives in its own module)
 
 VERDICT_STYLE = {"PASS": "green", "SLOW": "bold red", "INCONCLUSIVE": "yellow",
                  "MISMATCH": "bold magenta", "ERROR": "red"}
@@ -213,15 +215,18 @@ def _settle_note(m: dict[str, Any]) -> str | None:
             "(spinning or queued work): " + "; ".join(parts))
 
 
-def notes_lines(record: dict[str, Any], short: bool = False) -> list[str]:
-    """Every note, by instance (`short`: with the short ids of the terminal table)."""
+def notes_lines(record: dict[str, Any], short: bool = False, grouped: bool = False
+                ) -> list[str]:
+    """Every note, by instance (`short`: with the short ids of the terminal table;
+    `grouped`: without the notes a run-level line counts once, gapmap.attribute)."""
     lines = []
     ids = [inst["id"] for inst in record.get("instances", [])]
     names = short_ids(ids) if short else {i: i for i in ids}
     for inst in record.get("instances", []):
         notes = list(inst.get("explanation") or [])
         for key, m in (inst.get("measurements") or {}).items():
-            notes += [f"[{key}] {n}" for n in m.get("notes", [])]
+            notes += [f"[{key}] {n}" for n in m.get("notes", [])
+                      if not (grouped and note_family(n))]
             if m.get("verdict") == "INCONCLUSIVE" and m.get("inconclusive_reason"):
                 notes.append(f"[{key}] INCONCLUSIVE: {m['inconclusive_reason']}")
             settle = _settle_note(m)
@@ -262,21 +267,89 @@ def render_terminal(record: dict[str, Any], console: Console, worst_first: bool 
     if problems:
         console.print(Group(Text("Problems:", style="bold"),
                             *[Text("  " + ln) for ln in problems]))
+    gap = analyse(record)
+    if gap.headlines:
+        console.print(Group(Text("Top causes of the SLOW verdicts:", style="bold"),
+                            *[Text("  " + ln) for ln in gap.headlines]))
+    gaps = kernel_gap_table(record, gap)
+    if gaps is not None:
+        console.print(gaps)
+    ceilings = ceilings_lines(record)
+    if ceilings:
+        console.print(Group(Text("Machine ceilings (per framework, the run's threads):",
+                                 style="bold"), *[Text("  " + ln) for ln in ceilings]))
     if show_notes:
-        lines = run_notes(record) + notes_lines(record, short=True)
+        lines = (run_notes(record) + list(gap.shared_notes)
+                 + notes_lines(record, short=True, grouped=True))
         if lines:
             console.print(Group(Text("What explains these ratios:", style="bold"),
                                 *[Text("  " + ln) for ln in lines]))
     console.print(Text(summary_line(record), style="bold"))
 
 
+def kernel_gap_rows(record: dict[str, Any], gap: GapMap) -> list[list[str]]:
+    """The largest kernel gaps: sweep, kernel ratio [95% CI], both sides' marginal
+    throughput and fixed cost, and the raw ratio at the largest size."""
+    cfg = record["config"]
+    ref, tgt = cfg["reference"], cfg["target"]
+    out = []
+    for s in gap.kernel_gaps():
+        largest = s.points[-1]
+        raw = (f"{largest.ratio:.3g} [{largest.ci[0]:.3g}, {largest.ci[1]:.3g}]"
+               if largest.ratio is not None and largest.ci else "-")
+        out.append([s.name, s.key,
+                    f"{s.kernel_ratio:.3g} [{s.kernel_ci[0]:.3g}, {s.kernel_ci[1]:.3g}]", raw,
+                    throughput_text(s.fits[ref].throughput, s.unit),
+                    throughput_text(s.fits[tgt].throughput, s.unit),
+                    fmt_time(max(s.fits[ref].fixed_s, 0.0)),
+                    fmt_time(max(s.fits[tgt].fixed_s, 0.0))])
+    return out
+
+
+def kernel_gap_headers(record: dict[str, Any]) -> list[str]:
+    ref, tgt = record["config"]["reference"], record["config"]["target"]
+    return ["sweep", "mode", "kernel ratio [95% CI]", "raw ratio, largest size",
+            f"{ref} throughput", f"{tgt} throughput", f"{ref} fixed", f"{tgt} fixed"]
+
+
+def kernel_gap_table(record: dict[str, Any], gap: GapMap) -> Table | None:
+    rows_ = kernel_gap_rows(record, gap)
+    if not rows_:
+        return None
+    table = Table(title="Largest kernel gaps (size sweeps: time = fixed + work / throughput; "
+                        "kernel ratio = throughput ratio)", header_style="bold",
+                  box=box.SIMPLE_HEAD)
+    for n, header in enumerate(kernel_gap_headers(record)):
+        table.add_column(header, justify="left" if n < 2 else "right",
+                         overflow="fold" if n == 0 else "ellipsis")
+    for row in rows_:
+        table.add_row(Text(row[0]), *row[1:])
+    return table
+
+
 def render_markdown(record: dict[str, Any], limit: int | None = None) -> str:
     cfg = record["config"]
     ref, tgt = cfg["reference"], cfg["target"]
-    out = [f"### opbench: {tgt} against {ref}", "", header_text(record), "",
-           f"Ratio = {ref} time / {tgt} time (below 1: {tgt} slower), with 95% interval.", "",
-           f"| instance | inputs | mode | {ref} | {tgt} | ratio [95% CI] | threshold | verdict |",
-           "|---|---|---|---:|---:|---:|---:|---|"]
+    gap = analyse(record)
+    out = [f"### opbench: {tgt} against {ref}", "", header_text(record), ""]
+    if gap.headlines:
+        out += ["**Top causes of the SLOW verdicts**", ""]
+        out += [f"- {line}" for line in gap.headlines] + [""]
+    gap_rows = kernel_gap_rows(record, gap)
+    if gap_rows:
+        headers = kernel_gap_headers(record)
+        out += ["**Largest kernel gaps** (size sweeps; kernel ratio = target / reference "
+                "marginal throughput)", "", "| " + " | ".join(headers) + " |",
+                "|---|---|" + "---:|" * (len(headers) - 2)]
+        out += ["| `" + row[0] + "` | " + " | ".join(row[1:]) + " |" for row in gap_rows]
+        out.append("")
+    ceilings = ceilings_lines(record)
+    if ceilings:
+        out += ["**Machine ceilings** (per framework, the run's threads)", ""]
+        out += [f"- {line}" for line in ceilings] + [""]
+    out += [f"Ratio = {ref} time / {tgt} time (below 1: {tgt} slower), with 95% interval.", "",
+            f"| instance | inputs | mode | {ref} | {tgt} | ratio [95% CI] | threshold | "
+            f"verdict |", "|---|---|---|---:|---:|---:|---:|---|"]
     for n, (inst, key, m) in enumerate(sorted_rows(record)):
         if limit is not None and n >= limit:
             out.append(f"| ... | {len(list(rows(record))) - limit} more rows | | | | | | |")
@@ -291,39 +364,3 @@ def render_markdown(record: dict[str, Any], limit: int | None = None) -> str:
                    f"{m['threshold']:g} | **{m['verdict']}** |")
     out += ["", summary_line(record), ""]
     return "\n".join(out)
-
-
-def render_html(record: dict[str, Any]) -> str:
-    cfg = record["config"]
-    ref, tgt = cfg["reference"], cfg["target"]
-    colors = {"PASS": "#1a7f37", "SLOW": "#cf222e", "INCONCLUSIVE": "#9a6700",
-              "MISMATCH": "#8250df", "ERROR": "#cf222e"}
-    body = []
-    for inst, key, m in sorted_rows(record):
-        v = (m or {}).get("verdict") or inst.get("verdict") or "ERROR"
-        cells = [inst["id"], describe_inputs(inst), key or "-"]
-        if m:
-            cells += [fmt_time(m["summary"][ref]["median_s"]),
-                      fmt_time(m["summary"][tgt]["median_s"]), fmt_ratio(m), f"{m['threshold']:g}"]
-        else:
-            cells += ["-", "-", _problem_text(inst), "-"]
-        tds = "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
-        body.append(f"<tr>{tds}<td style='color:{colors.get(v, '#000')};font-weight:bold'>"
-                    f"{v}</td></tr>")
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in notes_lines(record))
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>opbench: {html.escape(tgt)} vs {html.escape(ref)}</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:4px 8px;font-size:13px}}th{{background:#f3f3f3}}</style>
-</head><body>
-<h1>opbench: {html.escape(tgt)} against {html.escape(ref)}</h1>
-<p>{html.escape(header_text(record))}</p>
-<p>Ratio = {html.escape(ref)} time / {html.escape(tgt)} time (below 1: {html.escape(tgt)}
-slower), with 95% interval. Worst first.</p>
-<table><tr><th>instance</th><th>inputs</th><th>mode</th><th>{html.escape(ref)}</th>
-<th>{html.escape(tgt)}</th><th>ratio [95% CI]</th><th>threshold</th><th>verdict</th></tr>
-{''.join(body)}</table>
-<h2>What explains these ratios</h2><ul>{notes}</ul>
-<p><b>{html.escape(summary_line(record))}</b></p>
-</body></html>
-"""

@@ -9,7 +9,8 @@ Format history (bump SCHEMA_VERSION on any change a reader must know about, and 
      config.processes (1), config.quiesce (false), run-level between_process_prior, and per
      measurement process_of_round (all rounds from process 1), n_processes,
      between_process_sd, settle_s / settle_timed_out (no pre-sample wait), interference
-     ([]) and inconclusive_reason.
+     ([]) and inconclusive_reason; run-level ceilings (none measured) and per instance
+     work (null: counted from the shapes) and peak_memory.
 
 The JSON Schema of this format is opbench/schema/results.schema.json; writers validate
 against it in tests, readers use it to reject foreign files with a clear message.

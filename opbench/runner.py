@@ -19,6 +19,8 @@ from . import inputs as inputs_mod
 from .cases import FLOAT_DTYPES, CaseInstance, FrameworkCall, Ref
 from .check import SHAPE, CheckResult, compare_outputs, select_outputs
 from .explain import explain_measurement
+from .gapmap.ceilings import measure_ceilings
+from .gapmap.memory import peak_memory
 from .frameworks import Adapter, get_adapter
 from .frameworks.base import LAUNCH_BLOCKING, LAUNCH_MODES
 from .measure import (ASYNC, MODES, SERIAL, Clock, MeasureSettings, MoreRounds, Side, measure,
@@ -220,6 +222,12 @@ class Session:
             self.overhead[name] = {k: v for k, v in asdict(o).items() if k != "framework"}
         return self.overhead
 
+    def measure_ceilings(self) -> dict[str, dict[str, Any]]:
+        """Each framework's memory bandwidth and peak FLOP/s here, with the run's threads
+        (gapmap/ceilings.py): the roofline each instance's achieved fraction is read off."""
+        return {name: measure_ceilings(name, adapter, self.clock)
+                for name, adapter in self.adapters.items()}
+
     def check_apis(self, instances: Iterable[CaseInstance]) -> list[str]:
         """Every API the instances name must resolve before anything is timed. Returns
         messages naming file:line, case and framework."""
@@ -284,8 +292,17 @@ class Session:
         record["threshold"] = threshold
         record["measurements"] = {key: self._measure(sides, key_mode(key), threshold)
                                   for key, sides in self._timed_sides(*checked).items()}
+        record["peak_memory"] = self._peak_memory(checked[0])
         self._measured_here.add(instance.id)
         conclude(record, cfg)
+
+    def _peak_memory(self, prepared: Mapping[str, _Prepared]) -> dict[str, Any]:
+        """One untimed call per side under its memory probe (gapmap/memory.py), after the
+        timing so the probe never shares a sample."""
+        def call(p: _Prepared) -> Callable[[], None]:
+            return lambda: (p.invoke(), p.adapter.sync())
+        return peak_memory({n: call(prepared[n]) for n in self.config.frameworks},
+                           self.config.device)
 
     def _timed_sides(self, prepared: Mapping[str, _Prepared],
                      grad_sides: Mapping[str, Callable[[], Any]]) -> dict[str, list[Side]]:
@@ -526,6 +543,9 @@ def _run_opened(session, instances, config, json_path, on_progress, on_pass):
         raise ApiError("\n".join(problems))
     overhead = session.measure_overheads() if config.timing else {}
     record = new_record(config.as_dict(), session.framework_info(), overhead)
+    # A session without the step (a test's stand-in) records no ceilings.
+    if config.timing and hasattr(session, "measure_ceilings"):
+        record["ceilings"] = session.measure_ceilings()
     # A failed write is retried at every save and does not stop the run (safe_write.py).
     saver = ResilientSaver(json_path, record) if json_path else None
     save = saver or (lambda: None)

@@ -8,6 +8,7 @@ socket or dies, so a crashed parent leaves no worker behind.
 Requests, each answered ("ok", value) or ("error", message, traceback):
   ("open", config, watch_pids, process_index)  set the frameworks up; -> framework info
   ("overheads",)                               dispatch floors and sync costs
+  ("ceilings",)                                memory bandwidth and peak FLOP/s
   ("check_apis", instances)                    -> problems (list of messages)
   ("run", instance)                            check, calibrate, first share of rounds
   ("extend", instance, record, pass_index)     another share at the record's loop count
@@ -69,6 +70,8 @@ def serve(conn: Any, session_factory: SessionFactory = default_session_factory) 
                 value: Any = session.framework_info()
             elif op == "overheads":
                 value = session.measure_overheads()
+            elif op == "ceilings":
+                value = session.measure_ceilings()
             elif op == "check_apis":
                 value = session.check_apis(args[0])
             elif op == "run":

@@ -204,6 +204,10 @@ class WorkerPool:
                 self.overhead = found
         return self.overhead
 
+    def measure_ceilings(self) -> dict[str, dict[str, Any]]:
+        """Worker 1's ceilings: the machine's, measured once per run (the siblings idle)."""
+        return self.workers[0].call("ceilings")
+
     def check_apis(self, instances: Sequence[CaseInstance]) -> list[str]:
         return self.workers[0].call("check_apis", list(instances))
 

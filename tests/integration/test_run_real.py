@@ -117,3 +117,14 @@ def test_overhead_is_recorded_for_both_frameworks(results):
         assert 0 <= overhead["sync_cost_s"] < math.inf
         for key in ("dispatch_floor_serial_s", "dispatch_floor_async_s", "first_call_serial_s"):
             assert overhead[key] > 0 and math.isfinite(overhead[key])
+
+
+def test_machine_ceilings_are_measured_once_and_recorded(results):
+    record, json_path = results
+    saved = read_results(json_path)
+    for name in ("torch", "mindspore"):
+        c = saved["ceilings"][name]
+        assert "error" not in c, c
+        assert c["memory_bandwidth_bytes_per_s"] > 0 and c["peak_flops_per_s"] > 0
+        assert c["threads"] == THREADS
+    assert saved["ceilings"] == record["ceilings"]

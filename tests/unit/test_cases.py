@@ -535,3 +535,20 @@ def test_every_schema_key_has_a_description_and_every_pattern_a_hint():
     for definition in schema["$defs"].values():
         if definition.get("type") == "object" and "properties" in definition:
             assert definition.get("additionalProperties") is False
+
+
+def test_declared_work_is_carried_by_the_case(tmp_path):
+    [case] = load_text(tmp_path, MINIMAL + "    work: {unit: flops, per_output_element: 5}\n")
+    assert case.work == {"unit": "flops", "per_output_element": 5}
+
+
+@pytest.mark.parametrize("work, complaint", [
+    ("{unit: joules, per_output_element: 5}", "'joules' is not one of"),
+    ("{unit: flops}", "per_output_element"),
+    ("{unit: bytes, per_output_element: 0}", "per_output_element"),
+    ("{unit: bytes, per_output_element: .inf}", "finite"),
+])
+def test_bad_declared_work_names_file_case_and_key(tmp_path, work, complaint):
+    err = error_of(tmp_path, MINIMAL + f"    work: {work}\n")
+    assert err.case == "neg" and err.file.endswith(".yaml")
+    assert "work" in str(err) and complaint in str(err)

@@ -72,3 +72,13 @@ def test_the_serial_async_gap_note_points_at_blocking_launches_only_when_queued(
     (blocking,) = explain_modes(medians, "blocking")
     assert "--launch blocking" in queued
     assert "--launch blocking" not in blocking
+
+
+def test_blocking_launches_are_never_suggested_for_torch_on_the_cpu():
+    medians = {"serial": {"torch": 8e-4, "mindspore": 8e-4},
+               "async": {"torch": 3e-5, "mindspore": 3e-5}}
+    torch_note, ms_note = explain_modes(medians, "queued", "cpu")
+    assert torch_note.startswith("torch:") and "--launch blocking" not in torch_note
+    assert ms_note.startswith("mindspore:") and "--launch blocking" in ms_note
+    # on a device CUDA_LAUNCH_BLOCKING does change torch's launches
+    assert all("--launch blocking" in n for n in explain_modes(medians, "queued", "cuda:0"))

@@ -274,3 +274,11 @@ def test_rounds_are_sized_from_the_median_probe_not_one_burst():
     assert rounds_within_budget(settings, expected_sample_s(cal), 2) == 2
     # a real overrun still cuts: samples twice their share
     assert rounds_within_budget(settings, 0.15, 2) == 1
+
+
+def test_times_slower_never_rounds_a_real_gap_down_to_1x():
+    from opbench.measure import times_slower
+
+    assert times_slower(1.3e-3, 1e-3) == "1.3x"
+    assert times_slower(1.04e-3, 1e-3) == "1.04x"
+    assert times_slower(13.4e-3, 1e-3) == "13x"

@@ -78,7 +78,10 @@ def test_terminal_shows_ids_ratios_verdicts_and_notes(record):
     assert "negate: outputs differ: max abs err 1.0" in text
     assert "bad <input> & more" in text
     assert "What explains these ratios:" in text
-    assert "add[bold]: [serial] mindspore is dispatch-bound" in text
+    # stated once for the run, not once per row
+    assert "1 measurements: a side ran within 3x of its trivial-op floor" in text
+    assert "add[bold]: [serial] mindspore is dispatch-bound" not in text
+    assert "1 of 1 SLOW measurements: " in text
     assert "known: expected mismatch: known offset" in text
     assert "Per-call overhead" in text
     assert "5 instances: 1 SLOW, 1 MISMATCH, 1 ERROR, 2 PASS" in text
@@ -148,9 +151,11 @@ def test_html_escapes_text_and_keeps_ids_and_notes(record):
     assert "bad &lt;input&gt; &amp; more" in page
     assert "bad <input>" not in page
     assert "0.25 [0.25, 0.25]" in page
-    assert "font-weight:bold'>SLOW</td>" in page
+    assert "class='SLOW'>SLOW</td>" in page
     assert "<li>known: expected mismatch: known offset</li>" in page
-    assert "<li>add[style=bold]: [serial] mindspore is dispatch-bound" in page
+    # stated once for the run, not once per row
+    assert "<li>1 measurements: a side ran within 3x of its trivial-op floor" in page
+    assert "<li>add[style=bold]: [serial] mindspore is dispatch-bound" not in page
 
 
 def test_a_saved_record_renders_like_the_live_one(record, tmp_path):
@@ -206,3 +211,10 @@ def test_explain_modes_flags_a_large_serial_async_gap():
     assert notes[0].startswith("mindspore: serial 1e+03 us is 10x async 100 us")
     assert explain_modes({"serial": {"torch": 1e-5}}) == []
 
+
+
+def test_markdown_leads_with_the_top_causes_before_the_table(record):
+    md = render_markdown(record)
+    causes = md.index("**Top causes of the SLOW verdicts**")
+    assert causes < md.index("| instance |")
+    assert "- 1 of 1 SLOW measurements: " in md

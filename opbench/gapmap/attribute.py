@@ -1,0 +1,170 @@
+"""Why each SLOW measurement is slow, and which causes many rows share.
+
+Each SLOW measurement gets one main cause:
+  - threading or launch: its views disagree (SLOW in one mode, PASS in the other), so
+    how the calls are launched or waited for decides the verdict, not the op;
+  - per-call overhead: the target's time is within DISPATCH_BOUND_FACTOR of its trivial-op
+    floor, or its sweep fit puts most of the gap in the fixed cost;
+  - kernel throughput: its sweep fit puts most of the gap in the cost per unit of work;
+  - unknown: no sweep fit and not near the floor.
+With both sides' sweep fits the gap at a size splits exactly into a fixed part and a
+per-work part, (a_t - a_r) + w (c_t - c_r); the larger part is the cause. That is the
+question a framework engineer asks ("fix dispatch, or fix the kernel?").
+
+A cause shared by many rows is reported once with its count (`headlines`), not as one
+note per row. Pure: the report prints what this returns.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..explain import DISPATCH_BOUND_FACTOR, floor_key
+from .decompose import OK, OVERHEAD_BOUND, Sweep, by_instance
+
+OVERHEAD = "per-call overhead"
+KERNEL = "kernel throughput"
+THREADING = "threading or launch (views disagree)"
+UNKNOWN = "unknown"
+CAUSES = (OVERHEAD, KERNEL, THREADING, UNKNOWN)
+
+SLOW = "SLOW"
+
+
+@dataclass(frozen=True)
+class Attribution:
+    instance_id: str
+    key: str
+    cause: str
+    basis: str               # the evidence, in a few words
+    overhead_share: float | None = None   # of the fitted gap, when the fits give one
+
+
+def _fits_usable(sweep: Sweep | None) -> bool:
+    return sweep is not None and all(f.status in (OK, OVERHEAD_BOUND)
+                                     for f in sweep.fits.values())
+
+
+def _split_gap(sweep: Sweep, work: float) -> float | None:
+    """Share of the fitted time gap (target - reference) at `work` that is fixed cost."""
+    ref, tgt = sweep.fits[sweep.reference], sweep.fits[sweep.target]
+    fixed_gap = tgt.fixed_s - ref.fixed_s
+    work_gap = work * (tgt.per_unit_s - ref.per_unit_s)
+    total = fixed_gap + work_gap
+    if total <= 0:
+        return None
+    return min(max(fixed_gap / total, 0.0), 1.0)
+
+
+def _views_disagree(inst: Mapping[str, Any], key: str) -> bool:
+    """The same direction (forward, or forward+backward) measured in another mode
+    reached another verdict."""
+    suffix = key[key.index("+"):] if "+" in key else ""
+    verdicts = {k: m.get("verdict") for k, m in (inst.get("measurements") or {}).items()
+                if (k[k.index("+"):] if "+" in k else "") == suffix}
+    return len(verdicts) > 1 and len(set(verdicts.values()) - {"INCONCLUSIVE"}) > 1
+
+
+def attribute(record: Mapping[str, Any], found: Sequence[Sweep]) -> list[Attribution]:
+    """One Attribution per SLOW measurement of the record, in record order."""
+    cfg = record["config"]
+    target = cfg["target"]
+    sweep_of = by_instance(found)
+    overhead = (record.get("overhead") or {}).get(target) or {}
+    out = []
+    for inst in record.get("instances", []):
+        for key, m in (inst.get("measurements") or {}).items():
+            if m.get("verdict") != SLOW:
+                continue
+            out.append(_attribute_one(inst, key, m, sweep_of.get((inst["id"], key)),
+                                      overhead, target))
+    return out
+
+
+def _attribute_one(inst, key, m, sweep, overhead, target) -> Attribution:
+    iid = inst["id"]
+    if _views_disagree(inst, key):
+        return Attribution(iid, key, THREADING, "SLOW in one mode, not in another")
+    if _fits_usable(sweep):
+        point = next(p for p in sweep.points if p.instance_id == iid)
+        share = _split_gap(sweep, point.work)
+        if share is not None:
+            cause = OVERHEAD if share >= 0.5 else KERNEL
+            return Attribution(iid, key, cause, f"{share:.0%} of the fitted gap is fixed "
+                                                f"cost per call", share)
+    floor_s = overhead.get(floor_key(key))
+    median_s = m["summary"][target]["median_s"]
+    if floor_s and median_s < DISPATCH_BOUND_FACTOR * floor_s:
+        return Attribution(iid, key, OVERHEAD, f"within {DISPATCH_BOUND_FACTOR:g}x of "
+                                               f"{target}'s per-call floor")
+    return Attribution(iid, key, UNKNOWN, "no sweep fit, and well above the per-call floor")
+
+
+def near_floor(record: Mapping[str, Any], attributions: Sequence[Attribution]) -> int:
+    """How many of the SLOW measurements run within DISPATCH_BOUND_FACTOR of the target's
+    per-call floor in their mode."""
+    target = record["config"]["target"]
+    overhead = (record.get("overhead") or {}).get(target) or {}
+    by_id = {inst["id"]: inst for inst in record.get("instances", [])}
+    count = 0
+    for a in attributions:
+        floor_s = overhead.get(floor_key(a.key))
+        median_s = by_id[a.instance_id]["measurements"][a.key]["summary"][target]["median_s"]
+        count += bool(floor_s) and median_s < DISPATCH_BOUND_FACTOR * floor_s
+    return count
+
+
+def headlines(record: Mapping[str, Any], attributions: Sequence[Attribution]) -> list[str]:
+    """The causes, most common first, each once with its count; then the floor line the
+    issue asks for ("N of M SLOW instances are within 3x of MindSpore's per-call floor")."""
+    total = len(attributions)
+    if not total:
+        return []
+    target = record["config"]["target"]
+    counts = Counter(a.cause for a in attributions)
+    lines = [f"{n} of {total} SLOW measurements: {cause} ({_CAUSE_MEANING[cause]})"
+             for cause, n in counts.most_common()]
+    floor = ((record.get("overhead") or {}).get(target) or {}).get("dispatch_floor_serial_s")
+    if floor:
+        lines.append(f"{near_floor(record, attributions)} of {total} SLOW measurements are "
+                     f"within {DISPATCH_BOUND_FACTOR:g}x of {target}'s per-call floor "
+                     f"({floor * 1e6:.3g} us serial)")
+    return lines
+
+
+_CAUSE_MEANING = {
+    OVERHEAD: "most of the gap is paid per call, whatever the size",
+    KERNEL: "most of the gap grows with the work: the kernel is slower per byte or FLOP",
+    THREADING: "the verdict changes between serial and async: launching or waiting decides",
+    UNKNOWN: "no usable size-sweep fit to split the gap, and well above the per-call floor",
+}
+
+
+# Per-row notes that a headline states once for the whole run: the report leaves them out
+# of the per-row notes and counts them instead.
+SHARED_NOTE_FAMILIES = {
+    "is dispatch-bound here": "a side ran within {factor}x of its trivial-op floor "
+                              "(per-call overhead more than kernel)",
+    "loop count held at": "the loop count was held by the time budget because one side is "
+                          "much slower per call (the faster side's samples are shorter)",
+    "rounds cut from": "rounds were cut to stay within the time budget",
+}
+
+
+def note_family(note: str) -> str | None:
+    for marker in SHARED_NOTE_FAMILIES:
+        if marker in note:
+            return marker
+    return None
+
+
+def shared_note_lines(notes: Sequence[str]) -> list[str]:
+    """'N measurements: ...' once per family of shared notes, most common first."""
+    counts = Counter(f for n in notes if (f := note_family(n)))
+    return [f"{n} measurements: " + SHARED_NOTE_FAMILIES[f].format(
+        factor=f"{DISPATCH_BOUND_FACTOR:g}") for f, n in counts.most_common()]
+
+
+__all__ = ["Attribution", "attribute", "headlines", "near_floor", "note_family",
+           "shared_note_lines", "OVERHEAD", "KERNEL", "THREADING", "UNKNOWN", "CAUSES"]

@@ -1,0 +1,94 @@
+"""Each SLOW measurement's main cause, and causes shared by many rows stated once."""
+from gapmap_fakes import instance, record, summary
+
+from opbench.gapmap.attribute import (KERNEL, OVERHEAD, THREADING, UNKNOWN, attribute,
+                                      headlines, shared_note_lines)
+from opbench.gapmap.decompose import sweeps
+
+ELEMS = (1024, 98304, 4194304)
+OVERHEADS = {"torch": {"dispatch_floor_serial_s": 2e-6, "dispatch_floor_async_s": 1e-6},
+             "mindspore": {"dispatch_floor_serial_s": 30e-6, "dispatch_floor_async_s": 20e-6}}
+
+
+def exact(fixed_s, throughput, n):
+    """Round times with no noise: the fit is exact, so the cause is fully determined."""
+    return summary([fixed_s + 3 * n * 4 / throughput] * 15)
+
+
+def sweep_instances(case, ref, tgt, verdict="SLOW"):
+    return [instance(case, n, (exact(*ref, n), exact(*tgt, n)), verdict=verdict)
+            for n in ELEMS]
+
+
+def causes(rec):
+    return {(a.instance_id.split("[")[0], a.instance_id.split("=")[1].split(",")[0]): a.cause
+            for a in attribute(rec, sweeps(rec))}
+
+
+def test_a_larger_fixed_cost_with_the_same_kernel_is_per_call_overhead():
+    rec = record(sweep_instances("add", (2e-6, 20e9), (300e-6, 20e9)), OVERHEADS)
+    assert set(causes(rec).values()) == {OVERHEAD}
+
+
+def test_a_slower_kernel_is_kernel_throughput_where_the_work_dominates():
+    rec = record(sweep_instances("mul", (2e-6, 20e9), (3e-6, 1e9)), OVERHEADS)
+    found = causes(rec)
+    assert found[("mul", str(ELEMS[-1]))] == KERNEL
+    assert found[("mul", str(ELEMS[1]))] == KERNEL
+
+
+def test_the_split_follows_the_size_within_one_sweep():
+    # 100 us more per call and a 4x slower kernel: small sizes pay the overhead, the
+    # largest pays the kernel
+    rec = record(sweep_instances("div", (2e-6, 20e9), (100e-6, 5e9)), OVERHEADS)
+    found = causes(rec)
+    assert found[("div", str(ELEMS[0]))] == OVERHEAD
+    assert found[("div", str(ELEMS[-1]))] == KERNEL
+
+
+def test_views_that_disagree_are_threading_or_launch():
+    inst = instance("exp", 1024, (summary([1e-5] * 5), summary([1e-3] * 5)), verdict="SLOW")
+    other = instance("exp", 1024, (summary([1e-5] * 5), summary([1.1e-5] * 5)),
+                     verdict="PASS", key="async")
+    inst["measurements"].update(other["measurements"])
+    [a] = attribute(record([inst], OVERHEADS, modes=("serial", "async")), [])
+    assert (a.key, a.cause) == ("serial", THREADING)
+
+
+def test_without_a_sweep_near_the_floor_is_overhead_and_far_from_it_unknown():
+    near = instance("neg", 64, (summary([3e-6] * 5), summary([50e-6] * 5)))
+    far = instance("sin", 64, (summary([3e-6] * 5), summary([5e-3] * 5)))
+    rec = record([near, far], OVERHEADS)
+    assert [a.cause for a in attribute(rec, sweeps(rec))] == [OVERHEAD, UNKNOWN]
+
+
+def test_only_slow_measurements_are_attributed():
+    rec = record(sweep_instances("add", (2e-6, 20e9), (3e-6, 20e9), verdict="PASS"), OVERHEADS)
+    assert attribute(rec, sweeps(rec)) == []
+
+
+def test_headlines_state_each_cause_once_with_its_count_and_the_floor_line():
+    rec = record(sweep_instances("add", (2e-6, 20e9), (300e-6, 20e9))
+                 + sweep_instances("mul", (2e-6, 20e9), (3e-6, 1e9)), OVERHEADS)
+    lines = headlines(rec, attribute(rec, sweeps(rec)))
+    assert lines[0].startswith("3 of 6 SLOW measurements: ")
+    assert sum(line.startswith("3 of 6") for line in lines) == 2
+    # add at 300 us + a little against a 30 us floor: none is within 3x of it; mul at the
+    # smallest size (3 us + 12 kB / 1 GB/s = 15 us) is
+    assert lines[-1] == ("1 of 6 SLOW measurements are within 3x of mindspore's per-call "
+                         "floor (30 us serial)")
+
+
+def test_no_slow_measurement_no_headline():
+    assert headlines(record([], OVERHEADS), []) == []
+
+
+def test_shared_notes_are_counted_once_per_family():
+    notes = ["mindspore is dispatch-bound here: 40 us per call against ...",
+             "torch is dispatch-bound here: 3 us per call against ...",
+             "loop count held at 9 by the time budget: the slowest side is 13x slower",
+             "something particular"]
+    lines = shared_note_lines(notes)
+    assert lines[0].startswith("2 measurements: a side ran within 3x of its trivial-op floor")
+    assert lines[1].startswith("1 measurements: the loop count was held")
+    assert len(lines) == 2
