@@ -10,7 +10,7 @@ from typing import Sequence
 import click
 
 from .cli_common import (build_config, default_cases_path, execute, fail, load_instances, out,
-                         timing_options)
+                         parse_shard, shard_option, take_shard, timing_options)
 from .cli_selection import selection_options
 from .gate.command import gate_command, history_command
 from .gate.noise_command import noise_command, replay_command
@@ -51,9 +51,10 @@ def cli(max_instances, input_budget) -> None:
               help="Measure with the regression gate's settings (blocking launches, 1 thread, "
                    "40 rounds over 4 processes x 5 passes, 6 s budget; options given here "
                    "win): the way to record a baseline for `opbench gate`.")
+@shard_option
 @timing_options
-def run(paths, keyword, ops, tags, quiet, for_gate, json_path, markdown_path, html_path,
-        history_db, **timing):
+def run(paths, keyword, ops, tags, quiet, for_gate, shard_text, json_path, markdown_path,
+        html_path, history_db, **timing):
     """Time every selected case instance in both frameworks (PATHS: case files or
     directories; default: the shipped case library, or $OPBENCH_CASES)."""
     if for_gate:
@@ -61,7 +62,9 @@ def run(paths, keyword, ops, tags, quiet, for_gate, json_path, markdown_path, ht
 
         timing = with_gate_settings(timing)
     config = build_config(**timing)    # bad options fail before the cases are read
+    shard = parse_shard(shard_text)
     instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
+    instances, config = take_shard(instances, shard, config)
     execute(instances, config, json_path, markdown_path, html_path, quiet,
             history_db=history_db)
 

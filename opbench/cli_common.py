@@ -112,6 +112,41 @@ def timing_options(f):
     return f
 
 
+def shard_option(f):
+    """--shard K/N (declared in options.SHARD_OPTION, shared with pytest's --opbench-shard)."""
+    from .options import SHARD_OPTION
+
+    return click.option(f"--{SHARD_OPTION.flag}", "shard_text", default=None, metavar="K/N",
+                        help=SHARD_OPTION.help)(f)
+
+
+def parse_shard(text):
+    """The shard.Shard of --shard (None without it); a bad value is a usage error, before
+    the cases are read."""
+    from .options import OptionError, parse_shard_option
+
+    try:
+        return parse_shard_option(text)
+    except OptionError as exc:
+        fail(str(exc))
+
+
+def take_shard(instances, shard, config):
+    """The instances of `shard` and the config that records it (both unchanged without a
+    shard). An empty shard is a usage error naming how many shards the selection allows."""
+    from dataclasses import replace
+
+    from .shard import ShardError, select, shard_info
+
+    if shard is None:
+        return instances, config
+    try:
+        chosen = select(instances, shard)
+    except ShardError as exc:
+        fail(str(exc))
+    return chosen, replace(config, shard=shard_info(shard, instances))
+
+
 def build_config(timing=True, **given):
     """The RunConfig of the options a command line gave (options.RunOptions does the
     defaults and the checks); a bad value is a usage error naming the option."""

@@ -21,6 +21,7 @@ from .pytest_support.extras import refuse_unavailable_extras, register_tags_for_
 from .pytest_support.options import XDIST_REFUSAL, add_options, plugin_options, xdist_active
 from .pytest_support.outcome import INCONCLUSIVE
 from .pytest_support.run_state import RUN_STATE, RunState
+from .pytest_support.sharding import shard_items
 from .pytest_support.summary import DEFAULT_MAX_ROWS, summary_lines
 
 SUMMARY_TITLE = "opbench"
@@ -79,6 +80,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile |
     if is_case_file(file_path, parent.session.isinitpath(file_path)):
         return CaseFile.from_parent(parent, path=file_path)
     return None
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    state = state_of(config)
+    if state.options.shard is not None:
+        keep, dropped = shard_items(items, state)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -27,6 +27,7 @@ from .measure import (ASYNC, MODES, ROUNDS_CUT_NOTE, SERIAL, Clock, Measurement,
 from .quiesce import Quiescer, ThreadActivityProbe
 from .results import new_record, utc_now
 from .safe_write import ResilientSaver
+from .shard import ShardInfo
 from .stats import (BetweenProcessPrior, between_process_prior, between_process_sd,
                     ratio_estimate, summarize)
 from .verdict import DEFAULT_THRESHOLD, Verdict, ratio_verdict, worst
@@ -83,6 +84,9 @@ class RunConfig:
     # idle (quiesce.py), so one side's leftover work does not land in the other's sample.
     quiesce: bool = True
     settings: MeasureSettings = field(default_factory=MeasureSettings)
+    # `--shard K/N` (shard.py): which slice of the selection this run measures; recorded so
+    # `opbench merge` can check its shards belong together. None: the whole selection.
+    shard: ShardInfo | None = None
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
@@ -115,6 +119,8 @@ class RunConfig:
         d = asdict(self)
         d["modes"] = list(self.modes)
         d["settings"].pop("mode", None)
+        if d["shard"] is None:
+            del d["shard"]      # records of whole selections stay as they were
         return d
 
 
