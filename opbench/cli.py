@@ -14,6 +14,7 @@ from .cli_common import (build_config, default_cases_path, execute, fail, load_i
 from .cli_selection import selection_options
 from .gate.command import gate_command, history_command
 from .gate.noise_command import noise_command, replay_command
+from .merge_command import merge_command
 from .scan.command import scan_command
 from .trace.command import trace_command
 
@@ -172,7 +173,7 @@ def schema(which):
 
 # The instruments and the gate keep their commands next to their code.
 for _command in (trace_command, scan_command, gate_command, noise_command, replay_command,
-                 history_command):
+                 history_command, merge_command):
     cli.add_command(_command)
 
 

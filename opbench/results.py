@@ -9,7 +9,10 @@ Format history (bump SCHEMA_VERSION on any change a reader must know about, and 
      config.processes (1), config.quiesce (false), run-level between_process_prior, and per
      measurement process_of_round (all rounds from process 1), n_processes,
      between_process_sd, settle_s / settle_timed_out (no pre-sample wait), interference
-     ([]) and inconclusive_reason.
+     ([]) and inconclusive_reason. config.shard (absent: the whole selection) and, in a
+     record joined by opbench merge (merge.py), merged_from, missing_shards,
+     absolute_times_comparable (absent: true) and per instance machine_id (absent: the
+     record's).
 
 The JSON Schema of this format is opbench/schema/results.schema.json; writers validate
 against it in tests, readers use it to reject foreign files with a clear message.
@@ -30,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
+# machine_id of a merged record whose parts ran on different machines (merge.py): it never
+# equals another record's machine_id, so no reader takes its absolute times as comparable.
+MIXED_MACHINES_PREFIX = "mixed:"
 
 
 class ResultsError(Exception):
