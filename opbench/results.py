@@ -159,6 +159,12 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+def plain_json(data: Any) -> Any:
+    """`data` as plain JSON types (numpy scalars become floats, tuples lists): what crosses
+    to pytest-xdist's controller, whose channel carries only Python's own types."""
+    return json.loads(json.dumps(data, allow_nan=False, default=_json_default))
+
+
 def read_results(path: str | os.PathLike) -> dict[str, Any]:
     """Read and check a results file. Raises ResultsError naming the file."""
     path = Path(path)

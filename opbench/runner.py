@@ -26,6 +26,7 @@ from .measure import (ASYNC, MODES, ROUNDS_CUT_NOTE, SERIAL, Clock, Measurement,
                       MeasureSettings, MoreRounds, Side, measure, measure_overhead, more_rounds)
 from .quiesce import Quiescer, ThreadActivityProbe
 from .results import new_record, utc_now
+from .placement import Placement
 from .safe_write import ResilientSaver
 from .shard import ShardInfo
 from .stats import (BetweenProcessPrior, between_process_prior, between_process_sd,
@@ -87,6 +88,9 @@ class RunConfig:
     # `--shard K/N` (shard.py): which slice of the selection this run measures; recorded so
     # `opbench merge` can check its shards belong together. None: the whole selection.
     shard: ShardInfo | None = None
+    # Under `pytest --benchmark -n N` (placement.py): the cores and device this pytest-xdist
+    # worker owns; recorded in its part of the run. None: not an xdist worker.
+    worker: Placement | None = None
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
@@ -119,8 +123,13 @@ class RunConfig:
         d = asdict(self)
         d["modes"] = list(self.modes)
         d["settings"].pop("mode", None)
+        # records of whole selections, measured outside xdist, stay as they were
         if d["shard"] is None:
-            del d["shard"]      # records of whole selections stay as they were
+            del d["shard"]
+        if self.worker is None:
+            del d["worker"]
+        else:
+            d["worker"] = self.worker.as_record()
         return d
 
 

@@ -15,9 +15,10 @@ from typing import Any, Iterator
 import pytest
 
 from ..cases import CASE_FILE_SUFFIXES, CaseError, CaseInstance, expand, load_case_file
-from .bench_entries import benchmark_session, entry_specs, to_benchmark_entry
+from .bench_entries import add_benchmark_entries, benchmark_session
 from .outcome import Outcome, judge
 from .run_state import RUN_STATE, RunState
+from .xdist_isolation import group_marker
 
 # `cases:` at the start of a line: the top-level key of the case format.
 _TOP_LEVEL_CASES = re.compile(r"^cases[ \t]*:", re.MULTILINE)
@@ -118,6 +119,9 @@ class CaseItem(pytest.Item):
                 self.add_marker(tag)
         # -k matches the op too (a case named `reshape.heads` is op `reshape`)
         self.extra_keyword_matches.add(instance.case.op)
+        group = group_marker(self.config, instance.case.name)
+        if group is not None:     # under pytest-xdist: a case's instances on one worker
+            self.add_marker(group)
         if state_of(self.config).options.benchmark:
             # pytest-benchmark's --benchmark-only / --benchmark-skip look for this name
             self.fixturenames = ("benchmark",)
@@ -136,12 +140,8 @@ class CaseItem(pytest.Item):
 
     def _add_benchmark_entries(self, record: dict[str, Any]) -> None:
         session = benchmark_session(self.config.pluginmanager)
-        if session is None:
-            return
-        config = state_of(self.config).run_config
-        for spec in entry_specs(record, self.nodeid, config.reference, config.target,
-                                {"device": config.device, "threads": config.threads}):
-            session.benchmarks.append(to_benchmark_entry(spec))
+        if session is not None:
+            add_benchmark_entries(session, record, self.nodeid, state_of(self.config).run_config)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> Any:

@@ -93,9 +93,3 @@ def xdist_active(config: pytest.Config) -> bool:
     dist = getattr(config.option, "dist", "no")
     processes = getattr(config.option, "numprocesses", None)
     return dist not in (None, "no") or bool(processes)
-
-
-XDIST_REFUSAL = (
-    "--benchmark cannot run under pytest-xdist (-n/--dist): workers sharing the machine's "
-    "cores would time each other's work and corrupt every ratio. Run the timing without -n "
-    "(correctness runs, without --benchmark, can use -n).")
