@@ -9,8 +9,9 @@ from typing import Sequence
 
 import click
 
-from .cli_common import (build_config, default_cases_path, execute, fail, load_instances, out,
-                         parse_shard, shard_option, take_shard, timing_options)
+from .cli_common import (build_config, default_cases_path, execute, execute_in_workers, fail,
+                         load_instances, out, parse_shard, shard_option, take_shard,
+                         timing_options)
 from .cli_selection import selection_options
 from .gate.command import gate_command, history_command
 from .gate.noise_command import noise_command, replay_command
@@ -53,9 +54,13 @@ def cli(max_instances, input_budget) -> None:
                    "40 rounds over 4 processes x 5 passes, 6 s budget; options given here "
                    "win): the way to record a baseline for `opbench gate`.")
 @shard_option
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Measure in N pytest-xdist workers at once (pytest --benchmark -n N), each "
+                   "on CPU cores - or a device - of its own, with threads = its cores; "
+                   "refused when the workers would share cores. Needs opbench[xdist].")
 @timing_options
-def run(paths, keyword, ops, tags, quiet, for_gate, shard_text, json_path, markdown_path,
-        html_path, history_db, **timing):
+def run(paths, keyword, ops, tags, quiet, for_gate, shard_text, workers, json_path,
+        markdown_path, html_path, history_db, **timing):
     """Time every selected case instance in both frameworks (PATHS: case files or
     directories; default: the shipped case library, or $OPBENCH_CASES)."""
     if for_gate:
@@ -64,8 +69,12 @@ def run(paths, keyword, ops, tags, quiet, for_gate, shard_text, json_path, markd
         timing = with_gate_settings(timing)
     config = build_config(**timing)    # bad options fail before the cases are read
     shard = parse_shard(shard_text)
-    instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
-    instances, config = take_shard(instances, shard, config)
+    whole = load_instances(paths or [default_cases_path()], ops, keyword, tags)
+    instances, config = take_shard(whole, shard, config)
+    if workers:
+        # the plugin takes the shard's slice itself, from the whole selection
+        execute_in_workers(whole, timing, workers, shard and str(shard), json_path,
+                           markdown_path, html_path, quiet, history_db)
     execute(instances, config, json_path, markdown_path, html_path, quiet,
             history_db=history_db)
 

@@ -115,7 +115,7 @@ def _machines(records: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _missing_shards(records: Sequence[Mapping[str, Any]]) -> list[int]:
     shards = [_shard(r) for r in records]
-    if not shards or shards[0] is None:
+    if not shards or shards[0] is None or all(s == shards[0] for s in shards):
         return []
     have = {s["index"] for s in shards}
     return [k for k in range(1, shards[0]["count"] + 1) if k not in have]
@@ -144,6 +144,10 @@ def merge_records(records: Sequence[Mapping[str, Any]], names: Sequence[str], *,
     # applied, so the merged record does not claim one for the whole.
     merged["schema_version"] = SCHEMA_VERSION
     merged["config"] = _shared_config(first)
+    shards = [_shard(r) for r in records]
+    if shards[0] is not None and all(s == shards[0] for s in shards):
+        # the workers of one shard's run (pytest -n N --opbench-shard K/N): still that shard
+        merged["config"]["shard"] = copy.deepcopy(shards[0])
     merged["created_utc"] = min(r["created_utc"] for r in records)
     finished = [r["finished_utc"] for r in records if r.get("finished_utc")]
     if finished:

@@ -86,6 +86,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_RecordCollector(state), _COLLECTOR_NAME)
 
 
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's controller: a case's instances on one worker when timing (its
+    correctness runs keep xdist's own scheduling)."""
+    if state_of(config).options.benchmark:
+        from .pytest_support.case_scheduling import make_case_scheduler
+
+        return make_case_scheduler(config, log)
+    return None
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     state = state_of(config)

@@ -18,7 +18,6 @@ from ..cases import CASE_FILE_SUFFIXES, CaseError, CaseInstance, expand, load_ca
 from .bench_entries import add_benchmark_entries, benchmark_session
 from .outcome import Outcome, judge
 from .run_state import RUN_STATE, RunState
-from .xdist_isolation import group_marker
 
 # `cases:` at the start of a line: the top-level key of the case format.
 _TOP_LEVEL_CASES = re.compile(r"^cases[ \t]*:", re.MULTILINE)
@@ -119,9 +118,6 @@ class CaseItem(pytest.Item):
                 self.add_marker(tag)
         # -k matches the op too (a case named `reshape.heads` is op `reshape`)
         self.extra_keyword_matches.add(instance.case.op)
-        group = group_marker(self.config, instance.case.name)
-        if group is not None:     # under pytest-xdist: a case's instances on one worker
-            self.add_marker(group)
         if state_of(self.config).options.benchmark:
             # pytest-benchmark's --benchmark-only / --benchmark-skip look for this name
             self.fixturenames = ("benchmark",)

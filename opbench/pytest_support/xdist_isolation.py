@@ -2,8 +2,7 @@
 isolated (opbench/placement.py has the rule and why), and the controller's one record.
 
   controller  checks that a placement exists for N workers (else a usage error saying why),
-              keeps a case's instances on one worker (`--dist loadgroup` with an
-              `xdist_group` mark per case), collects each worker's results record when the
+              keeps a case's instances on one worker (case_scheduling.py), collects each worker's results record when the
               worker finishes (its `workeroutput`), joins them with opbench/merge.py into
               the one --opbench-json file, and feeds pytest-benchmark (which disables itself
               under xdist) the entries for its one --benchmark-json / --benchmark-save file.
@@ -25,15 +24,15 @@ import pytest
 from ..placement import (Placement, PlacementError, machine_cpus, plan, smt_siblings,
                          visible_devices, worker_index)
 from ..runner import RunConfig
-from .options import XDIST_WORKER_ENV, xdist_active
+from .options import XDIST_WORKER_ENV
 
 WORKER_COUNT_ENV = "PYTEST_XDIST_WORKER_COUNT"
 # workeroutput key of a worker's results record
 WORKER_RECORD_KEY = "opbench_record"
-# Modes that send each test to one worker and honour xdist_group ("load" is switched to
-# loadgroup, which is load plus the groups); `each` would run every case on every worker and
-# `worksteal` may split a group.
-GROUPING_DIST = ("loadgroup", "loadfile", "loadscope")
+# Modes that send each test to one worker; the controller schedules them by case
+# (case_scheduling.py). `each` would run every case on every worker, and `worksteal` moves
+# pending tests between workers, splitting a case.
+CASE_SCHEDULED_DIST = ("load", "loadgroup", "loadfile", "loadscope")
 REFUSAL_PREFIX = "--benchmark under pytest-xdist: "
 
 
@@ -70,11 +69,9 @@ def _check_controller(config: pytest.Config) -> None:
                              f"this machine cannot share out; use -n N (local workers), or "
                              f"`opbench run --shard K/N` per machine and `opbench merge`")
     dist = getattr(config.option, "dist", "no")
-    if dist == "load":
-        config.option.dist = "loadgroup"   # keeps a case's sizes on one worker
-    elif dist not in GROUPING_DIST:
-        raise PlacementError(f"--dist {dist} does not keep a case on one worker; use "
-                             f"--dist loadgroup (the default here)")
+    if dist not in CASE_SCHEDULED_DIST:
+        raise PlacementError(f"--dist {dist} does not keep a case on one worker; leave "
+                             f"--dist out (opbench schedules the workers by case)")
 
 
 def placed_config(config: pytest.Config, run_config: RunConfig) -> tuple[RunConfig,
@@ -114,14 +111,6 @@ def apply_placement(placement: Placement) -> None:
             raise pytest.UsageError(f"{REFUSAL_PREFIX}worker {placement.worker} could not be "
                                     f"pinned to cpus {list(placement.cpus)}")
     os.environ.update(placement.env)
-
-
-def group_marker(config: pytest.Config, case_name: str) -> Any | None:
-    """The xdist_group mark that keeps a case's instances on one worker (None outside
-    xdist: the mark is pytest-xdist's, unknown to --strict-markers without it)."""
-    if not xdist_active(config):
-        return None
-    return pytest.mark.xdist_group(name=case_name)
 
 
 def enable_controller_benchmarks(pluginmanager: Any) -> Any | None:

@@ -78,12 +78,17 @@ def test_the_inputs_are_not_modified():
 
 
 def test_a_missing_shard_makes_an_incomplete_record_that_says_which():
-    merged = merge_records(as_shards(whole_run(1))[:1], names(1))
+    parts = as_shards(whole_run(1), groups=(("add[a]", "add[b]"), ("relu[a]",), ("sum[a]",)))
+    merged = merge_records([parts[0], parts[2]], ["shard1.json", "shard3.json"])
     assert not merged["complete"] and merged["missing_shards"] == [2]
+    assert "shard" not in merged["config"]
     validate_record(merged)
     console = Console(record=True, width=120)
     render_terminal(merged, console)
     assert "shards 2 are missing" in console.export_text()
+    # one shard alone is still that shard, complete as what it claims to be
+    alone = merge_records(parts[:1], ["shard1.json"])
+    assert alone["config"]["shard"]["index"] == 1 and alone["complete"]
 
 
 def test_an_interrupted_part_makes_the_merge_incomplete():
@@ -264,3 +269,14 @@ def test_shards_run_merged_and_gated_end_to_end(fake_frameworks, cases_dir, tmp_
                     "-q", "--json", str(tmp_path / "current.json"))
     assert result.exit_code == 0, result.output
     assert "gate: PASS" in result.stdout
+
+
+def test_parts_of_one_shard_stay_that_shard():
+    """The workers of `pytest -n 2 --opbench-shard 1/2`: one shard measured in two parts."""
+    shard = as_shards(whole_run(1))[0]
+    parts = [copy.deepcopy(shard), copy.deepcopy(shard)]
+    parts[0]["instances"], parts[1]["instances"] = shard["instances"][:1], shard["instances"][1:]
+    merged = merge_records(parts, ["gw0", "gw1"])
+    assert merged["config"]["shard"] == shard["config"]["shard"]
+    assert "missing_shards" not in merged and merged["complete"]
+    validate_record(merged)

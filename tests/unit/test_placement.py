@@ -101,3 +101,15 @@ def test_worker_ids():
     assert worker_index("gw0") == 0 and worker_index("gw12") == 12
     with pytest.raises(PlacementError, match="not a pytest-xdist worker id"):
         worker_index("master")
+
+
+def test_the_xdist_scheduler_scopes_a_case_item_by_its_case():
+    from opbench.pytest_support.case_scheduling import case_scope
+
+    assert case_scope("cases/x.yaml::add.bias[hidden=64,dtype=float32]") == \
+        "cases/x.yaml::add.bias"
+    assert case_scope("cases/x.yaml::add.bias[hidden=4096,dtype=float32]") == \
+        "cases/x.yaml::add.bias"
+    assert case_scope("cases/x.yml::neg") == "cases/x.yml::neg"
+    assert case_scope("cases/y.yaml::add[n=4]") != case_scope("cases/x.yaml::add[n=4]")
+    assert case_scope("tests/test_a.py::test_b[1]") is None      # not a case: loadscope's

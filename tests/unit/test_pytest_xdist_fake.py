@@ -22,7 +22,7 @@ needs_two_cores = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
 @needs_two_cores
 def test_two_isolated_workers_write_one_record_and_one_benchmark_file(project):
     result = run(project, "--benchmark", *QUICK, "-n", "2", "--opbench-json=run.json",
-                 "--benchmark-json=bench.json")
+                 "--benchmark-json=bench.json", "-v")
     result.assert_outcomes(passed=3)
     record = json.loads((project.path / "run.json").read_text())
     validate_record(record)
@@ -33,7 +33,13 @@ def test_two_isolated_workers_write_one_record_and_one_benchmark_file(project):
     parts = record["merged_from"]
     cpus = [tuple(p["worker"]["cpus"]) for p in parts]
     assert len(set(cpus)) == len(cpus) and all(len(c) == 1 for c in cpus)   # disjoint
-    # add's two sizes went to one worker (xdist_group per case, --dist loadgroup)
+    # add's two sizes ran on one worker (xdist_group per case, --dist loadgroup)
+    workers_of = {}
+    for line in result.stdout.lines:
+        if "PASSED" in line and line.startswith("[gw"):
+            workers_of.setdefault(line.split("::")[-1].split("@")[0].split("[")[0].strip(),
+                                  set()).add(line[1:4])
+    assert set(workers_of) == {"add", "neg"} and len(workers_of["add"]) == 1
     assert sorted(p["instances"] for p in parts) in ([1, 2], [3])
     bench = json.loads((project.path / "bench.json").read_text())
     names = sorted(b["name"] for b in bench["benchmarks"])
