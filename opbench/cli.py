@@ -9,11 +9,13 @@ from typing import Sequence
 
 import click
 
-from .cli_common import (build_config, default_cases_path, execute, fail, load_instances, out,
+from .cli_common import (build_config, default_cases_path, execute, execute_in_workers, fail,
+                         load_instances, out, parse_shard, shard_option, take_shard,
                          timing_options)
 from .cli_selection import selection_options
 from .gate.command import gate_command, history_command
 from .gate.noise_command import noise_command, replay_command
+from .merge_command import merge_command
 from .scan.command import scan_command
 from .trace.command import trace_command
 
@@ -51,9 +53,14 @@ def cli(max_instances, input_budget) -> None:
               help="Measure with the regression gate's settings (blocking launches, 1 thread, "
                    "40 rounds over 4 processes x 5 passes, 6 s budget; options given here "
                    "win): the way to record a baseline for `opbench gate`.")
+@shard_option
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Measure in N pytest-xdist workers at once (pytest --benchmark -n N), each "
+                   "on CPU cores - or a device - of its own, with threads = its cores; "
+                   "refused when the workers would share cores. Needs opbench[xdist].")
 @timing_options
-def run(paths, keyword, ops, tags, quiet, for_gate, json_path, markdown_path, html_path,
-        history_db, **timing):
+def run(paths, keyword, ops, tags, quiet, for_gate, shard_text, workers, json_path,
+        markdown_path, html_path, history_db, **timing):
     """Time every selected case instance in both frameworks (PATHS: case files or
     directories; default: the shipped case library, or $OPBENCH_CASES)."""
     if for_gate:
@@ -61,7 +68,13 @@ def run(paths, keyword, ops, tags, quiet, for_gate, json_path, markdown_path, ht
 
         timing = with_gate_settings(timing)
     config = build_config(**timing)    # bad options fail before the cases are read
-    instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
+    shard = parse_shard(shard_text)
+    whole = load_instances(paths or [default_cases_path()], ops, keyword, tags)
+    instances, config = take_shard(whole, shard, config)
+    if workers:
+        # the plugin takes the shard's slice itself, from the whole selection
+        execute_in_workers(whole, timing, workers, shard and str(shard), json_path,
+                           markdown_path, html_path, quiet, history_db)
     execute(instances, config, json_path, markdown_path, html_path, quiet,
             history_db=history_db)
 
@@ -169,7 +182,7 @@ def schema(which):
 
 # The instruments and the gate keep their commands next to their code.
 for _command in (trace_command, scan_command, gate_command, noise_command, replay_command,
-                 history_command):
+                 history_command, merge_command):
     cli.add_command(_command)
 
 

@@ -112,6 +112,41 @@ def timing_options(f):
     return f
 
 
+def shard_option(f):
+    """--shard K/N (declared in options.SHARD_OPTION, shared with pytest's --opbench-shard)."""
+    from .options import SHARD_OPTION
+
+    return click.option(f"--{SHARD_OPTION.flag}", "shard_text", default=None, metavar="K/N",
+                        help=SHARD_OPTION.help)(f)
+
+
+def parse_shard(text):
+    """The shard.Shard of --shard (None without it); a bad value is a usage error, before
+    the cases are read."""
+    from .options import OptionError, parse_shard_option
+
+    try:
+        return parse_shard_option(text)
+    except OptionError as exc:
+        fail(str(exc))
+
+
+def take_shard(instances, shard, config):
+    """The instances of `shard` and the config that records it (both unchanged without a
+    shard). An empty shard is a usage error naming how many shards the selection allows."""
+    from dataclasses import replace
+
+    from .shard import ShardError, select, shard_info
+
+    if shard is None:
+        return instances, config
+    try:
+        chosen = select(instances, shard)
+    except ShardError as exc:
+        fail(str(exc))
+    return chosen, replace(config, shard=shard_info(shard, instances))
+
+
 def build_config(timing=True, **given):
     """The RunConfig of the options a command line gave (options.RunOptions does the
     defaults and the checks); a bad value is a usage error naming the option."""
@@ -168,15 +203,14 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
     """Run, save, print, exit with the verdict code. Never shows a traceback for the
     user's mistakes or a missing framework/device."""
     from .frameworks import DeviceUnavailable, FrameworkUnavailable
-    from .report import render_html, render_markdown, render_terminal
+    from .report import render_terminal
     from .progress import RunProgress
     from .runner import ApiError, open_session, run
     from .workers import WorkerError
     from .safe_write import ResultsNotSaved
 
     if json_path is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        json_path = os.path.join("out", f"opbench-{stamp}.json")
+        json_path = default_json_path()
     progress = RunProgress(err, quiet,
                            passes=config.passes * config.processes if config.timing else 1)
     check_results_path(json_path)
@@ -213,6 +247,19 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
     finally:
         if hasattr(session, "close"):
             session.close()
+    show_and_exit(record, json_path, markdown_path, html_path, worst_first, history_db)
+
+
+def default_json_path() -> str:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return os.path.join("out", f"opbench-{stamp}.json")
+
+
+def show_and_exit(record, json_path, markdown_path=None, html_path=None, worst_first=False,
+                  history_db=None) -> None:
+    """The end of every run: the table, the other views, the history, the verdict's exit."""
+    from .report import render_html, render_markdown, render_terminal
+
     render_terminal(record, out, worst_first=worst_first)
     if markdown_path:
         Path(markdown_path).write_text(render_markdown(record))
@@ -222,6 +269,47 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
         record_history(history_db, record, json_path)
     err.print(f"[dim]results: {escape(str(json_path))}[/]", highlight=False)
     sys.exit(exit_code_for(record))
+
+
+def execute_in_workers(instances, given, workers, shard_text, json_path, markdown_path=None,
+                       html_path=None, quiet=False, history_db=None) -> None:
+    """`opbench run --workers N`: `pytest --benchmark -n N` on the instances in a subprocess
+    (xdist_run.py), then the record its controller wrote, shown like any run. A refusal
+    (workers that would share cores) is a usage error with pytest's reason."""
+    import importlib.util
+    import subprocess
+
+    from .results import ResultsError, read_results
+    from .xdist_run import pytest_command
+
+    if importlib.util.find_spec("xdist") is None:
+        fail("--workers runs pytest-xdist's workers, which is not installed: "
+             "pip install 'opbench[xdist]'")
+    json_path = str(json_path or default_json_path())
+    check_results_path(json_path)
+    # a file left from an earlier run must not pass for this run's results
+    Path(json_path).unlink(missing_ok=True)
+    command = pytest_command(instances, given, workers, json_path, shard_text)
+    if not quiet:
+        err.print(f"[dim]{len(instances)} instances in {workers} pytest-xdist workers "
+                  f"(pytest --benchmark -n {workers}); results -> {escape(json_path)}[/]",
+                  highlight=False)
+    lines = []
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as proc:
+        for line in proc.stdout:
+            lines.append(line)
+            if not quiet:
+                err.print(line.rstrip("\n"), highlight=False, markup=False)
+    if proc.returncode == 4:       # pytest's usage error: the plugin's refusal, or options
+        reasons = [ln.strip() for ln in lines if ln.lstrip().startswith("ERROR")]
+        fail("; ".join(reasons) or "".join(lines[-5:]).strip())
+    try:
+        record = read_results(json_path)
+    except ResultsError:
+        fail(f"the pytest-xdist run (exit {proc.returncode}) wrote no results:\n"
+             + "".join(lines[-20:]).rstrip())
+    show_and_exit(record, json_path, markdown_path, html_path, history_db=history_db)
 
 
 def record_history(db_path: str, record: dict[str, Any], json_path: str | None,

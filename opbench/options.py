@@ -20,8 +20,8 @@ from .measure import (ASYNC, DEFAULT_MAX_TIME_S, DEFAULT_MIN_SAMPLE_TIME_S, DEFA
 from .runner import DEFAULT_PROCESSES, RunConfig, default_threads
 from .verdict import DEFAULT_THRESHOLD
 
-__all__ = ["BOTH_MODES", "MODE_CHOICES", "OPTIONS", "OptionSpec", "RunOptions",
-           "OptionError"]
+__all__ = ["BOTH_MODES", "MODE_CHOICES", "OPTIONS", "SHARD_OPTION", "OptionSpec", "RunOptions",
+           "OptionError", "parse_shard_option"]
 
 BOTH_MODES = "both"
 MODE_CHOICES = (SERIAL, ASYNC, BOTH_MODES)
@@ -85,6 +85,30 @@ OPTIONS: tuple[OptionSpec, ...] = (
                f"{DEFAULT_MAX_TIME_S:g}."),
     OptionSpec("no_backward", "no-backward", bool, "Skip forward+backward timing."),
 )
+
+
+# Which slice of the selection to run (shard.py). Not a timing option (the gate and
+# `compare` take no shards), so it is kept out of OPTIONS; `opbench run` declares it as
+# --shard and pytest as --opbench-shard, both from this spec, both parsed by
+# parse_shard_option.
+SHARD_OPTION = OptionSpec(
+    "shard", "shard", str,
+    "Run only shard K of N of the selection (K/N, e.g. 2/4): a stable slice, the same on "
+    "every machine, that keeps a case's instances together; N jobs with 1/N..N/N cover the "
+    "selection once (`opbench merge` joins their results).")
+
+
+def parse_shard_option(text: str | None, flag: str = "--shard"):
+    """A shard.Shard from the option's text (None: not given). Raises OptionError naming
+    the option."""
+    from .shard import ShardError, parse_shard
+
+    if text is None:
+        return None
+    try:
+        return parse_shard(text)
+    except ShardError as exc:
+        raise OptionError(f"{flag}: {exc}") from None
 
 
 def _positive_int(name: str, value: Any) -> int:

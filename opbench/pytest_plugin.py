@@ -15,12 +15,18 @@ from typing import Any, Generator
 
 import pytest
 
+from .results import plain_json
 from .pytest_support import hookspec
+from .pytest_support.bench_entries import add_benchmark_entries
 from .pytest_support.collect import CaseFile, CaseItem, apply_limits, is_case_file, state_of
 from .pytest_support.extras import refuse_unavailable_extras, register_tags_for_markers_listing
-from .pytest_support.options import XDIST_REFUSAL, add_options, plugin_options, xdist_active
+from .pytest_support.options import add_options, plugin_options, xdist_active
 from .pytest_support.outcome import INCONCLUSIVE
 from .pytest_support.run_state import RUN_STATE, RunState
+from .pytest_support.sharding import shard_items
+from .pytest_support.xdist_isolation import (WORKER_RECORD_KEY, enable_controller_benchmarks,
+                                             is_worker, placed_config,
+                                             silence_worker_benchmark_warning)
 from .pytest_support.summary import DEFAULT_MAX_ROWS, summary_lines
 
 SUMMARY_TITLE = "opbench"
@@ -41,6 +47,17 @@ class _RecordCollector:
         record = getattr(report, "opbench_record", None)
         if record is not None and report.when == "call":
             self.state.records.append(record)
+            if self.state.controller_benchmarks is not None:   # from an xdist worker
+                cfg = self.state.run_config
+                add_benchmark_entries(self.state.controller_benchmarks, record, report.nodeid,
+                                      cfg)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """pytest-xdist's controller: a worker finished; keep its results record."""
+        record = getattr(node, "workeroutput", {}).get(WORKER_RECORD_KEY)
+        if record is not None:
+            self.state.worker_records[node.gateway.id] = record
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -54,8 +71,10 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     options = plugin_options(config)
     apply_limits(config)
+    run_config = options.run_config
     if options.benchmark and xdist_active(config):
-        raise pytest.UsageError(XDIST_REFUSAL)
+        # refused with the reason unless every worker gets cores (or a device) of its own
+        run_config, _ = placed_config(config, run_config)
     refuse_unavailable_extras(config)
     register_tags_for_markers_listing(config)
 
@@ -63,7 +82,30 @@ def pytest_configure(config: pytest.Config) -> None:
         return config.hook.pytest_opbench_make_session(config=config, run_config=run_config)
 
     state = config.stash[RUN_STATE] = RunState(options, make_session)
+    state.run_config = run_config
     config.pluginmanager.register(_RecordCollector(state), _COLLECTOR_NAME)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's controller: a case's instances on one worker when timing (its
+    correctness runs keep xdist's own scheduling)."""
+    if state_of(config).options.benchmark:
+        from .pytest_support.case_scheduling import make_case_scheduler
+
+        return make_case_scheduler(config, log)
+    return None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    state = state_of(config)
+    if not (state.options.benchmark and xdist_active(config)):
+        return
+    if is_worker(config):
+        silence_worker_benchmark_warning(config.pluginmanager)
+    else:
+        state.controller_benchmarks = enable_controller_benchmarks(config.pluginmanager)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -79,6 +121,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile |
     if is_case_file(file_path, parent.session.isinitpath(file_path)):
         return CaseFile.from_parent(parent, path=file_path)
     return None
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    state = state_of(config)
+    if state.options.shard is not None:
+        keep, dropped = shard_items(items, state)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -102,7 +154,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Gener
     if isinstance(item, CaseItem) and call.when == "call" and item.record is not None:
         # On the report (not only the item) so the summary also sees results that arrive
         # as serialised reports; plain JSON-able data
-        report.opbench_record = item.record
+        # plain JSON types: under pytest-xdist the report crosses to the controller
+        report.opbench_record = plain_json(item.record) if is_worker(item.config) \
+            else item.record
         report.opbench_verdict = item.outcome.verdict if item.outcome else None
     return report
 
@@ -131,8 +185,16 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = state_of(session.config)
-    if state.options.json_path and state.records:
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    if hasattr(session.config, "workerinput"):
+        # a pytest-xdist worker: its record goes to the controller, which writes the file
+        if state.records:
+            from .pytest_support.results_file import results_record
+
+            session.config.workeroutput[WORKER_RECORD_KEY] = plain_json(
+                results_record(state, complete=not interrupted))
+        return
+    if state.options.json_path and (state.records or state.worker_records):
         from .pytest_support.results_file import write_results
 
-        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         write_results(state, state.options.json_path, complete=not interrupted)

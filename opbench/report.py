@@ -240,12 +240,31 @@ def notes_lines(record: dict[str, Any], short: bool = False, grouped: bool = Fal
 
 
 def run_notes(record: dict[str, Any]) -> list[str]:
-    """Notes about the whole run's statistics."""
+    """Notes about the whole run's statistics, and where a merged record's parts ran."""
+    notes = merge_notes(record)
     prior = record.get("between_process_prior")
-    if not prior:
+    if prior:
+        notes.append(f"between worker processes a ratio moved by {prior['sd'] * 100:.1f}% "
+                     f"(typical SD over {prior['instances']} measurements); every interval "
+                     f"includes that spread")
+    return notes
+
+
+def merge_notes(record: dict[str, Any]) -> list[str]:
+    """What a reader of a merged record (opbench merge) must know before comparing rows."""
+    parts = record.get("merged_from") or []
+    if not parts:
         return []
-    return [f"between worker processes a ratio moved by {prior['sd'] * 100:.1f}% (typical SD "
-            f"over {prior['instances']} measurements); every interval includes that spread"]
+    notes = [f"merged from {len(parts)} records: {', '.join(p['file'] for p in parts)}"]
+    if record.get("missing_shards"):
+        notes.append(f"shards {', '.join(map(str, record['missing_shards']))} are missing: "
+                     f"their instances are not in this record")
+    if record.get("absolute_times_comparable") is False:
+        machines = sorted({str(p.get("machine_id")) for p in parts})
+        notes.append(f"measured on {len(machines)} machines ({', '.join(machines)}): each "
+                     f"ratio is from one machine, but absolute times of different rows are "
+                     f"not comparable")
+    return notes
 
 
 def summary_line(record: dict[str, Any]) -> str:

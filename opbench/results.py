@@ -10,7 +10,10 @@ Format history (bump SCHEMA_VERSION on any change a reader must know about, and 
      measurement process_of_round (all rounds from process 1), n_processes,
      between_process_sd, settle_s / settle_timed_out (no pre-sample wait), interference
      ([]) and inconclusive_reason; run-level ceilings (none measured) and per instance
-     work (null: counted from the shapes) and peak_memory.
+     work (null: counted from the shapes) and peak_memory; config.shard (absent: the whole
+     selection) and, in a record joined by opbench merge (merge.py), merged_from,
+     missing_shards, absolute_times_comparable (absent: true) and per instance machine_id
+     (absent: the record's).
 
 The JSON Schema of this format is opbench/schema/results.schema.json; writers validate
 against it in tests, readers use it to reject foreign files with a clear message.
@@ -31,6 +34,9 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
+# machine_id of a merged record whose parts ran on different machines (merge.py): it never
+# equals another record's machine_id, so no reader takes its absolute times as comparable.
+MIXED_MACHINES_PREFIX = "mixed:"
 
 
 class ResultsError(Exception):
@@ -152,6 +158,12 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, (set, frozenset)):
         return sorted(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def plain_json(data: Any) -> Any:
+    """`data` as plain JSON types (numpy scalars become floats, tuples lists): what crosses
+    to pytest-xdist's controller, whose channel carries only Python's own types."""
+    return json.loads(json.dumps(data, allow_nan=False, default=_json_default))
 
 
 def read_results(path: str | os.PathLike) -> dict[str, Any]:

@@ -29,8 +29,10 @@ from .quiesce import Quiescer, ThreadActivityProbe
 from .records import (BACKWARD_SUFFIX, apply_between_process_prior, conclude,
                       instance_header, key_mode, measurement_statistics, new_measurement,
                       output_shapes, pool_rounds, protocol_notes, share_of_round)
+from .placement import Placement
 from .results import new_record, utc_now
 from .safe_write import ResilientSaver
+from .shard import ShardInfo
 from .verdict import DEFAULT_THRESHOLD, Verdict
 
 # Worker processes per run for the command line and pytest (RunConfig's own default, 1,
@@ -84,6 +86,12 @@ class RunConfig:
     # idle (quiesce.py), so one side's leftover work does not land in the other's sample.
     quiesce: bool = True
     settings: MeasureSettings = field(default_factory=MeasureSettings)
+    # `--shard K/N` (shard.py): which slice of the selection this run measures; recorded so
+    # `opbench merge` can check its shards belong together. None: the whole selection.
+    shard: ShardInfo | None = None
+    # Under `pytest --benchmark -n N` (placement.py): the cores and device this pytest-xdist
+    # worker owns; recorded in its part of the run. None: not an xdist worker.
+    worker: Placement | None = None
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
@@ -116,6 +124,13 @@ class RunConfig:
         d = asdict(self)
         d["modes"] = list(self.modes)
         d["settings"].pop("mode", None)
+        # records of whole selections, measured outside xdist, stay as they were
+        if d["shard"] is None:
+            del d["shard"]
+        if self.worker is None:
+            del d["worker"]
+        else:
+            d["worker"] = self.worker.as_record()
         return d
 
 

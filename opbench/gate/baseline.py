@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..frameworks.base import LAUNCH_QUEUED
+from ..results import MIXED_MACHINES_PREFIX
 
 __all__ = [
     "HygieneNote",
@@ -170,9 +171,13 @@ def match_instances(baseline: Sequence[Mapping[str, Any]],
 
 
 def same_machine(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
-    """Equal machine ids (host, CPU model, core count): absolute times are comparable."""
+    """Equal machine ids (host, CPU model, core count): absolute times are comparable. A
+    record merged from several machines (merge.py) is never on the same machine as another
+    (its instances may have been measured on other machines than the other record's)."""
     b = (baseline.get("environment") or {}).get("machine_id")
     c = (current.get("environment") or {}).get("machine_id")
+    if b is not None and b.startswith(MIXED_MACHINES_PREFIX):
+        return False
     return b is not None and b == c
 
 

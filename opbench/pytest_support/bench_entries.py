@@ -126,6 +126,15 @@ def to_benchmark_entry(spec: EntrySpec) -> Any:
     return entry
 
 
+def add_benchmark_entries(session: Any, record: Mapping[str, Any], nodeid: str,
+                          run_config: Any) -> None:
+    """Append an instance's entries to pytest-benchmark's session (what its `benchmark`
+    fixture would have appended)."""
+    for spec in entry_specs(record, nodeid, run_config.reference, run_config.target,
+                            {"device": run_config.device, "threads": run_config.threads}):
+        session.benchmarks.append(to_benchmark_entry(spec))
+
+
 def benchmark_session(pluginmanager: Any) -> Any | None:
     """pytest-benchmark's session object (registered under this name), or None when the
     plugin is absent or disabled (-p no:benchmark, --benchmark-disable, xdist)."""

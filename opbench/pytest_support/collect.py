@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 
 from ..cases import CASE_FILE_SUFFIXES, CaseError, CaseInstance, expand, load_case_file
-from .bench_entries import benchmark_session, entry_specs, to_benchmark_entry
+from .bench_entries import add_benchmark_entries, benchmark_session
 from .outcome import Outcome, judge
 from .run_state import RUN_STATE, RunState
 
@@ -136,12 +136,8 @@ class CaseItem(pytest.Item):
 
     def _add_benchmark_entries(self, record: dict[str, Any]) -> None:
         session = benchmark_session(self.config.pluginmanager)
-        if session is None:
-            return
-        config = state_of(self.config).run_config
-        for spec in entry_specs(record, self.nodeid, config.reference, config.target,
-                                {"device": config.device, "threads": config.threads}):
-            session.benchmarks.append(to_benchmark_entry(spec))
+        if session is not None:
+            add_benchmark_entries(session, record, self.nodeid, state_of(self.config).run_config)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> Any:

@@ -28,10 +28,11 @@ class PluginOptions:
     benchmark: bool              # --benchmark: time and judge ratios, not only correctness
     run_config: RunConfig
     json_path: str | None        # --opbench-json: the opbench results record of the run
+    shard: Any = None            # --opbench-shard: a shard.Shard, or None (every case)
 
 
 def add_options(parser: pytest.Parser) -> None:
-    from ..options import OPTIONS
+    from ..options import OPTIONS, SHARD_OPTION
 
     group = parser.getgroup(GROUP, "opbench: YAML operator cases as tests")
     group.addoption(
@@ -50,6 +51,8 @@ def add_options(parser: pytest.Parser) -> None:
         else:
             kwargs["type"] = spec.kind
         group.addoption(f"--opbench-{spec.flag}", **kwargs)
+    group.addoption(f"--opbench-{SHARD_OPTION.flag}", dest="opbench_shard", default=None,
+                    metavar="K/N", help=SHARD_OPTION.help + " Only case items are sharded.")
     # Limits on what one case may ask of the machine (opbench/limits.py), applied when case
     # files are collected.
     group.addoption(
@@ -67,18 +70,19 @@ def add_options(parser: pytest.Parser) -> None:
 
 def plugin_options(config: pytest.Config) -> PluginOptions:
     """Read and validate the options; a bad value is a usage error, before anything runs."""
-    from ..options import OPTIONS, OptionError, RunOptions
+    from ..options import OPTIONS, OptionError, RunOptions, parse_shard_option
 
     benchmark = bool(config.getoption("opbench_benchmark"))
     given = {spec.field: config.getoption(f"opbench_{spec.field}") for spec in OPTIONS}
     try:
         run_config = RunOptions.from_mapping(given).to_config(timing=benchmark)
+        shard = parse_shard_option(config.getoption("opbench_shard"))
     except OptionError as exc:
         # name the option as pytest spells it
         raise pytest.UsageError(f"opbench: {str(exc).replace('--', '--opbench-', 1)}") \
             from None
     return PluginOptions(benchmark=benchmark, run_config=run_config,
-                         json_path=config.getoption("opbench_json"))
+                         json_path=config.getoption("opbench_json"), shard=shard)
 
 
 def xdist_active(config: pytest.Config) -> bool:
@@ -89,9 +93,3 @@ def xdist_active(config: pytest.Config) -> bool:
     dist = getattr(config.option, "dist", "no")
     processes = getattr(config.option, "numprocesses", None)
     return dist not in (None, "no") or bool(processes)
-
-
-XDIST_REFUSAL = (
-    "--benchmark cannot run under pytest-xdist (-n/--dist): workers sharing the machine's "
-    "cores would time each other's work and corrupt every ratio. Run the timing without -n "
-    "(correctness runs, without --benchmark, can use -n).")

@@ -8,6 +8,9 @@ from typing import Any
 from ..results import new_record, utc_now, write_json_atomic
 from .run_state import RunState
 
+# names of the worker records in a merged record's merged_from
+WORKER_PART = "pytest-xdist worker {}"
+
 
 def results_record(state: RunState, complete: bool) -> dict[str, Any]:
     session = state.opened
@@ -21,5 +24,26 @@ def results_record(state: RunState, complete: bool) -> dict[str, Any]:
     return record
 
 
+def controller_record(state: RunState, complete: bool) -> dict[str, Any]:
+    """The pytest-xdist controller's one record: the workers' records joined (merge.py),
+    each worker's cores and device in merged_from. The controller runs no item, so without
+    worker records it has only the records the reports carried (no framework facts)."""
+    from ..merge import MergeError, merge_records
+
+    if not state.worker_records:
+        return results_record(state, complete)
+    ids = sorted(state.worker_records, key=lambda w: (len(w), w))     # gw2 before gw10
+    try:
+        merged = merge_records([state.worker_records[w] for w in ids],
+                               [WORKER_PART.format(w) for w in ids])
+    except MergeError as exc:
+        record = results_record(state, complete)
+        record["merge_error"] = str(exc)
+        return record
+    merged["complete"] = merged["complete"] and complete
+    merged["interrupted"] = merged["interrupted"] or not complete
+    return merged
+
+
 def write_results(state: RunState, path: str | os.PathLike, complete: bool = True) -> None:
-    write_json_atomic(path, results_record(state, complete))
+    write_json_atomic(path, controller_record(state, complete))

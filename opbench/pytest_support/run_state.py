@@ -34,6 +34,10 @@ class RunState:
         self._session: Session | None = None
         self._setup_error: str | None = None
         self.records: list[dict[str, Any]] = []    # every finished item's record, in order
+        # pytest-xdist controller: each worker's results record, by worker id, and
+        # pytest-benchmark's session when the controller feeds it (xdist_isolation.py)
+        self.worker_records: dict[str, dict[str, Any]] = {}
+        self.controller_benchmarks: Any = None
         # Case files that failed to load: reported as collection errors that do not stop
         # the other files from running (see pytest_plugin.pytest_runtestloop).
         self.case_file_errors = 0

@@ -380,11 +380,14 @@ def test_opbench_json_is_a_results_record(project):
     assert record["complete"] and record["frameworks"]["mindspore"]["version"] == "0.0+fake"
 
 
-def test_timing_is_refused_under_xdist(project, monkeypatch):
+def test_timing_is_refused_under_xdist_when_workers_would_share_cores(project, monkeypatch):
+    cores = len(os.sched_getaffinity(0))
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(cores + 1))
     result = run(project, "--benchmark")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--benchmark cannot run under pytest-xdist*"])
+    result.stderr.fnmatch_lines([f"*--benchmark under pytest-xdist: {cores + 1} workers but "
+                                 f"{cores} CPU cores: workers would share cores*"])
     assert run(project).ret == pytest.ExitCode.OK   # correctness may run in parallel
 
 
