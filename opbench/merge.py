@@ -28,7 +28,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping, Sequence
 
-from .results import MIXED_MACHINES_PREFIX, SCHEMA_VERSION
+from .results import MIXED_MACHINES_PREFIX, SCHEMA_VERSION, framework_versions
 
 __all__ = ["MergeError", "PART_CONFIG_KEYS", "merge_records"]
 
@@ -38,10 +38,6 @@ PART_CONFIG_KEYS = ("shard", "worker")
 
 class MergeError(ValueError):
     """The records cannot be joined; the message names the files and the key."""
-
-
-def _versions(record: Mapping[str, Any]) -> dict[str, Any]:
-    return {n: i.get("version") for n, i in (record.get("frameworks") or {}).items()}
 
 
 def _env(record: Mapping[str, Any], key: str) -> Any:
@@ -70,9 +66,10 @@ def _refuse_differences(records: Sequence[Mapping[str, Any]], names: Sequence[st
             raise differs(name, "environment.opbench", _env(record, "opbench"),
                           _env(first, "opbench"), "parts measured by different opbench "
                           "versions are not one run")
-        if _versions(record) != _versions(first):
-            raise differs(name, "framework versions (frameworks.*.version)", _versions(record),
-                          _versions(first), "parts must measure the same framework builds")
+        if framework_versions(record) != framework_versions(first):
+            raise differs(name, "framework versions (frameworks.*.version)",
+                          framework_versions(record), framework_versions(first),
+                          "parts must measure the same framework builds")
         if _env(record, "git_commit") != _env(first, "git_commit"):
             raise differs(name, "environment.git_commit", _env(record, "git_commit"),
                           _env(first, "git_commit"), "parts of one run come from one "

@@ -101,6 +101,12 @@ def environment() -> dict[str, Any]:
     }
 
 
+def framework_versions(record: dict[str, Any]) -> dict[str, Any]:
+    """Each framework's version as a record states it: what must match for two records'
+    rounds to be pooled (gate/pool.py) or joined (merge.py)."""
+    return {n: i.get("version") for n, i in (record.get("frameworks") or {}).items()}
+
+
 def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 

@@ -284,6 +284,16 @@ def between_process_prior(spreads: Sequence[tuple[float, int]]) -> BetweenProces
                                instances=len(spreads))
 
 
+def _shrunk(between_var: float, df: float, prior: BetweenProcessPrior | None
+            ) -> tuple[float, float]:
+    """A between-process variance seen with df degrees of freedom, pulled towards the
+    prior's (weighted by df and prior.df), and the df the pair carries; unchanged without a
+    prior. With df 0 the prior alone speaks."""
+    if prior is None:
+        return between_var, df
+    return ((df * between_var + prior.df * prior.sd ** 2) / (df + prior.df), df + prior.df)
+
+
 def _with_processes(rounds_only: RatioEstimate, log_ratios: np.ndarray, groups: np.ndarray,
                     confidence: float, prior: BetweenProcessPrior | None) -> RatioEstimate:
     """The process as the unit: a process keeps its own offset (thread placement, allocator,
@@ -296,10 +306,7 @@ def _with_processes(rounds_only: RatioEstimate, log_ratios: np.ndarray, groups: 
     narrower than the within-process evidence."""
     medians, within_var, between_var = _process_components(log_ratios, groups)
     n_proc = int(medians.size)
-    df = float(n_proc - 1)
-    if prior is not None:
-        between_var = (df * between_var + prior.df * prior.sd ** 2) / (df + prior.df)
-        df += prior.df
+    between_var, df = _shrunk(between_var, float(n_proc - 1), prior)
     center = float(np.mean(medians))
     half = student_t_quantile(1.0 - (1.0 - confidence) / 2.0, df) * math.sqrt(
         (between_var + within_var) / n_proc)
@@ -553,10 +560,7 @@ def _change_with_processes(rounds_only: ChangeEstimate, baseline: np.ndarray,
     (base_medians, base_within, cur_medians, cur_within,
      between_var, df) = _pooled_between_process(baseline, baseline_groups, current,
                                                 current_groups)
-    df_total = float(df)
-    if prior is not None:
-        between_var = (df * between_var + prior.df * prior.sd ** 2) / (df + prior.df)
-        df_total += prior.df
+    between_var, df_total = _shrunk(between_var, float(df), prior)
     if df_total == 0:
         return rounds_only
     nb, nc = int(base_medians.size), int(cur_medians.size)

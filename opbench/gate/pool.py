@@ -21,6 +21,7 @@ import copy
 from typing import Any, Mapping, Sequence
 
 from ..records import measurement_statistics, share_of_round
+from ..results import framework_versions
 from ..verdict import DEFAULT_THRESHOLD
 
 __all__ = ["PoolError", "check_alike", "pool_baselines"]
@@ -34,10 +35,6 @@ _SAME_SETTINGS = ("rounds", "min_sample_time_s", "max_time_s")
 
 class PoolError(ValueError):
     """The baselines cannot be pooled; the message names the file and the difference."""
-
-
-def _framework_versions(record: Mapping[str, Any]) -> dict[str, Any]:
-    return {n: i.get("version") for n, i in (record.get("frameworks") or {}).items()}
 
 
 def check_alike(records: Sequence[Mapping[str, Any]], names: Sequence[str]) -> None:
@@ -55,9 +52,9 @@ def check_alike(records: Sequence[Mapping[str, Any]], names: Sequence[str]) -> N
                 raise PoolError(f"{name}: settings.{key} is {settings.get(key)!r}, {names[0]} "
                                 f"has {first_settings.get(key)!r}; only baselines measured "
                                 f"alike can be pooled")
-        if _framework_versions(record) != _framework_versions(records[0]):
-            raise PoolError(f"{name}: framework versions {_framework_versions(record)} differ "
-                            f"from {names[0]}'s {_framework_versions(records[0])}; a baseline "
+        if framework_versions(record) != framework_versions(records[0]):
+            raise PoolError(f"{name}: framework versions {framework_versions(record)} differ "
+                            f"from {names[0]}'s {framework_versions(records[0])}; a baseline "
                             f"pools runs of the same code")
 
 
