@@ -72,9 +72,14 @@ ROUNDS_CUT_NOTE = "rounds cut from"
 # share halve the rounds of a measurement spread over passes of 2 rounds (measured: 6 of 18
 # `--for-gate` instances cut from 40 to 20 rounds, their intervals widened to +-8-12%).
 BUDGET_SLACK = 1.25
-# Untimed calls of a side right before each of its samples (with a settle step), so its
-# sample starts from its own cache state rather than the other side's.
-REWARM_CALLS = 1
+# Untimed calls of a side right before each of its samples that follows the other side's
+# sample, so it starts from its own cache state rather than the other side's: calls for at
+# least REWARM_TIME_S, at least one, at most one sample's worth. Measured here (torch's bias
+# add, 1x128x4096 float32, after 4 MindSpore calls of the same op and an idle-wait; median
+# per-call times over 12 repeats): call 1 took 3.9x its steady time, call 2 1.5x, calls 3-20
+# 1.1-1.2x, and only from ~1.5 ms of calls on was it steady. One untimed call left torch's
+# whole 10 ms sample 20-45% slow after MindSpore's, and the order-effect test flagged it.
+REWARM_TIME_S = 0.003
 
 
 @dataclass(frozen=True)
@@ -172,6 +177,21 @@ def run_sample(side: Side, loops: int, mode: str, clock: Clock) -> float:
         call()
     sync()
     return clock() - t0
+
+
+def rewarm(side: Side, mode: str, clock: Clock, max_calls: int,
+           min_time_s: float | None = None) -> int:
+    """Untimed calls until min_time_s has passed (at least one, at most max_calls): the
+    caches, TLBs and predictors the other side's sample took over are the side's own again.
+    Returns the number of calls."""
+    min_time_s = REWARM_TIME_S if min_time_s is None else min_time_s
+    start = clock()
+    calls = 0
+    while True:
+        run_sample(side, 1, mode, clock)
+        calls += 1
+        if calls >= max(1, max_calls) or clock() - start >= min_time_s:
+            return calls
 
 
 def sync_cost_s(sync: Callable[[], None], clock: Clock, repeats: int = 200) -> float:
@@ -337,7 +357,7 @@ def _interleaved_rounds(sides: Sequence[Side], loops: int, rounds: int, mode: st
                 # and TLBs with its own data. Measured here before this call: torch's bias
                 # add at hidden 768-4096 took 1.2x as long right after MindSpore's sample as
                 # right after its own, every quiesce wait notwithstanding.
-                run_sample(by_name[name], REWARM_CALLS, mode, clock)
+                rewarm(by_name[name], mode, clock, max_calls=loops)
             per_call[name].append(run_sample(by_name[name], loops, mode, clock) / loops)
     return ({k: tuple(v) for k, v in per_call.items()}, order,
             {k: tuple(v) for k, v in settled.items()})

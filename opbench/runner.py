@@ -6,6 +6,8 @@ the record (and, after every instance, atomically to the JSON file when one is g
 """
 from __future__ import annotations
 
+import functools
+
 import math
 import os
 import time
@@ -150,6 +152,12 @@ class _Prepared:
 
     def invoke(self) -> Any:
         return self.fn(*self.args, **self.kwargs)
+
+    def bound(self) -> Callable[[], Any]:
+        """The call with its arguments bound in C (functools.partial): the timed loop then
+        pays one call, not a method lookup plus argument unpacking in Python - ~0.1 us per
+        call, which is 5% of a 2 us operator."""
+        return functools.partial(self.fn, *self.args, **self.kwargs)
 
 
 def substitute_refs(value: Any, tensors: Mapping[str, Any]) -> Any:
@@ -325,7 +333,7 @@ class Session:
         cfg = self.config
         timed: dict[str, list[Side]] = {}
         for mode in cfg.modes:
-            timed[mode] = [Side(n, prepared[n].invoke, prepared[n].adapter.sync)
+            timed[mode] = [Side(n, prepared[n].bound(), prepared[n].adapter.sync)
                            for n in cfg.frameworks]
             if grad_sides:
                 timed[mode + BACKWARD_SUFFIX] = [Side(n, grad_sides[n], self.adapters[n].sync)

@@ -10,6 +10,7 @@ import pytest
 
 from opbench.interference import (CLUSTERS, ORDER_EFFECT, detect_interference, order_effect,
                                   sample_clusters)
+from opbench import measure as measure_mod
 from opbench.measure import MeasureSettings, Side, interleaved_order, measure
 from opbench.quiesce import MAX_QUIESCE_S, QUIET_WINDOW_S, Quiescer, wait_until_quiet
 from opbench.records import measurement_statistics
@@ -217,3 +218,73 @@ def test_detect_interference_looks_at_every_side():
     # noise-free, the two positions are also two clusters
     assert {(f.side, f.kind) for f in found} == {("mindspore", ORDER_EFFECT),
                                                  ("mindspore", CLUSTERS)}
+
+
+# ------------------------------------------------------- the other side's cache footprint
+
+class ColdCaches:
+    """No thread is left running (the idle-wait sees nothing), but after MindSpore's sample
+    torch's calls stay slow until it has made `recovery_s` of calls: its caches, TLBs and
+    predictors hold the other side's state. Measured on the real frameworks (torch's bias
+    add after MindSpore's): slow for ~1.5 ms of calls, then steady."""
+
+    def __init__(self, recovery_s: float = 1.5e-3, slowdown: float = 1.4):
+        self.clock = Clock()
+        self.left = Leftover(self.clock)
+        self.recovery_s, self.slowdown = recovery_s, slowdown
+        self.torch_since_ms = float("inf")
+
+    def torch_call(self):
+        cold = self.torch_since_ms < self.recovery_s
+        cost = 10e-6 * (self.slowdown if cold else 1.0)
+        self.clock.t += cost
+        self.torch_since_ms += cost
+
+    def ms_call(self):
+        self.clock.t += 40e-6
+        self.torch_since_ms = 0.0
+
+    def sides(self):
+        return [Side("torch", self.torch_call, lambda: None),
+                Side("mindspore", self.ms_call, lambda: None)]
+
+
+def test_rewarm_keeps_the_other_sides_cache_footprint_out_of_the_sample():
+    fake = ColdCaches()
+    quiescer = Quiescer(fake.left.probe, fake.clock, fake.clock.sleep)
+    settings = MeasureSettings(rounds=16, min_sample_time_s=2e-3, warmup_time_s=1e-3,
+                               max_time_s=100.0)
+    m = measure(fake.sides(), settings, fake.clock, resolution_s=1e-9, settle=quiescer.settle)
+    # every torch sample reads the steady 10 us: none is inflated by the recovery
+    assert max(m.per_call_s["torch"]) == pytest.approx(10e-6, rel=1e-6)
+    assert _judge(m)["interference"] == []
+
+
+def test_one_rewarm_call_would_not_have_been_enough():
+    # the same fake with a single untimed call: torch's samples after MindSpore's read slow
+    fake = ColdCaches()
+    quiescer = Quiescer(fake.left.probe, fake.clock, fake.clock.sleep)
+    settings = MeasureSettings(rounds=16, min_sample_time_s=2e-3, warmup_time_s=1e-3,
+                               max_time_s=100.0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(measure_mod, "REWARM_TIME_S", 0.0)
+        m = measure(fake.sides(), settings, fake.clock, resolution_s=1e-9,
+                    settle=quiescer.settle)
+    assert max(m.per_call_s["torch"]) > 11e-6
+    assert any(f["side"] == "torch" for f in _judge(m)["interference"])
+
+
+def test_rewarm_calls_for_its_time_at_least_once_at_most_a_sample():
+    clock = Clock()
+    calls = []
+
+    def call():
+        calls.append(1)
+        clock.t += 1e-3
+
+    side = Side("torch", call, lambda: None)
+    assert measure_mod.rewarm(side, "serial", clock, max_calls=100, min_time_s=3e-3) == 3
+    assert measure_mod.rewarm(side, "serial", clock, max_calls=2, min_time_s=3e-3) == 2
+    assert measure_mod.rewarm(side, "serial", clock, max_calls=100, min_time_s=0.0) == 1
+    assert measure_mod.rewarm(side, "serial", clock, max_calls=0, min_time_s=1.0) == 1
+    assert len(calls) == 7
