@@ -353,10 +353,8 @@ def _interleaved_rounds(sides: Sequence[Side], loops: int, rounds: int, mode: st
             settled[name].append(settle() if switch else None)
             previous = name
             if switch:
-                # One untimed call first: the other side's sample has just filled the caches
-                # and TLBs with its own data. Measured here before this call: torch's bias
-                # add at hidden 768-4096 took 1.2x as long right after MindSpore's sample as
-                # right after its own, every quiesce wait notwithstanding.
+                # Untimed calls first (REWARM_TIME_S): the other side's sample has just
+                # filled the caches and TLBs with its own data, which no idle-wait can see.
                 rewarm(by_name[name], mode, clock, max_calls=loops)
             per_call[name].append(run_sample(by_name[name], loops, mode, clock) / loops)
     return ({k: tuple(v) for k, v in per_call.items()}, order,
