@@ -75,8 +75,9 @@ def run(paths, keyword, ops, tags, quiet, for_gate, shard_text, workers, json_pa
         # the plugin takes the shard's slice itself, from the whole selection
         execute_in_workers(whole, timing, workers, shard and str(shard), json_path,
                            markdown_path, html_path, quiet, history_db)
-    execute(instances, config, json_path, markdown_path, html_path, quiet,
-            history_db=history_db)
+    else:
+        execute(instances, config, json_path, markdown_path, html_path, quiet,
+                history_db=history_db)
 
 
 @cli.command()

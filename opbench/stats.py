@@ -308,17 +308,27 @@ def _with_processes(rounds_only: RatioEstimate, log_ratios: np.ndarray, groups: 
     n_proc = int(medians.size)
     between_var, df = _shrunk(between_var, float(n_proc - 1), prior)
     center = float(np.mean(medians))
-    half = student_t_quantile(1.0 - (1.0 - confidence) / 2.0, df) * math.sqrt(
-        (between_var + within_var) / n_proc)
-    low = min(center - half, math.log(rounds_only.ci_low))
-    high = max(center + half, math.log(rounds_only.ci_high))
-    return RatioEstimate(ratio=math.exp(center), ci_low=math.exp(low), ci_high=math.exp(high),
+    low, high, coverage = _t_interval_within_rounds(
+        center, (between_var + within_var) / n_proc, df, confidence, rounds_only)
+    return RatioEstimate(ratio=math.exp(center), ci_low=low, ci_high=high,
                          n_rounds=rounds_only.n_rounds, confidence=confidence,
-                         method=METHOD_PROCESSES,
-                         coverage=max(confidence, rounds_only.coverage) if not
-                         rounds_only.too_few_rounds else rounds_only.coverage,
+                         method=METHOD_PROCESSES, coverage=coverage,
                          too_few_rounds=rounds_only.too_few_rounds, n_processes=n_proc,
                          between_sd=math.sqrt(between_var))
+
+
+def _t_interval_within_rounds(center: float, variance: float, df: float, confidence: float,
+                              rounds_only: RatioEstimate | ChangeEstimate
+                              ) -> tuple[float, float, float]:
+    """The process-unit interval of a log-scale centre (t with df, of the given variance),
+    widened to contain the rounds-only interval so it is never narrower than the rounds'
+    own evidence; returned as (low, high) on the ratio scale with its coverage."""
+    half = student_t_quantile(1.0 - (1.0 - confidence) / 2.0, df) * math.sqrt(variance)
+    low = min(center - half, math.log(rounds_only.ci_low))
+    high = max(center + half, math.log(rounds_only.ci_high))
+    coverage = (rounds_only.coverage if rounds_only.too_few_rounds
+                else max(confidence, rounds_only.coverage))
+    return math.exp(low), math.exp(high), coverage
 
 
 def _regularized_incomplete_beta(a: float, b: float, x: float) -> float:
@@ -565,13 +575,10 @@ def _change_with_processes(rounds_only: ChangeEstimate, baseline: np.ndarray,
         return rounds_only
     nb, nc = int(base_medians.size), int(cur_medians.size)
     center = float(cur_medians.mean() - base_medians.mean())
-    half = student_t_quantile(1.0 - (1.0 - confidence) / 2.0, df_total) * math.sqrt(
-        (between_var + base_within) / nb + (between_var + cur_within) / nc)
-    low = min(center - half, math.log(rounds_only.ci_low))
-    high = max(center + half, math.log(rounds_only.ci_high))
-    coverage = (max(confidence, rounds_only.coverage) if not rounds_only.too_few_rounds
-                else rounds_only.coverage)
-    return ChangeEstimate(change=math.exp(center), ci_low=math.exp(low), ci_high=math.exp(high),
+    low, high, coverage = _t_interval_within_rounds(
+        center, (between_var + base_within) / nb + (between_var + cur_within) / nc, df_total,
+        confidence, rounds_only)
+    return ChangeEstimate(change=math.exp(center), ci_low=low, ci_high=high,
                           n_baseline=rounds_only.n_baseline, n_current=rounds_only.n_current,
                           confidence=confidence, method=METHOD_CHANGE_PROCESSES,
                           coverage=coverage, too_few_rounds=rounds_only.too_few_rounds,
