@@ -136,9 +136,10 @@ def merge_records(records: Sequence[Mapping[str, Any]], names: Sequence[str], *,
                          f"by side and the absolute times marked not comparable")
     first = records[0]
     merged = copy.deepcopy({k: v for k, v in first.items()
-                            if k not in ("instances", "between_process_prior")})
+                            if k not in ("instances", "between_process_prior", "setup_s")})
     # between_process_prior is one run's estimate; each instance already carries what it
-    # applied, so the merged record does not claim one for the whole.
+    # applied, so the merged record does not claim one for the whole. Set-up time is each
+    # part's own (merged_from[].setup_s).
     merged["schema_version"] = SCHEMA_VERSION
     merged["config"] = _shared_config(first)
     shards = [_shard(r) for r in records]
@@ -158,6 +159,11 @@ def merge_records(records: Sequence[Mapping[str, Any]], names: Sequence[str], *,
             inst = copy.deepcopy(dict(inst))
             if len(machines) > 1:
                 inst["machine_id"] = _env(record, "machine_id")
+            # which worker (cores, device) measured it: on a host whose cores differ, the
+            # rows of one worker are comparable with each other first
+            worker = (record.get("config") or {}).get("worker")
+            if worker and worker.get("id"):
+                inst["worker"] = worker["id"]
             merged["instances"].append(inst)
     merged["merged_from"] = [_part(name, record) for name, record in zip(names, records)]
     if missing:
@@ -177,7 +183,13 @@ def merge_records(records: Sequence[Mapping[str, Any]], names: Sequence[str], *,
 
 def _part(name: str, record: Mapping[str, Any]) -> dict[str, Any]:
     cfg = record.get("config") or {}
-    return {"file": name, "machine_id": _env(record, "machine_id"),
+    part = {"file": name, "machine_id": _env(record, "machine_id"),
             "instances": len(record.get("instances", [])),
             "complete": bool(record.get("complete")),
-            "shard": cfg.get("shard"), "worker": cfg.get("worker")}
+            "shard": cfg.get("shard"), "worker": cfg.get("worker"),
+            # where the part's wall time went: what a scale-out's speed-up is made of
+            "measuring_s": round(sum(float(i.get("duration_s") or 0.0)
+                                     for i in record.get("instances", [])), 3)}
+    if record.get("setup_s") is not None:
+        part["setup_s"] = record["setup_s"]
+    return part

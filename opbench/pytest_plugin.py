@@ -176,6 +176,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     verbose = config.get_verbosity() > 0
     lines = summary_lines(state.records, cfg.reference, cfg.target, timing=cfg.timing,
                           max_rows=None if verbose else DEFAULT_MAX_ROWS)
+    if lines and cfg.timing and state.worker_records:
+        # pytest-xdist timing: each worker's set-up and measuring, which bound the speed-up
+        from .pytest_support.results_file import controller_record
+        from .report import timing_notes
+
+        lines += timing_notes(controller_record(state, complete=True))
     if not lines:
         return
     terminalreporter.section(SUMMARY_TITLE)

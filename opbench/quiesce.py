@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable
 
 __all__ = ["QUIET_WINDOW_S", "MAX_QUIESCE_S", "IDLE_CPU_FRACTION", "QuiesceResult",
            "ThreadActivityProbe", "wait_until_quiet", "Quiescer"]

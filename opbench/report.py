@@ -241,7 +241,7 @@ def notes_lines(record: dict[str, Any], short: bool = False, grouped: bool = Fal
 
 def run_notes(record: dict[str, Any]) -> list[str]:
     """Notes about the whole run's statistics, and where a merged record's parts ran."""
-    notes = merge_notes(record)
+    notes = merge_notes(record) + timing_notes(record)
     prior = record.get("between_process_prior")
     if prior:
         notes.append(f"between worker processes a ratio moved by {prior['sd'] * 100:.1f}% "
@@ -265,6 +265,39 @@ def merge_notes(record: dict[str, Any]) -> list[str]:
                      f"ratio is from one machine, but absolute times of different rows are "
                      f"not comparable")
     return notes
+
+
+def timing_notes(record: dict[str, Any]) -> list[str]:
+    """Where the run's wall time went: the set-up (every measuring process imports both
+    frameworks) is paid whatever the selection, and by every pytest-xdist worker, so it
+    bounds what more workers or a shorter selection can save."""
+    processes = (record.get("config") or {}).get("processes") or 1
+    who = (f"{processes} processes, each importing both frameworks" if processes > 1
+           else "both frameworks imported in this process")
+    parts = [p for p in record.get("merged_from") or [] if p.get("setup_s") is not None]
+    if parts:
+        lines = [f"{_part_name(p)}: {p['instances']} instances measured in "
+                 f"{p.get('measuring_s', 0.0):.1f} s after a {p['setup_s']:.1f} s set-up ({who})"
+                 for p in parts]
+        if any(p.get("worker") for p in parts):
+            slowest = max(p["setup_s"] + p.get("measuring_s", 0.0) for p in parts)
+            lines.append(f"every worker sets its frameworks up itself: the run lasts about "
+                         f"its slowest worker's set-up and measuring ({slowest:.1f} s), and "
+                         f"more workers shorten only the measuring")
+        return lines
+    if record.get("setup_s") is None or record.get("merged_from"):
+        return []
+    measuring_s = sum(float(i.get("duration_s") or 0.0) for i in record.get("instances", []))
+    return [f"time: {record['setup_s']:.1f} s set-up ({who}; per-call floors), "
+            f"{measuring_s:.1f} s measuring {len(record.get('instances', []))} instances"]
+
+
+def _part_name(part: dict[str, Any]) -> str:
+    worker = part.get("worker") or {}
+    cpus = worker.get("cpus")
+    if not cpus:
+        return part["file"]
+    return f"{part['file']} (cores {','.join(map(str, cpus))})"
 
 
 def summary_line(record: dict[str, Any]) -> str:

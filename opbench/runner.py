@@ -549,14 +549,17 @@ def run(instances: Sequence[CaseInstance], config: RunConfig, *,
 
 def open_session(config: RunConfig, clock: Clock = time.perf_counter):
     """An opened Session in this process, or, with config.processes > 1, an opened pool of
-    worker processes that behaves like one (workers.py)."""
+    worker processes that behaves like one (workers.py). Its `setup_s` says how long the
+    opening took (wall time: both frameworks imported in every process)."""
     if config.processes > 1:
         from .workers import WorkerPool   # imports this module: no top-level import
 
         session: Any = WorkerPool(config)
     else:
         session = Session(config, clock)
+    started = time.perf_counter()
     session.open()
+    session.setup_s = time.perf_counter() - started
     return session
 
 
@@ -564,11 +567,16 @@ def _run_opened(session, instances, config, json_path, on_progress, on_pass):
     problems = session.check_apis(instances)
     if problems:
         raise ApiError("\n".join(problems))
+    started = time.perf_counter()
     overhead = session.measure_overheads() if config.timing else {}
     record = new_record(config.as_dict(), session.framework_info(), overhead)
     # A session without the step (a test's stand-in) records no ceilings.
     if config.timing and hasattr(session, "measure_ceilings"):
         record["ceilings"] = session.measure_ceilings()
+    # Wall time before the first instance: it does not shrink with workers or shorter
+    # selections, and the report says so (report.timing_notes).
+    if getattr(session, "setup_s", None) is not None:
+        record["setup_s"] = round(session.setup_s + time.perf_counter() - started, 3)
     # A failed write is retried at every save and does not stop the run (safe_write.py).
     saver = ResilientSaver(json_path, record) if json_path else None
     save = saver or (lambda: None)

@@ -17,6 +17,8 @@ def results_record(state: RunState, complete: bool) -> dict[str, Any]:
     record = new_record(state.run_config.as_dict(),
                         session.framework_info() if session else {},
                         dict(session.overhead) if session else {})
+    if state.setup_s is not None:
+        record["setup_s"] = state.setup_s
     record["instances"] = list(state.records)
     record["complete"] = complete
     record["interrupted"] = not complete

@@ -6,6 +6,7 @@ run that collects no case never imports a framework) and serves every item after
 """
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -33,6 +34,9 @@ class RunState:
         self._make_session = make_session
         self._session: Session | None = None
         self._setup_error: str | None = None
+        # wall seconds the frameworks' set-up took (opening, per-call floors); None until
+        # a case item opened the session
+        self.setup_s: float | None = None
         self.records: list[dict[str, Any]] = []    # every finished item's record, in order
         # pytest-xdist controller: each worker's results record, by worker id, and
         # pytest-benchmark's session when the controller feeds it (xdist_isolation.py)
@@ -49,6 +53,7 @@ class RunState:
     def session(self) -> Session | None:
         """The opened Session, or None when setting it up failed (see setup_error)."""
         if self._session is None and self._setup_error is None:
+            started = time.perf_counter()
             try:
                 # A Session supplied by the hook measures in this process.
                 session = self._make_session(replace(self.run_config, processes=1))
@@ -64,6 +69,7 @@ class RunState:
                                      f" on {self.run_config.device}: {short_error(exc)}")
             else:
                 self._session = session
+                self.setup_s = round(time.perf_counter() - started, 3)
         return self._session
 
     def close(self) -> None:

@@ -89,6 +89,23 @@ def _progress(stderr: Console, total_files: int):
                     TimeElapsedColumn(), console=stderr, transient=True, auto_refresh=False)
 
 
+def _progress_updater(progress, total_files: int):
+    """The scan's progress callback for a rich Progress, or None without one. Redraws at
+    most every PROGRESS_REFRESH_S: the scan reports every file."""
+    if progress is None:
+        return None
+    task = progress.add_task("scan", total=total_files)
+    last_refresh_s = [0.0]
+
+    def on_progress(done: int, total: int) -> None:
+        now_s = time.monotonic()
+        redraw = done == total or now_s - last_refresh_s[0] >= PROGRESS_REFRESH_S
+        progress.update(task, completed=done, refresh=redraw)
+        if redraw:
+            last_refresh_s[0] = now_s
+    return on_progress
+
+
 @click.command("scan")
 @click.argument("paths", nargs=-1, required=True,
                 type=click.Path(exists=True, path_type=Path))
@@ -136,18 +153,8 @@ def scan_command(paths, output, output_format, results, cases_dir, mapping_path,
     results_index = _load_results(results)
 
     with _progress(stderr, len(files)) as progress:
-        on_progress = None
-        if progress is not None:
-            task = progress.add_task("scan", total=len(files))
-            last_refresh_s = [0.0]
-
-            def on_progress(done: int, total: int) -> None:
-                now_s = time.monotonic()
-                redraw = done == total or now_s - last_refresh_s[0] >= PROGRESS_REFRESH_S
-                progress.update(task, completed=done, refresh=redraw)
-                if redraw:
-                    last_refresh_s[0] = now_s
-        result = scan_paths(paths, files=files, jobs=jobs, on_progress=on_progress)
+        result = scan_paths(paths, files=files, jobs=jobs,
+                            on_progress=_progress_updater(progress, len(files)))
 
     rows = result.rows
     if framework != "both":

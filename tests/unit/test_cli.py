@@ -4,7 +4,6 @@ file:line, no traceback), reports of saved files, and whole runs on fake framewo
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 from click.testing import CliRunner
@@ -223,6 +222,9 @@ def test_a_passing_run_exits_0_and_saves_a_valid_file(fake_frameworks, cases_dir
     assert record["config"]["settings"]["rounds"] == 6
     assert "[1/3] add[4x8]" in result.stderr       # progress lines: short ids
     assert "3 instances: 3 PASS" in result.stdout
+    # where the wall time went: the set-up (opening, floors) apart from the measuring
+    assert record["setup_s"] > 0
+    assert "s set-up (" in result.stdout and "s measuring 3 instances" in result.stdout
 
 
 def test_a_slow_target_exits_1(fake_frameworks, only_cases, tmp_path):

@@ -19,7 +19,7 @@ from opbench.gate.baseline import same_machine
 from opbench.gate.evaluate import evaluate
 from opbench.gate.history import HistoryStore
 from opbench.merge import MergeError, merge_records
-from opbench.report import render_markdown, render_terminal
+from opbench.report import render_markdown, render_terminal, timing_notes
 from opbench.results import read_results, validate_record, write_json_atomic
 
 IDS = ("add[a]", "add[b]", "relu[a]", "sum[a]")
@@ -208,6 +208,54 @@ def test_a_merged_record_renders_and_goes_into_the_history(tmp_path):
         assert added
         assert {p.instance_id for p in store.trend("add")} == {"add[a]", "add[b]"}
         assert [p.run_id for p in store.trend("sum")] == [run_id]
+
+
+def test_each_part_keeps_its_own_set_up_and_measuring_time():
+    parts = as_shards(whole_run(1))
+    for seconds, part in zip((11.25, 9.5), parts):
+        part["setup_s"] = seconds
+        for inst in part["instances"]:
+            inst["duration_s"] = 2.0
+    merged = merge_records(parts, names(2))
+    assert [(p["setup_s"], p["measuring_s"]) for p in merged["merged_from"]] == \
+        [(11.25, 4.0), (9.5, 4.0)]
+    assert "setup_s" not in merged            # one part's set-up is not the whole run's
+    validate_record(merged)
+
+
+def test_workers_parts_say_where_the_wall_time_went():
+    parts = as_shards(whole_run(1))
+    for k, (seconds, part) in enumerate(zip((11.0, 12.0), parts)):
+        part["setup_s"] = seconds
+        part["config"]["shard"] = None
+        part["config"]["worker"] = {"id": f"gw{k}", "cpus": [k], "device": "cpu",
+                                    "visible_device": None}
+        for inst in part["instances"]:
+            inst["duration_s"] = 3.0 + k
+    merged = merge_records(parts, ["pytest-xdist worker gw0", "pytest-xdist worker gw1"])
+    assert [i["worker"] for i in merged["instances"]] == ["gw0", "gw0", "gw1", "gw1"]
+    validate_record(merged)
+    notes = timing_notes(merged)
+    assert notes[0] == ("pytest-xdist worker gw0 (cores 0): 2 instances measured in 6.0 s "
+                        "after a 11.0 s set-up (both frameworks imported in this process)")
+    assert notes[1].startswith("pytest-xdist worker gw1 (cores 1): 2 instances measured in "
+                               "8.0 s after a 12.0 s set-up")
+    assert "slowest worker's set-up and measuring (20.0 s)" in notes[2]
+    console = Console(record=True, width=300)
+    render_terminal(merged, console)
+    assert "more workers shorten only the measuring" in console.export_text()
+
+
+def test_a_single_run_says_its_set_up_and_measuring_time():
+    run = whole_run(1)
+    assert timing_notes(run) == []                   # not recorded: nothing claimed
+    run["setup_s"], run["config"]["processes"] = 8.84, 3
+    for inst in run["instances"]:
+        inst["duration_s"] = 1.5
+    assert timing_notes(run) == [
+        "time: 8.8 s set-up (3 processes, each importing both frameworks; per-call "
+        "floors), 6.0 s measuring 4 instances"]
+    validate_record(run)
 
 
 # --------------------------------------------------------------------------- the command

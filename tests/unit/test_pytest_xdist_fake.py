@@ -41,6 +41,10 @@ def test_two_isolated_workers_write_one_record_and_one_benchmark_file(project):
                                   set()).add(line[1:4])
     assert set(workers_of) == {"add", "neg"} and len(workers_of["add"]) == 1
     assert sorted(p["instances"] for p in parts) in ([1, 2], [3])
+    # each worker's own set-up and measuring time, which the report shows per worker
+    assert all(p["setup_s"] > 0 and p["measuring_s"] > 0 for p in parts if p["instances"])
+    result.stdout.fnmatch_lines(["*pytest-xdist worker gw* (cores *): * instances measured "
+                                 "in * s after a * s set-up*"])
     bench = json.loads((project.path / "bench.json").read_text())
     names = sorted(b["name"] for b in bench["benchmarks"])
     assert len(names) == 6 and names[0] == "add[n=16]::mindspore:serial"
