@@ -28,7 +28,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping, Sequence
 
-from .results import MIXED_MACHINES_PREFIX, SCHEMA_VERSION, framework_versions
+from .results import (MIXED_MACHINES_PREFIX, SCHEMA_VERSION, framework_versions,
+                      measuring_seconds)
 
 __all__ = ["MergeError", "PART_CONFIG_KEYS", "merge_records"]
 
@@ -188,8 +189,7 @@ def _part(name: str, record: Mapping[str, Any]) -> dict[str, Any]:
             "complete": bool(record.get("complete")),
             "shard": cfg.get("shard"), "worker": cfg.get("worker"),
             # where the part's wall time went: what a scale-out's speed-up is made of
-            "measuring_s": round(sum(float(i.get("duration_s") or 0.0)
-                                     for i in record.get("instances", [])), 3)}
+            "measuring_s": round(measuring_seconds(record), 3)}
     if record.get("setup_s") is not None:
         part["setup_s"] = record["setup_s"]
     return part

@@ -16,6 +16,7 @@ from rich.text import Text
 from .gapmap.analysis import GapMap, analyse, ceilings_lines, throughput_text
 from .gapmap.attribute import note_family
 from .ids import short_ids
+from .results import measuring_seconds
 from .report_html import render_html  # noqa: F401  (the HTML view lives in its own module)
 
 VERDICT_STYLE = {"PASS": "green", "SLOW": "bold red", "INCONCLUSIVE": "yellow",
@@ -287,9 +288,8 @@ def timing_notes(record: dict[str, Any]) -> list[str]:
         return lines
     if record.get("setup_s") is None or record.get("merged_from"):
         return []
-    measuring_s = sum(float(i.get("duration_s") or 0.0) for i in record.get("instances", []))
     return [f"time: {record['setup_s']:.1f} s set-up ({who}; per-call floors), "
-            f"{measuring_s:.1f} s measuring {len(record.get('instances', []))} instances"]
+            f"{measuring_seconds(record):.1f} s measuring {len(record.get('instances', []))} instances"]
 
 
 def _part_name(part: dict[str, Any]) -> str:

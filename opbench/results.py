@@ -31,7 +31,7 @@ import tempfile
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 SCHEMA_VERSION = 1
 # machine_id of a merged record whose parts ran on different machines (merge.py): it never
@@ -99,6 +99,12 @@ def environment() -> dict[str, Any]:
         "machine_id": machine_id(),
         "git_commit": git_commit(),
     }
+
+
+def measuring_seconds(record: Mapping[str, Any]) -> float:
+    """The record's instances' measuring time, summed (each instance's duration_s): the
+    wall time of a run apart from its set-up (setup_s)."""
+    return sum(float(i.get("duration_s") or 0.0) for i in record.get("instances", []))
 
 
 def framework_versions(record: dict[str, Any]) -> dict[str, Any]:
