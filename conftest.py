@@ -7,7 +7,7 @@ or PYTEST_DISABLE_PLUGIN_AUTOLOAD=1).
 """
 import sys
 
-PLUGIN = "opbench.pytest_plugin"
+PLUGIN = "opbench.pytest_plugin.plugin"
 
 if PLUGIN not in sys.modules:
     pytest_plugins = [PLUGIN]

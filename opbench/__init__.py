@@ -14,15 +14,17 @@ Importing opbench never imports torch or MindSpore; they load when a run or trac
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from opbench.cases.case_files import CaseError, expand, load_cases, select
+from opbench.config import OPBENCH_VERSION as __version__
+from opbench.config import RunConfig
+from opbench.results.io import read_results
+from opbench.results.recorded_run import run
+from opbench.runner.session import Session
 
-from .cases import CaseError, expand, load_cases, select
-from .results import read_results
-from .runner import RunConfig, Session, run
 # The trace() function deliberately shadows the opbench.trace subpackage as an attribute:
 # `opbench.trace(...)` is the documented entry point; submodules stay importable by name.
-from .trace import trace
-from .verdict import Verdict
+from opbench.trace import trace
+from opbench.verdicts.rules import Verdict
 
 __all__ = ["__version__", "CaseError", "RunConfig", "Session", "Verdict", "expand",
            "load_cases", "read_results", "run", "select", "trace"]

@@ -32,8 +32,8 @@ MIN_QUOTED_S = 10e-6
 
 def _torch_call(adapter, inst):
     """The instance's torch function and arguments on fresh tensors of its inputs."""
-    from opbench.inputs import generate_inputs
-    from opbench.runner import substitute_refs
+    from opbench.runner.inputs import generate_inputs
+    from opbench.runner.session import substitute_refs
 
     call = inst.calls["torch"]
     arrays = generate_inputs(inst)
@@ -60,8 +60,8 @@ def interleaved(instances, args) -> list[float]:
     """opbench and the Timer in turn, in one process set up like an opbench worker."""
     import torch.utils.benchmark as tb
 
-    from opbench.cli_common import build_config
-    from opbench.runner import Session
+    from opbench.cli.common import build_config
+    from opbench.runner.session import Session
 
     config = build_config(timing=True, processes=1, threads=args.threads, no_backward=True)
     session = Session(config)
@@ -103,9 +103,9 @@ def separate(instances, medians: dict[str, float], args) -> list[float]:
     import torch
     import torch.utils.benchmark as tb
 
+    from opbench.config import SERIAL, MeasureSettings, default_threads
     from opbench.frameworks import get_adapter
-    from opbench.measure import SERIAL, MeasureSettings, Side, measure
-    from opbench.runner import default_threads
+    from opbench.runner.measure import Side, measure
 
     threads = args.threads or default_threads()
     adapter = get_adapter("torch")
@@ -143,7 +143,7 @@ def main() -> None:
     parser.add_argument("--min-run-time", type=float, default=0.5)
     args = parser.parse_args()
 
-    from opbench.cases import expand, load_cases, select
+    from opbench.cases.case_files import expand, load_cases, select
 
     medians: dict[str, float] = {}
     paths = args.paths

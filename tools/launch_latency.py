@@ -19,8 +19,8 @@ import time
 
 def measure(blocking: bool, threads: int, calls: int, shape: tuple[int, ...]) -> dict:
     os.environ.setdefault("GLOG_v", "3")
-    import numpy as np
     import mindspore as ms
+    import numpy as np
     from mindspore import mint
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))

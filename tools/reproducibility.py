@@ -27,7 +27,7 @@ def _run(args: list[str], out_dir: Path, runs: int) -> list[Path]:
     for i in range(1, runs + 1):
         path = out_dir / f"run-{i}.json"
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "opbench.cli", "run", *args, "--json",
+        done = subprocess.run([sys.executable, "-m", "opbench.cli.main", "run", *args, "--json",
                                str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True)
         print(f"run {i}/{runs}: exit {done.returncode}, {time.perf_counter() - started:.0f} s "
@@ -49,7 +49,7 @@ def main() -> None:
     parser.add_argument("opbench_args", nargs=argparse.REMAINDER)
     args = parser.parse_args()
 
-    from opbench.reproducibility import agreement, summary
+    from opbench.results.reproducibility import agreement, summary
 
     if args.analyze:
         paths = [Path(p) for p in args.analyze]

@@ -9,8 +9,14 @@ import difflib
 import importlib
 import importlib.util
 
-from .base import (Adapter, DeviceUnavailable, FrameworkUnavailable, UnknownAPI, Unsupported,
-                   check_thread_count)
+from opbench.frameworks.base import (
+    Adapter,
+    DeviceUnavailable,
+    FrameworkUnavailable,
+    UnknownAPI,
+    Unsupported,
+    check_thread_count,
+)
 
 __all__ = [
     "Adapter", "DeviceUnavailable", "FrameworkUnavailable", "UnknownAPI", "Unsupported",

@@ -16,6 +16,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+# UnknownAPI is raised by the cases' load-time guard and by resolvers here: one class.
+from opbench.cases.api_guard import UnknownAPI
+from opbench.config import LAUNCH_QUEUED
+
+__all__ = ["Adapter", "DeviceUnavailable", "FrameworkUnavailable", "UnknownAPI", "Unsupported",
+           "check_thread_count"]
+
 
 class FrameworkUnavailable(Exception):
     """The framework is not installed or cannot start. Message is user-facing."""
@@ -25,26 +32,9 @@ class DeviceUnavailable(Exception):
     """The requested device does not exist here. Message is user-facing and says what exists."""
 
 
-class UnknownAPI(Exception):
-    """A dotted API path does not resolve in the installed framework."""
-
-
 class Unsupported(Exception):
     """The framework cannot do what was asked (e.g. bfloat16 in numpy, autograd in numpy).
     Message is user-facing."""
-
-
-# How operators are launched, a process-wide choice made before the first operator:
-# "queued": the framework's default. MindSpore's PyNative mode hands every op to a launch
-#   queue served by other threads, so a serial measurement (sync after each call) includes
-#   that hand-off and its wake-up; on a 2-core CPU that is ~0.8 ms per call, bimodal, and it
-#   moves 20-50% between processes. CUDA queues kernels on streams.
-# "blocking": each op runs to completion in the call (mindspore.runtime.launch_blocking(),
-#   CUDA_LAUNCH_BLOCKING=1): what is left is the op's own host and kernel cost, measured
-#   here at ~80 us for a MindSpore CPU add with a 10-90% spread of 78-81 us.
-LAUNCH_QUEUED = "queued"
-LAUNCH_BLOCKING = "blocking"
-LAUNCH_MODES = (LAUNCH_QUEUED, LAUNCH_BLOCKING)
 
 
 class Adapter(ABC):

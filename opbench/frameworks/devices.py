@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from .base import DeviceUnavailable
+from opbench.frameworks.base import DeviceUnavailable
 
 CPU = "cpu"
 CUDA = "cuda"

@@ -10,7 +10,7 @@ import difflib
 
 import numpy as np
 
-from ..cases import DTYPES
+from opbench.cases.case_files import DTYPES
 
 BFLOAT16 = "bfloat16"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 import types
 
-from .base import FrameworkUnavailable
+from opbench.frameworks.base import FrameworkUnavailable
 
 # The versions opbench's own tests run against; the install hint pins them so a user gets a
 # combination known to work (the package metadata keeps looser ranges).

@@ -19,14 +19,32 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import (LAUNCH_BLOCKING, LAUNCH_QUEUED, Adapter, DeviceUnavailable,
-                   FrameworkUnavailable, check_thread_count)
-from .devices import ASCEND, CPU, CUDA, DeviceSpec, absent_device_message, indexed, parse_device
-from .dtypes import BFLOAT16, MINDSPORE_DTYPE_ATTRS, carrier_copy
-from .loading import import_framework
-from .outputs import (check_grad_positions, nested_to_numpy, weighted_loss, weighted_pairs,
-                      with_replaced)
-from .resolve import resolve_api
+from opbench.config import LAUNCH_BLOCKING, LAUNCH_QUEUED
+from opbench.frameworks.base import (
+    Adapter,
+    DeviceUnavailable,
+    FrameworkUnavailable,
+    check_thread_count,
+)
+from opbench.frameworks.devices import (
+    ASCEND,
+    CPU,
+    CUDA,
+    DeviceSpec,
+    absent_device_message,
+    indexed,
+    parse_device,
+)
+from opbench.frameworks.dtypes import BFLOAT16, MINDSPORE_DTYPE_ATTRS, carrier_copy
+from opbench.frameworks.loading import import_framework
+from opbench.frameworks.outputs import (
+    check_grad_positions,
+    nested_to_numpy,
+    weighted_loss,
+    weighted_pairs,
+    with_replaced,
+)
+from opbench.frameworks.resolve import resolve_api
 
 # MindSpore's device_target names for opbench's device kinds.
 DEVICE_TARGETS = {CPU: "CPU", CUDA: "GPU", ASCEND: "Ascend"}

@@ -13,11 +13,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import LAUNCH_BLOCKING, Adapter, DeviceUnavailable, Unsupported, check_thread_count
-from .devices import CPU, absent_device_message, parse_device
-from .dtypes import BFLOAT16, carrier_copy
-from .outputs import nested_to_numpy
-from .resolve import resolve_api
+from opbench.config import LAUNCH_BLOCKING
+from opbench.frameworks.base import Adapter, DeviceUnavailable, Unsupported, check_thread_count
+from opbench.frameworks.devices import CPU, absent_device_message, parse_device
+from opbench.frameworks.dtypes import BFLOAT16, carrier_copy
+from opbench.frameworks.outputs import nested_to_numpy
+from opbench.frameworks.resolve import resolve_api
 
 THREADPOOLCTL_MODULE = "threadpoolctl"
 # Read by OpenBLAS / MKL / BLIS when numpy loads them, in this order of precedence.

@@ -12,8 +12,8 @@ import importlib
 import types
 from typing import Any, Callable
 
-from .api_guard import check_path_text, check_reached, check_tensor_method
-from .base import UnknownAPI
+from opbench.cases.api_guard import check_path_text, check_reached, check_tensor_method
+from opbench.frameworks.base import UnknownAPI
 
 TENSOR_PREFIX = "Tensor."
 # difflib's default similarity cut-off (0.6) suggests nonsense for short names; 0.7 keeps

@@ -11,13 +11,27 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import LAUNCH_BLOCKING, LAUNCH_QUEUED, Adapter, DeviceUnavailable, check_thread_count
-from .devices import ASCEND, CPU, CUDA, DeviceSpec, absent_device_message, indexed, parse_device
-from .dtypes import BFLOAT16, TORCH_DTYPE_ATTRS, carrier_copy
-from .loading import import_framework
-from .outputs import (check_grad_positions, nested_to_numpy, weighted_loss, weighted_pairs,
-                      with_replaced)
-from .resolve import resolve_api
+from opbench.config import LAUNCH_BLOCKING, LAUNCH_QUEUED
+from opbench.frameworks.base import Adapter, DeviceUnavailable, check_thread_count
+from opbench.frameworks.devices import (
+    ASCEND,
+    CPU,
+    CUDA,
+    DeviceSpec,
+    absent_device_message,
+    indexed,
+    parse_device,
+)
+from opbench.frameworks.dtypes import BFLOAT16, TORCH_DTYPE_ATTRS, carrier_copy
+from opbench.frameworks.loading import import_framework
+from opbench.frameworks.outputs import (
+    check_grad_positions,
+    nested_to_numpy,
+    weighted_loss,
+    weighted_pairs,
+    with_replaced,
+)
+from opbench.frameworks.resolve import resolve_api
 
 # Huawei's out-of-tree backend: importing it registers torch.npu and the "npu" device type.
 TORCH_NPU_MODULE = "torch_npu"

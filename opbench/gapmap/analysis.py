@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .attribute import Attribution, attribute, headlines, shared_note_lines
-from .ceilings import achieved_fraction
-from .decompose import Sweep, sweeps
-from .work import work_of
+from opbench.gapmap.attribute import Attribution, attribute, headlines, shared_note_lines
+from opbench.gapmap.decompose import Sweep, sweeps
+from opbench.gapmap.work import work_of
+from opbench.runner.ceilings import achieved_fraction
 
 # How many kernel gaps a summary lists (the closing note asks for the 10 largest).
 TOP_KERNEL_GAPS = 10

@@ -20,8 +20,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ..explain import DISPATCH_BOUND_FACTOR, floor_key
-from .decompose import OK, OVERHEAD_BOUND, Sweep, by_instance
+from opbench.gapmap.decompose import OK, OVERHEAD_BOUND, Sweep, by_instance
+from opbench.verdicts.explain import DISPATCH_BOUND_FACTOR, floor_key
 
 OVERHEAD = "per-call overhead"
 KERNEL = "kernel throughput"

@@ -30,7 +30,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .work import Work, work_of
+from opbench.gapmap.work import Work, work_of
 
 # Fewest distinct sizes worth a 2-parameter fit (2 would fit any two points exactly).
 MIN_SIZES = 3

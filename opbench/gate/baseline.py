@@ -13,8 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..frameworks.base import LAUNCH_QUEUED
-from ..results import MIXED_MACHINES_PREFIX
+from opbench.config import LAUNCH_QUEUED
+from opbench.results.io import MIXED_MACHINES_PREFIX
 
 __all__ = [
     "HygieneNote",
@@ -128,7 +128,7 @@ def select_records(instances: Iterable[Mapping[str, Any]], ops: Sequence[str] = 
     """Baseline instances the current selection would have run: the same -k / --op / --tag
     filters as opbench.cases.select, applied to records. Without it, gating a subset of the
     cases would list every other baseline instance as missing."""
-    from ..selection import Selection
+    from opbench.cases.selection import Selection
 
     return Selection(keyword, tuple(ops or ()), tuple(tags or ())).records(instances)
 

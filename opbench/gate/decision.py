@@ -31,10 +31,16 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Mapping, Sequence
 
-from ..stats import (DEFAULT_CONFIDENCE, BetweenProcessPrior, ChangeEstimate,
-                     between_process_prior, change_estimate, paired_ratios,
-                     pooled_between_process_sd)
-from ..verdict import DEFAULT_MIN_EFFECT, ChangeVerdict, change_verdict
+from opbench.verdicts.rules import DEFAULT_MIN_EFFECT, ChangeVerdict, change_verdict
+from opbench.verdicts.stats import (
+    DEFAULT_CONFIDENCE,
+    BetweenProcessPrior,
+    ChangeEstimate,
+    between_process_prior,
+    change_estimate,
+    paired_ratios,
+    pooled_between_process_sd,
+)
 
 __all__ = [
     "PATH_RATIO",

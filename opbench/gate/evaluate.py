@@ -11,13 +11,30 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from ..verdict import DEFAULT_MIN_EFFECT, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SLOW
-from .baseline import (KIND_NOISE, HygieneNote, Pair, environment_notes, is_measured,
-                       match_instances, same_machine, select_records)
-from ..stats import BetweenProcessPrior
-from .decision import (PATH_RATIO, Decision, GateVerdict, RunSamples, StagedDecision, decide,
-                       needs_remeasure, path_priors, staged)
-from .noise import NoiseProfile
+from opbench.gate.baseline import (
+    KIND_NOISE,
+    HygieneNote,
+    Pair,
+    environment_notes,
+    is_measured,
+    match_instances,
+    same_machine,
+    select_records,
+)
+from opbench.gate.decision import (
+    PATH_RATIO,
+    Decision,
+    GateVerdict,
+    RunSamples,
+    StagedDecision,
+    decide,
+    needs_remeasure,
+    path_priors,
+    staged,
+)
+from opbench.gate.noise import NoiseProfile
+from opbench.verdicts.rules import DEFAULT_MIN_EFFECT, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SLOW
+from opbench.verdicts.stats import BetweenProcessPrior
 
 __all__ = [
     "GateResult",

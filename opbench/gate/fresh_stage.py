@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..cases import CaseInstance
+from opbench.cases.case_files import CaseInstance
 
 __all__ = ["FreshStageError", "remeasure_in_fresh_processes"]
 
@@ -34,9 +34,9 @@ def remeasure_in_fresh_processes(instances: Sequence[CaseInstance], ids: Sequenc
     """Measure `ids` (a subset of `instances`) again, as stage 1 did, in new worker
     processes: {id: instance record}. Raises FreshStageError when an id is not among the
     instances or the workers cannot be started."""
-    from ..records import apply_between_process_prior
-    from ..runner import run_passes
-    from ..workers import WorkerError, WorkerPool
+    from opbench.results.recorded_run import run_passes
+    from opbench.runner.workers import WorkerError, WorkerPool
+    from opbench.verdicts.conclusions import apply_between_process_prior
 
     by_id = {inst.id: inst for inst in instances}
     missing = [i for i in ids if i not in by_id]

@@ -29,8 +29,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .decision import PATH_RATIO, PATH_REFERENCE_TIME, PATH_TARGET_TIME
-from .pool import check_alike
+from opbench.gate.decision import PATH_RATIO, PATH_REFERENCE_TIME, PATH_TARGET_TIME
+from opbench.gate.pool import check_alike
 
 __all__ = ["MIN_PROCESSES", "NOISE_FLOOR_Z", "NOISE_VERSION", "PATHS", "SHRINK_PRIOR_DF",
            "InstanceNoise", "NoiseError", "NoiseProfile", "noise_floor", "process_noise",

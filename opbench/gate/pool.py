@@ -20,9 +20,9 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping, Sequence
 
-from ..records import measurement_statistics, share_of_round
-from ..results import framework_versions
-from ..verdict import DEFAULT_THRESHOLD
+from opbench.config import DEFAULT_THRESHOLD
+from opbench.results.io import framework_versions
+from opbench.verdicts.conclusions import measurement_statistics, share_of_round
 
 __all__ = ["PoolError", "check_alike", "pool_baselines"]
 

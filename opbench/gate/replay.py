@@ -19,9 +19,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .evaluate import GateResult, GateSettings, evaluate
-from .noise import process_noise
-from .pool import pool_baselines
+from opbench.gate.evaluate import GateResult, GateSettings, evaluate
+from opbench.gate.noise import process_noise
+from opbench.gate.pool import pool_baselines
 
 __all__ = ["ReplayTally", "replay_gates"]
 

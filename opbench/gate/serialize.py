@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .decision import Decision, PathChange
-from .evaluate import GateResult, InstanceResult
+from opbench.gate.decision import Decision, PathChange
+from opbench.gate.evaluate import GateResult, InstanceResult
 
 __all__ = ["GATE_REPORT_VERSION", "result_as_dict"]
 

@@ -6,11 +6,16 @@
 """
 from __future__ import annotations
 
-from .annotate import annotate
-from .coverage import covered_apis, default_cases_dir, load_covered_apis, normalise_case_api
-from .results_join import MeasuredApi, ResultsIndex
-from .rows import COLUMNS, FileError, ScanResult, ScanRow, Summary, summarize
-from .scanner import discover_files, scan_file, scan_paths, scan_source
+from opbench.scan.annotate import annotate
+from opbench.scan.coverage import (
+    covered_apis,
+    default_cases_dir,
+    load_covered_apis,
+    normalise_case_api,
+)
+from opbench.scan.results_join import MeasuredApi, ResultsIndex
+from opbench.scan.rows import COLUMNS, FileError, ScanResult, ScanRow, Summary, summarize
+from opbench.scan.scanner import discover_files, scan_file, scan_paths, scan_source
 
 __all__ = [
     "COLUMNS", "FileError", "MeasuredApi", "ResultsIndex", "ScanResult", "ScanRow", "Summary",

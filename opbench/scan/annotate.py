@@ -4,11 +4,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable
 
-from opbench.apimap import ApiMapping
-
-from .coverage import CoveredApis
-from .results_join import ResultsIndex
-from .rows import MAPPING_UNKNOWN, ScanRow
+from opbench.frameworks.apimap import ApiMapping
+from opbench.scan.coverage import CoveredApis
+from opbench.scan.results_join import ResultsIndex
+from opbench.scan.rows import MAPPING_UNKNOWN, ScanRow
 
 OTHER_FRAMEWORK = {"torch": "mindspore", "mindspore": "torch"}
 

@@ -55,7 +55,7 @@ def case_files(cases_dir: str | os.PathLike) -> list[str]:
 def load_covered_apis(cases_dir: str | os.PathLike) -> dict[str, frozenset[str]]:
     """Load and expand the case files under `cases_dir`. Raises opbench.cases.CaseError on a
     bad case file."""
-    from opbench.cases import expand, load_cases   # the cases module is optional for scanning
+    from opbench.cases.case_files import expand, load_cases
 
     instances = []
     files = case_files(cases_dir)

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .rows import COLUMNS, FileError, ScanRow, Summary
+from opbench.scan.rows import COLUMNS, FileError, ScanRow, Summary
 
 JSON_SCHEMA_VERSION = 1   # 1: first version (rows, summary, errors, columns)
 

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from .coverage import normalise_case_api
+from opbench.scan.coverage import normalise_case_api
 
 # When nothing carries a ratio (every instance failed or mismatched), the most severe verdict
 # speaks for the API; verdicts not listed here rank after these.

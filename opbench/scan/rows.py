@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 FUNCTION, CLASS, METHOD, SPECIAL = "function", "class", "method", "special"
 API_TYPES = (FUNCTION, CLASS, METHOD, SPECIAL)
 
-# Mapping statuses: the three of opbench.apimap plus `unknown` (the API is not in the mapping
+# Mapping statuses: the three of opbench.frameworks.apimap plus `unknown` (the API is not in the mapping
 # table at all, which is a different fact from "the table says there is no equivalent").
 MAPPING_UNKNOWN = "unknown"
 MAPPED_STATUSES = ("same", "differs")

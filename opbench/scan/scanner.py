@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from .aliases import FRAMEWORK_ROOTS
-from .rows import FileError, ScanResult, ScanRow
-from .source import SourceText, decode_source
-from .visitor import ModuleVisitor
+from opbench.scan.aliases import FRAMEWORK_ROOTS
+from opbench.scan.rows import FileError, ScanResult, ScanRow
+from opbench.scan.source import SourceText, decode_source
+from opbench.scan.visitor import ModuleVisitor
 
 # Below this many files, starting worker processes (a fresh interpreter each, ~0.2 s) costs
 # more than the parallel scan saves.

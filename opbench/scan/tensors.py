@@ -6,7 +6,7 @@ keep the two in step.
 """
 from __future__ import annotations
 
-from .aliases import INSTANCE, TENSOR, framework_of
+from opbench.scan.aliases import INSTANCE, TENSOR, framework_of
 
 # Namespaces whose lowercase functions return tensors (torch.randn, F.relu, mint.add, ops.mul).
 # The top-level `mindspore` namespace is not here: most of its functions configure the runtime

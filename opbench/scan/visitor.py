@@ -23,8 +23,8 @@ import ast
 import builtins
 from typing import NamedTuple
 
-from . import operators
-from .aliases import (
+from opbench.scan import operators
+from opbench.scan.aliases import (
     INSTANCE,
     LOCAL,
     LOCAL_BINDING,
@@ -36,9 +36,9 @@ from .aliases import (
     bind_import_from,
     framework_of,
 )
-from .rows import CLASS, FUNCTION, METHOD, SPECIAL, ScanRow
-from .source import SourceText
-from .tensors import (
+from opbench.scan.rows import CLASS, FUNCTION, METHOD, SPECIAL, ScanRow
+from opbench.scan.source import SourceText
+from opbench.scan.tensors import (
     CHAIN_METHODS,
     MODULE_ONLY_METHODS,
     MODULE_TENSOR_ATTRIBUTES,

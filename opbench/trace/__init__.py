@@ -7,11 +7,11 @@ takes, without editing the program. See docs/trace.md.
 """
 from __future__ import annotations
 
-from .emit import EmitReport, Skipped
-from .events import ASYNC, SERIAL, CallEvent, Signature, TensorSpec
-from .recorder import TraceData
-from .summary import SummaryRow
-from .tracer import TraceError, Tracer, trace
+from opbench.trace.emit import EmitReport, Skipped
+from opbench.trace.events import ASYNC, SERIAL, CallEvent, Signature, TensorSpec
+from opbench.trace.recorder import TraceData
+from opbench.trace.summary import SummaryRow
+from opbench.trace.tracer import TraceError, Tracer, trace
 
 __all__ = ["trace", "Tracer", "TraceError", "TraceData", "CallEvent", "Signature", "TensorSpec",
            "SummaryRow", "EmitReport", "Skipped", "SERIAL", "ASYNC"]

@@ -9,10 +9,10 @@ import json
 import os
 from typing import Any
 
-from .events import TIMING_NOTES
-from .recorder import TraceData
-from .signature import format_signature
-from .table import header_lines
+from opbench.trace.events import TIMING_NOTES
+from opbench.trace.recorder import TraceData
+from opbench.trace.signature import format_signature
+from opbench.trace.table import header_lines
 
 CHROME_FORMAT_VERSION = 1
 _NS_PER_US = 1000.0

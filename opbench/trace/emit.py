@@ -12,13 +12,24 @@ from typing import Any
 
 import yaml
 
-from ..apimap import ApiMapping
-from ..cases import DTYPES
-from .events import (FUNCTION, MODULE, PRIMITIVE, TENSOR_METHOD, TIMING_NOTES, CallStats,
-                     Literal, Sequence, Signature, StatsKey, TensorSpec)
-from .mapping_fit import call_fits
-from .recorder import TraceData
-from .signature import format_signature, opaque_in, tensors_in
+from opbench.cases.case_files import DTYPES
+from opbench.frameworks.apimap import ApiMapping
+from opbench.trace.events import (
+    FUNCTION,
+    MODULE,
+    PRIMITIVE,
+    TENSOR_METHOD,
+    TIMING_NOTES,
+    CallStats,
+    Literal,
+    Sequence,
+    Signature,
+    StatsKey,
+    TensorSpec,
+)
+from opbench.trace.mapping_fit import call_fits
+from opbench.trace.recorder import TraceData
+from opbench.trace.signature import format_signature, opaque_in, tensors_in
 
 FRAMEWORK_PREFIX = {"torch": "torch.", "mindspore": "mindspore."}
 TENSOR_API_PREFIX = {"torch": "torch.Tensor.", "mindspore": "mindspore.Tensor."}
@@ -211,7 +222,7 @@ def emit_cases(data: TraceData, path: str | os.PathLike[str],
     """Write the cases to `path`. Nothing is written when no call can become a runnable case
     (a case file without cases is not valid)."""
     if mapping is None:
-        from ..apimap import load_mapping
+        from opbench.frameworks.apimap import load_mapping
         mapping = load_mapping()
     emitted, skipped = build_cases(data, mapping)
     report = EmitReport(path=os.fspath(path), cases=[e.case for e in emitted if e.draft is None],

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from ..apimap import MappingEntry
+from opbench.frameworks.apimap import MappingEntry
 
 _RENAMED = re.compile(r"^argument names differ: torch \(([^)]*)\) vs MindSpore \(([^)]*)\)$")
 _TORCH_ONLY = re.compile(r"^MindSpore lacks torch argument\(s\): (.+)$")

@@ -25,11 +25,19 @@ from typing import Any, Callable
 import mindspore
 from mindspore import nn, ops
 
-from .apis import is_traced_tensor_attribute
-from .events import FUNCTION, MODULE, PRIMITIVE, SCOPE, SERIAL, TENSOR_METHOD, CallSite, \
-    TensorSpec
-from .patching import PatchSet, is_wrapper, lookup_static, make_wrapper
-from .recorder import Recorder
+from opbench.trace.apis import is_traced_tensor_attribute
+from opbench.trace.events import (
+    FUNCTION,
+    MODULE,
+    PRIMITIVE,
+    SCOPE,
+    SERIAL,
+    TENSOR_METHOD,
+    CallSite,
+    TensorSpec,
+)
+from opbench.trace.patching import PatchSet, is_wrapper, lookup_static, make_wrapper
+from opbench.trace.recorder import Recorder
 
 FRAMEWORK = "mindspore"
 FUNCTION_NAMESPACES = ("mindspore.ops", "mindspore.mint", "mindspore.mint.nn.functional",

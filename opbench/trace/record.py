@@ -9,12 +9,12 @@ import json
 import os
 from typing import Any, TextIO
 
-from .events import TIMING_NOTES, Literal, Sequence, Signature, TensorSpec
-from .recorder import TraceData
-from .signature import format_signature
-from .summary import summarize
-from .table import header_lines
-from .units import format_ns
+from opbench.trace.events import TIMING_NOTES, Literal, Sequence, Signature, TensorSpec
+from opbench.trace.recorder import TraceData
+from opbench.trace.signature import format_signature
+from opbench.trace.summary import summarize
+from opbench.trace.table import header_lines
+from opbench.trace.units import format_ns
 
 RECORD_FORMAT = "opbench-trace"
 RECORD_VERSION = 1

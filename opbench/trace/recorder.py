@@ -23,10 +23,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from .events import (ASYNC, SCOPE, SERIAL, TIMINGS, CallEvent, CallSite, CallStats, Opaque,
-                     Signature, StatsKey)
-from .overhead import Overhead
-from .signature import TensorDescriber, describe_call
+from opbench.trace.events import (
+    ASYNC,
+    SCOPE,
+    SERIAL,
+    TIMINGS,
+    CallEvent,
+    CallSite,
+    CallStats,
+    Opaque,
+    Signature,
+    StatsKey,
+)
+from opbench.trace.overhead import Overhead
+from opbench.trace.signature import TensorDescriber, describe_call
 
 Clock = Callable[[], int]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from .events import Literal, Opaque, Sequence, Signature, TensorSpec
+from opbench.trace.events import Literal, Opaque, Sequence, Signature, TensorSpec
 
 TensorDescriber = Callable[[Any], Optional[TensorSpec]]
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .events import API_KINDS, CallStats
-from .recorder import TraceData
-from .signature import format_inputs
+from opbench.trace.events import API_KINDS, CallStats
+from opbench.trace.recorder import TraceData
+from opbench.trace.signature import format_inputs
 
 SORT_KEYS = ("total", "self", "calls", "mean", "max", "min", "name")
 

@@ -6,10 +6,10 @@ import io
 from rich.console import Console
 from rich.table import Table
 
-from .events import TIMING_NOTES
-from .recorder import TraceData
-from .summary import SummaryRow, summarize
-from .units import format_ns
+from opbench.trace.events import TIMING_NOTES
+from opbench.trace.recorder import TraceData
+from opbench.trace.summary import SummaryRow, summarize
+from opbench.trace.units import format_ns
 
 # Wide enough for long API names and shape lists without wrapping every row.
 TEXT_WIDTH = 160

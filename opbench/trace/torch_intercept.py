@@ -23,10 +23,18 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .apis import OPERATOR_DUNDERS, PROTOCOL_HOOKS
-from .events import FUNCTION, MODULE, SCOPE, SERIAL, TENSOR_METHOD, CallSite, TensorSpec
-from .patching import ORIGINAL_ATTR, PatchSet, lookup_static, make_wrapper
-from .recorder import Recorder
+from opbench.trace.apis import OPERATOR_DUNDERS, PROTOCOL_HOOKS
+from opbench.trace.events import (
+    FUNCTION,
+    MODULE,
+    SCOPE,
+    SERIAL,
+    TENSOR_METHOD,
+    CallSite,
+    TensorSpec,
+)
+from opbench.trace.patching import ORIGINAL_ATTR, PatchSet, lookup_static, make_wrapper
+from opbench.trace.recorder import Recorder
 
 FRAMEWORK = "torch"
 # Searched in this order to name a function object: an object exposed in several namespaces

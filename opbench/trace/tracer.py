@@ -13,15 +13,15 @@ import os
 import sys
 from typing import Any, Iterable
 
-from .chrome import write_chrome_trace
-from .emit import EmitReport, emit_cases
-from .events import SERIAL, TIMINGS
-from .import_hook import PostImportHook
-from .overhead import calibrate
-from .record import write_log, write_record
-from .recorder import DEFAULT_MAX_EVENTS, Recorder, TraceData
-from .summary import SummaryRow, summarize
-from .table import table_text
+from opbench.trace.chrome import write_chrome_trace
+from opbench.trace.emit import EmitReport, emit_cases
+from opbench.trace.events import SERIAL, TIMINGS
+from opbench.trace.import_hook import PostImportHook
+from opbench.trace.overhead import calibrate
+from opbench.trace.record import write_log, write_record
+from opbench.trace.recorder import DEFAULT_MAX_EVENTS, Recorder, TraceData
+from opbench.trace.summary import SummaryRow, summarize
+from opbench.trace.table import table_text
 
 BOTH = "both"
 FRAMEWORKS = ("torch", "mindspore")
@@ -124,7 +124,7 @@ class Tracer:
         assert recorder is not None
         module_name, class_name = _INTERCEPTORS[name]
         try:
-            from ..frameworks import get_adapter
+            from opbench.frameworks import get_adapter
             with recorder.internal():
                 adapter = get_adapter(name)
                 interceptor_class = getattr(importlib.import_module(module_name), class_name)

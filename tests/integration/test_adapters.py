@@ -8,9 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from opbench.cases import DTYPES
-from opbench.frameworks import (DeviceUnavailable, FrameworkUnavailable, UnknownAPI, Unsupported,
-                                get_adapter)
+from opbench.cases.case_files import DTYPES
+from opbench.frameworks import (
+    DeviceUnavailable,
+    FrameworkUnavailable,
+    UnknownAPI,
+    Unsupported,
+    get_adapter,
+)
 
 pytestmark = pytest.mark.integration
 

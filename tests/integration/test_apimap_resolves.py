@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from opbench.apimap import load_mapping
+from opbench.frameworks.apimap import load_mapping
 
 pytestmark = pytest.mark.integration
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from opbench.apimap import load_mapping
-from opbench.cases import CaseInstance, expand, load_cases
+from opbench.cases.case_files import CaseInstance, expand, load_cases
+from opbench.frameworks.apimap import load_mapping
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from opbench.results import read_results
+from opbench.results.io import read_results
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,7 @@ def opbench(*args: str, cwd: Path, cases: Path | None = None) -> subprocess.Comp
     env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
     if cases is not None:       # these cases instead of the shipped library
         env["OPBENCH_CASES"] = str(cases)
-    return subprocess.run([sys.executable, "-m", "opbench.cli", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "opbench.cli.main", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
 
 

@@ -63,7 +63,7 @@ def opbench(*args: str, env_extra: dict[str, str] | None = None, cwd: Path):
     env = dict(os.environ, GLOG_v="3", PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     env.pop("OPBENCH_INJECT_SLOWDOWN", None)
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "opbench.cli", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "opbench.cli.main", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
 
 

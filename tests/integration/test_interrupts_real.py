@@ -35,7 +35,7 @@ def test_a_signal_after_mindspore_ran_saves_marks_and_exits(tmp_path, signum, co
     out = tmp_path / "run.json"
     env = {**os.environ, "GLOG_v": "3"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "opbench.cli", "run", str(cases), "--json", str(out),
+        [sys.executable, "-m", "opbench.cli.main", "run", str(cases), "--json", str(out),
          "--rounds", "30", "--max-time", "3", "--threads", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + STARTUP_TIMEOUT_S

@@ -27,9 +27,10 @@ CHILD = r"""
 import hashlib, json, sys, threading, time
 import numpy as np
 from opbench.frameworks import FrameworkUnavailable, get_adapter
-from opbench.measure import MeasureSettings, Side, measure
-from opbench.quiesce import Quiescer, ThreadActivityProbe
-from opbench.records import measurement_statistics
+from opbench.config import MeasureSettings
+from opbench.runner.measure import Side, measure
+from opbench.runner.quiesce import Quiescer, ThreadActivityProbe
+from opbench.verdicts.conclusions import measurement_statistics
 
 LEFTOVER_S, QUIESCE = float(sys.argv[1]), sys.argv[2] == "quiesce"
 try:

@@ -17,7 +17,7 @@ pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parents[2]
 SHAPE_CASES = REPO / "cases" / "shape.yaml"
-PLUGIN_MODULE = "opbench.pytest_plugin"
+PLUGIN_MODULE = "opbench.pytest_plugin.plugin"
 SMALL_RESHAPE = "reshape and 8x16 and float32 and not heads"
 # Enough rounds for an interval, short samples and budget: a wiring check, not a benchmark.
 QUICK_TIMING = ["--opbench-rounds", "6", "--opbench-min-sample-time", "0.002",
@@ -43,7 +43,7 @@ def test_shipped_cases_pass_the_correctness_run(pytester: pytest.Pytester, env):
     result = pytester.runpytest_subprocess(*plugin_args(), str(SHAPE_CASES), "-k", "reshape",
                                            "-p", "no:cacheprovider", timeout=600)
     # as many items as the library has reshape instances (the library grows; count it)
-    from opbench.cases import expand, load_cases, select
+    from opbench.cases.case_files import expand, load_cases, select
 
     expected = len(select([i for c in load_cases([SHAPE_CASES]) for i in expand(c)],
                           keyword="reshape"))

@@ -12,11 +12,12 @@ import math
 
 import pytest
 
-from opbench.cases import expand, load_cases
+from opbench.cases.case_files import expand, load_cases
+from opbench.config import MIN_ROUNDS, MeasureSettings, RunConfig
 from opbench.frameworks import FrameworkUnavailable
-from opbench.measure import MIN_ROUNDS, MeasureSettings
-from opbench.results import read_results, validate_record
-from opbench.runner import RunConfig, Session, run
+from opbench.results.io import read_results, validate_record
+from opbench.results.recorded_run import run
+from opbench.runner.session import Session
 
 pytestmark = pytest.mark.integration
 

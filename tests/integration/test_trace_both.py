@@ -30,7 +30,7 @@ n = mint.add(m, m) * 2
 print("done", tuple(b.shape), n.shape)
 """
 
-RUN_TRACE = "from opbench.trace.command import trace_command; trace_command()"
+RUN_TRACE = "from opbench.cli.trace import trace_command; trace_command()"
 
 
 def test_frameworks_imported_after_tracing_started_are_traced(tmp_path):

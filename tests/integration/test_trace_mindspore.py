@@ -12,12 +12,13 @@ import pytest
 ms = pytest.importorskip("mindspore")
 from mindspore import Tensor, mint, nn, ops  # noqa: E402
 
-from opbench.cases import expand, load_cases  # noqa: E402
-from opbench.frameworks import get_adapter  # noqa: E402
-from opbench.runner import RunConfig, check_only, run  # noqa: E402
-from opbench.trace import trace  # noqa: E402
-from opbench.trace.events import SCOPE  # noqa: E402
-from opbench.trace.mindspore_intercept import FUNCTION_NAMESPACES  # noqa: E402
+from opbench.cases.case_files import expand, load_cases
+from opbench.config import RunConfig
+from opbench.frameworks import get_adapter
+from opbench.results.recorded_run import check_only, run
+from opbench.trace import trace
+from opbench.trace.events import SCOPE
+from opbench.trace.mindspore_intercept import FUNCTION_NAMESPACES
 
 pytestmark = pytest.mark.integration
 THREADS = 2

@@ -12,12 +12,13 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
-from opbench.cases import expand, load_cases  # noqa: E402
-from opbench.frameworks import get_adapter  # noqa: E402
-from opbench.runner import RunConfig, check_only, run  # noqa: E402
-from opbench.trace import trace  # noqa: E402
-from opbench.trace.command import trace_command  # noqa: E402
-from opbench.trace.events import SCOPE  # noqa: E402
+from opbench.cases.case_files import expand, load_cases
+from opbench.cli.trace import trace_command
+from opbench.config import RunConfig
+from opbench.frameworks import get_adapter
+from opbench.results.recorded_run import check_only, run
+from opbench.trace import trace
+from opbench.trace.events import SCOPE
 
 pytestmark = pytest.mark.integration
 THREADS = 2
@@ -199,7 +200,7 @@ def test_emitted_cases_load_and_run(model_and_inputs, tmp_path):
 
 
 def test_emitted_cases_run_through_opbench_run(model_and_inputs, tmp_path):
-    cli = pytest.importorskip("opbench.cli").cli
+    cli = pytest.importorskip("opbench.cli.main").cli
     model, x, y = model_and_inputs
     with trace(framework="torch") as tracer:
         model(x, y)

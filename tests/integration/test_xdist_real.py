@@ -9,7 +9,7 @@ import os
 import pytest
 from test_pytest_plugin import QUICK_TIMING, REPO, env, plugin_args  # noqa: F401 - env: fixture
 
-from opbench.results import validate_record
+from opbench.results.io import validate_record
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]

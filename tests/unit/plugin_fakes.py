@@ -16,8 +16,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from opbench.config import RunConfig
 from opbench.frameworks.base import Adapter, Unsupported
-from opbench.runner import RunConfig, Session
+from opbench.runner.session import Session
 
 # A clock that moves only when read would make every sample zero: each read costs a tick.
 CLOCK_READ_S = 1e-9

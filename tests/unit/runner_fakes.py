@@ -15,10 +15,10 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from opbench.cases import expand, load_cases
+from opbench.cases.case_files import expand, load_cases
+from opbench.config import MeasureSettings, RunConfig
 from opbench.frameworks.base import Adapter, UnknownAPI
-from opbench.measure import MeasureSettings
-from opbench.runner import RunConfig, Session
+from opbench.runner.session import Session
 
 # Small enough that a whole fake run takes well under a second of real time, large enough
 # that calibration needs a few dozen loops per sample (like a real op).

@@ -10,8 +10,14 @@ import textwrap
 import pytest
 import yaml
 
-from opbench.apimap import KINDS, STATUSES, ApiMapping, MappingError, load_mapping, \
-    parse_mapping
+from opbench.frameworks.apimap import (
+    KINDS,
+    STATUSES,
+    ApiMapping,
+    MappingError,
+    load_mapping,
+    parse_mapping,
+)
 
 MIN_SHIPPED_ENTRIES = 300  # the floor: enough to cover what real models call
 
@@ -23,7 +29,7 @@ def shipped_raw() -> list[dict]:
 
 def test_loader_imports_no_framework():
     # In a fresh interpreter: scan and report load the mapping without paying for torch.
-    code = ("import sys; from opbench.apimap import load_mapping; load_mapping(); "
+    code = ("import sys; from opbench.frameworks.apimap import load_mapping; load_mapping(); "
             "print('torch' in sys.modules, 'mindspore' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opbench.cases import CaseError, expand, load_case_file
-from opbench.cli import cli
+from opbench.cases.case_files import CaseError, expand, load_case_file
+from opbench.cli.main import cli
 
 VALID = (Path(__file__).parent / "fixtures" / "cases" / "valid" / "shape.yaml").read_text()
 FUZZ = settings(max_examples=150, deadline=2000, derandomize=True,

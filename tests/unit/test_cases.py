@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from opbench.cases import (
+from opbench.cases.case_files import (
     DISTRIBUTIONS,
     DTYPES,
     PATTERN_HINTS,

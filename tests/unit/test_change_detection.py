@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from timing_simulation import NOISY, SHARED_MACHINE, simulate_ratio_runs
 
-from opbench.stats import METHOD_HODGES_LEHMANN, ChangeEstimate, change_estimate
-from opbench.verdict import DEFAULT_MIN_EFFECT, ChangeVerdict, change_verdict
+from opbench.verdicts.rules import DEFAULT_MIN_EFFECT, ChangeVerdict, change_verdict
+from opbench.verdicts.stats import METHOD_HODGES_LEHMANN, ChangeEstimate, change_estimate
 
 SIMULATED_RUNS = 1000
 ROUNDS = 15

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from opbench.check import SHAPE, compare_outputs, flatten, select_outputs
+from opbench.runner.check import SHAPE, compare_outputs, flatten, select_outputs
 
 RTOL, ATOL = 1e-4, 1e-5
 

@@ -11,10 +11,10 @@ from runner_fakes import binary_case, case_file, fake_config, fake_session, fake
 from runner_fakes import load_instances as load_fake_instances
 from worker_fakes import Spawner
 
-from opbench.cases import load_schema
-from opbench.cli import cli
-from opbench.results import read_results, results_schema, write_json_atomic
-from opbench.runner import run
+from opbench.cases.case_files import load_schema
+from opbench.cli.main import cli
+from opbench.results.io import read_results, results_schema, write_json_atomic
+from opbench.results.recorded_run import run
 
 SWEEP_CASE = """
   - name: add
@@ -144,7 +144,7 @@ def test_compare_cases_adds_a_case_and_replaces_a_shipped_one(tmp_path, monkeypa
                     str(tmp_path / "o.json"), "--reference", "numpy", "--target", "numpy")
     # (refused before anything runs: only the selection is of interest here)
     assert_user_error(result, "different frameworks")
-    from opbench.cli_common import default_cases_path, load_instances
+    from opbench.cli.common import default_cases_path, load_instances
 
     selected = [i.id for i in load_instances([default_cases_path()], ["reshape", "my_add"],
                                              extra_paths=[str(mine)])]
@@ -205,8 +205,8 @@ def fake_frameworks(monkeypatch):
     target_options: dict = {}
     FakeSession = fake_session_class(target_options)
     # in-process runs (--processes 1) and worker processes (threads here) alike
-    monkeypatch.setattr("opbench.runner.Session", FakeSession)
-    monkeypatch.setattr("opbench.workers.spawn_worker", Spawner(FakeSession))
+    monkeypatch.setattr("opbench.results.recorded_run.Session", FakeSession)
+    monkeypatch.setattr("opbench.runner.workers.spawn_worker", Spawner(FakeSession))
     return target_options
 
 
@@ -299,7 +299,7 @@ def test_list_shows_case_file_paths_with_brackets(tmp_path):
 
 
 def test_run_records_into_the_history_database(fake_frameworks, cases_dir, tmp_path):
-    from opbench.gate.history import HistoryStore
+    from opbench.results.history import HistoryStore
 
     db = tmp_path / "hist.db"
     for i, threshold in enumerate(["0.8", "0.5"]):
@@ -401,8 +401,8 @@ def test_when_the_fresh_process_fails_stage_2_runs_here_and_the_report_says_so(
     base = tmp_path / "base.json"
     assert invoke("run", str(cases_dir), *FAST, "-q", "--json", str(base)).exit_code == 0
     # stage 1's three workers start; stage 2's cannot
-    monkeypatch.setattr("opbench.workers.spawn_worker", Spawner(FakeSession, fail_after=3))
-    monkeypatch.setattr("opbench.worker_main.default_session_factory",
+    monkeypatch.setattr("opbench.runner.workers.spawn_worker", Spawner(FakeSession, fail_after=3))
+    monkeypatch.setattr("opbench.runner.worker_main.default_session_factory",
                         lambda config, **kw: FakeSession(config, **kw))
     fake_frameworks["cost_s"] = 2e-4
     report = tmp_path / "gate.json"

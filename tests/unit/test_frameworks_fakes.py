@@ -12,9 +12,17 @@ from collections import namedtuple
 import numpy as np
 import pytest
 
-from opbench.frameworks import (FRAMEWORKS, DeviceUnavailable, FrameworkUnavailable, UnknownAPI,
-                                Unsupported, available_frameworks, get_adapter)
-from opbench.frameworks import loading, mindspore_adapter
+from opbench.frameworks import (
+    FRAMEWORKS,
+    DeviceUnavailable,
+    FrameworkUnavailable,
+    UnknownAPI,
+    Unsupported,
+    available_frameworks,
+    get_adapter,
+    loading,
+    mindspore_adapter,
+)
 from opbench.frameworks.devices import DeviceSpec, parse_device
 from opbench.frameworks.dtypes import carrier_copy, check_dtype
 from opbench.frameworks.mindspore_adapter import MindSporeAdapter, _ProcessState

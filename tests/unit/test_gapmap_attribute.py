@@ -1,8 +1,15 @@
 """Each SLOW measurement's main cause, and causes shared by many rows stated once."""
 from gapmap_fakes import instance, record, summary
 
-from opbench.gapmap.attribute import (KERNEL, OVERHEAD, THREADING, UNKNOWN, attribute,
-                                      headlines, shared_note_lines)
+from opbench.gapmap.attribute import (
+    KERNEL,
+    OVERHEAD,
+    THREADING,
+    UNKNOWN,
+    attribute,
+    headlines,
+    shared_note_lines,
+)
 from opbench.gapmap.decompose import sweeps
 
 ELEMS = (1024, 98304, 4194304)

@@ -5,7 +5,7 @@ import pytest
 from gapmap_fakes import instance, record, summary
 
 from opbench.gapmap.analysis import ceilings_lines, roofline_fractions
-from opbench.gapmap.ceilings import achieved_fraction, ceilings_from_times, measure_ceilings
+from opbench.runner.ceilings import achieved_fraction, ceilings_from_times, measure_ceilings
 
 
 def test_bandwidth_counts_read_and_write_and_flops_two_per_multiply_add():

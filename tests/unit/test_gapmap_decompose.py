@@ -2,12 +2,19 @@
 stated uncertainty (coverage by simulation), and says "poor fit" instead of a number."""
 import numpy as np
 import pytest
-
-from opbench.gapmap.decompose import (OK, OVERHEAD_BOUND, POOR, fit_line, kernel_ratio,
-                                      median_error_s, sweeps, variant_of)
-from opbench.gapmap.work import work_of
-
 from gapmap_fakes import SWEEP_BYTES, instance, record, side_rounds, summary, sweep_record
+
+from opbench.gapmap.decompose import (
+    OK,
+    OVERHEAD_BOUND,
+    POOR,
+    fit_line,
+    kernel_ratio,
+    median_error_s,
+    sweeps,
+    variant_of,
+)
+from opbench.gapmap.work import work_of
 
 FIXED_S, THROUGHPUT = 30e-6, 5e9        # MindSpore-like: 30 us per call, 5 GB/s
 

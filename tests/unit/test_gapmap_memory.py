@@ -2,8 +2,14 @@
 allocators' peaks (fake torch.cuda and mindspore.runtime), and the measure named."""
 from types import SimpleNamespace
 
-from opbench.gapmap.memory import (MINDSPORE_DEVICE, RSS_HIGH_WATER, TORCH_CUDA, RssProbe,
-                                   peak_memory, probe_for)
+from opbench.runner.memory import (
+    MINDSPORE_DEVICE,
+    RSS_HIGH_WATER,
+    TORCH_CUDA,
+    RssProbe,
+    peak_memory,
+    probe_for,
+)
 
 
 def fake_proc(tmp_path, rss_kib):

@@ -12,12 +12,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from opbench.gate.baseline import (environment_notes, instance_signature, match_instances,
-                                   same_machine, select_records)
+from opbench.gate.baseline import (
+    environment_notes,
+    instance_signature,
+    match_instances,
+    same_machine,
+    select_records,
+)
 from opbench.gate.decision import GateVerdict
 from opbench.gate.evaluate import GateSettings, evaluate, gate_exit_code, min_effect_for
-from opbench.stats import summarize
-from opbench.verdict import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SLOW
+from opbench.verdicts.rules import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SLOW
+from opbench.verdicts.stats import summarize
 
 ROUNDS = 30
 QUIET_SD = 0.01     # log-scale per-sample noise: decisive verdicts, deterministic tests
@@ -158,7 +163,7 @@ def test_environment_differences_are_spelled_out():
 # --------------------------------------------------------------------------- whole gate
 
 def test_synthetic_records_follow_the_results_schema():
-    from opbench.results import validate_record
+    from opbench.results.io import validate_record
 
     base, cur = pair_of_runs(9)
     validate_record(base)

@@ -11,7 +11,7 @@ from runner_fakes import binary_case, case_file, fake_config, fake_session_class
 from worker_fakes import Spawner
 
 from opbench.gate.fresh_stage import FreshStageError, remeasure_in_fresh_processes
-from opbench.workers import WorkerError, WorkerPool, spawn_worker
+from opbench.runner.workers import WorkerError, WorkerPool, spawn_worker
 
 FakeOpeningSession = fake_session_class()
 
@@ -54,7 +54,7 @@ def test_one_process_still_means_a_fresh_one(instances):
 
 
 def test_a_real_worker_process_reports_a_missing_framework(monkeypatch):
-    """The real `python -m opbench.worker_main`: asked to set up a framework that does not
+    """The real `python -m opbench.runner.worker_main`: asked to set up a framework that does not
     exist, it answers with the reason (no traceback for the user) and the pool refuses."""
     root = str(Path(__file__).resolve().parents[2])
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 from test_gate_evaluate import pair_of_runs
 
-from opbench.gate.command import history_command
-from opbench.gate.history import HistoryError, HistoryStore
+from opbench.cli.gate import history_command
+from opbench.results.history import HistoryError, HistoryStore
 
 
 def test_records_runs_once_and_returns_a_trend(tmp_path):

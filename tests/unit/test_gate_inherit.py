@@ -2,8 +2,8 @@
 in launch mode or passes is listed like any other configuration difference."""
 from __future__ import annotations
 
-from opbench.explain import explain_modes
 from opbench.gate.baseline import environment_notes, inherit_settings
+from opbench.verdicts.explain import explain_modes
 
 UNSET = dict(mode=None, threshold=None, device="cpu", threads=None, reference="torch",
              target="mindspore", rounds=None, min_sample_time_s=None, max_time_s=None,

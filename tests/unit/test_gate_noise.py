@@ -13,13 +13,30 @@ import pytest
 from test_gate_evaluate import instance, measurement, record
 from timing_simulation import SHARED_MACHINE, simulate_runs
 
+from opbench.cli.gate import GATE_DEFAULT_ROUNDS
 from opbench.gate.baseline import KIND_NOISE
-from opbench.gate.command import GATE_DEFAULT_ROUNDS
-from opbench.gate.decision import (PATH_RATIO, PATH_REFERENCE_TIME, PATH_TARGET_TIME,
-                                   GateVerdict, RunSamples, decide, needs_remeasure, staged)
+from opbench.gate.decision import (
+    PATH_RATIO,
+    PATH_REFERENCE_TIME,
+    PATH_TARGET_TIME,
+    GateVerdict,
+    RunSamples,
+    decide,
+    needs_remeasure,
+    staged,
+)
 from opbench.gate.evaluate import GateSettings, evaluate
-from opbench.gate.noise import (MIN_PROCESSES, NOISE_FLOOR_Z, PATHS, InstanceNoise, NoiseError,
-                                NoiseProfile, noise_floor, process_noise, shrink)
+from opbench.gate.noise import (
+    MIN_PROCESSES,
+    NOISE_FLOOR_Z,
+    PATHS,
+    InstanceNoise,
+    NoiseError,
+    NoiseProfile,
+    noise_floor,
+    process_noise,
+    shrink,
+)
 from opbench.gate.pool import pool_baselines
 
 

@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 from test_gate_evaluate import pair_of_runs
 
 from opbench.gate.evaluate import evaluate
-from opbench.gate.junit import render_junit
-from opbench.gate.markdown import render_markdown
 from opbench.gate.serialize import result_as_dict
+from opbench.report.gate_junit import render_junit
+from opbench.report.gate_markdown import render_markdown
 
 
 def mixed_result():

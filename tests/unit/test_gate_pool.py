@@ -11,7 +11,7 @@ from test_gate_evaluate import instance, measurement, record
 from opbench.gate.baseline import environment_notes, same_machine
 from opbench.gate.evaluate import evaluate
 from opbench.gate.pool import PoolError, pool_baselines
-from opbench.stats import ratio_estimate
+from opbench.verdicts.stats import ratio_estimate
 
 
 def run_record(seed: int, target_s: float = 2e-4, **kwargs):

@@ -8,7 +8,7 @@ import pytest
 from test_gate_noise import process_records
 
 from opbench.gate.replay import replay_gates
-from opbench.verdict import EXIT_OK, EXIT_SLOW
+from opbench.verdicts.rules import EXIT_OK, EXIT_SLOW
 
 QUIET = {"add[a]": 0.005, "add[b]": 0.005}
 # One instance whose ratio moves 9% between processes, as the noisiest shipped ones here.

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from opbench.gate.selftest import INJECT_ENV, injection_from_env, parse_injection, slowed
+from opbench.runner.injection import INJECT_ENV, injection_from_env, parse_injection, slowed
 
 
 def test_parse_injection():

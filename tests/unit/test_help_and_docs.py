@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 import pytest
 
-from opbench.cli import cli
+from opbench.cli.main import cli
 
 pytest_plugins = ["pytester"]
 
@@ -57,9 +57,7 @@ def _pytest_doc_defaults() -> dict[str, str]:
 
 
 def test_docs_pytest_defaults_match_the_code():
-    from opbench.measure import MeasureSettings
-    from opbench.runner import DEFAULT_PROCESSES
-    from opbench.verdict import DEFAULT_THRESHOLD
+    from opbench.config import DEFAULT_PROCESSES, DEFAULT_THRESHOLD, MeasureSettings
 
     settings = MeasureSettings()
     expected = {
@@ -78,8 +76,7 @@ def test_docs_pytest_defaults_match_the_code():
 
 
 def test_pytest_help_states_the_same_defaults(pytester):
-    from opbench.measure import MeasureSettings
-    from opbench.runner import DEFAULT_PROCESSES
+    from opbench.config import DEFAULT_PROCESSES, MeasureSettings
 
     settings = MeasureSettings()
     pytester.makeconftest("")
@@ -94,9 +91,14 @@ def test_pytest_help_states_the_same_defaults(pytester):
 
 
 def test_cli_help_and_readme_state_the_code_defaults():
-    from opbench.measure import MeasureSettings
-    from opbench.runner import DEFAULT_PROCESSES, RunConfig, default_threads
-    from opbench.verdict import DEFAULT_MIN_EFFECT, DEFAULT_THRESHOLD
+    from opbench.config import (
+        DEFAULT_PROCESSES,
+        DEFAULT_THRESHOLD,
+        MeasureSettings,
+        RunConfig,
+        default_threads,
+    )
+    from opbench.verdicts.rules import DEFAULT_MIN_EFFECT
 
     settings = MeasureSettings()
     run_help = {p.name: p.help for p in cli.commands["run"].params if isinstance(p, click.Option)}

@@ -7,8 +7,8 @@ import pytest
 from click.testing import CliRunner
 from runner_fakes import binary_case, case_file
 
-from opbench.cases import CaseError, load_case_file
-from opbench.cli import cli
+from opbench.cases.case_files import CaseError, load_case_file
+from opbench.cli.main import cli
 
 
 def invoke(*args: str):
@@ -89,7 +89,7 @@ def test_deep_nesting_is_refused_without_a_traceback_or_a_crash(tmp_path, levels
 def test_the_file_is_parsed_once_with_libyaml(tmp_path, monkeypatch):
     import yaml
 
-    from opbench import case_yaml
+    from opbench.cases import yaml_source as case_yaml
 
     made = []
     real = case_yaml._EVENT_SOURCE
@@ -186,8 +186,8 @@ def fake_frameworks(monkeypatch):
     from worker_fakes import Spawner
 
     FakeSession = fake_session_class({})
-    monkeypatch.setattr("opbench.runner.Session", FakeSession)
-    monkeypatch.setattr("opbench.workers.spawn_worker", Spawner(FakeSession))
+    monkeypatch.setattr("opbench.results.recorded_run.Session", FakeSession)
+    monkeypatch.setattr("opbench.runner.workers.spawn_worker", Spawner(FakeSession))
 
 
 FAST = ("--rounds", "6", "--min-sample-time", "0.002", "--max-time", "1")
@@ -202,7 +202,7 @@ def test_an_unwritable_results_path_exits_2_before_measuring(fake_frameworks, tm
     (tmp_path / "a_file").write_text("")
     (tmp_path / "dir_as_file").mkdir()
     measured = []
-    monkeypatch.setattr("opbench.runner.Session.run_instance",
+    monkeypatch.setattr("opbench.runner.session.Session.run_instance",
                         lambda self, inst: measured.append(inst))
     path = case_file(tmp_path, binary_case("add"))
     result = invoke("run", str(path), *FAST, "--json", str(make_bad_path(tmp_path)))
@@ -230,7 +230,8 @@ def test_a_write_failing_mid_run_keeps_measuring_and_ends_with_a_clear_error(
         fake_frameworks, tmp_path, monkeypatch):
     import errno
 
-    from opbench import results, safe_write
+    from opbench.results import io as results
+    from opbench.results import safe_write
 
     real = results.write_json_atomic
     calls = []
@@ -255,7 +256,7 @@ def test_a_write_failing_mid_run_keeps_measuring_and_ends_with_a_clear_error(
 def test_results_files_follow_the_umask(tmp_path):
     import os
 
-    from opbench.results import write_json_atomic
+    from opbench.results.io import write_json_atomic
 
     old = os.umask(0o022)
     try:
@@ -277,7 +278,7 @@ def test_ctrl_c_during_start_up_exits_130_with_a_message(tmp_path):
 
     path = case_file(tmp_path, *(binary_case(f"add{i}") for i in range(4000)))
     root = str(Path(__file__).resolve().parents[2])
-    proc = subprocess.Popen([sys.executable, "-m", "opbench.cli", "list", str(path)],
+    proc = subprocess.Popen([sys.executable, "-m", "opbench.cli.main", "list", str(path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": root})
     time.sleep(1.0)   # importing opbench and loading 4,000 cases takes longer than this
@@ -316,7 +317,7 @@ def test_a_locked_history_database_waits_then_stops_before_measuring(gate_setup,
                                                                       monkeypatch):
     import sqlite3
 
-    from opbench.gate import history
+    from opbench.results import history
 
     path, base = gate_setup
     db = tmp_path / "h.db"
@@ -334,7 +335,7 @@ def test_a_locked_history_database_waits_then_stops_before_measuring(gate_setup,
 
 def test_a_history_failure_after_measuring_keeps_the_verdict(gate_setup, tmp_path,
                                                              monkeypatch):
-    from opbench.gate import history
+    from opbench.results import history
 
     path, base = gate_setup
 
@@ -368,7 +369,7 @@ def test_a_baseline_of_other_cases_is_refused_before_measuring(gate_setup, tmp_p
 
 
 def test_a_string_schema_version_gets_a_message_that_makes_sense(tmp_path):
-    from opbench.results import ResultsError, read_results
+    from opbench.results.io import ResultsError, read_results
 
     path = tmp_path / "r.json"
     path.write_text('{"schema_version": "1"}')

@@ -11,8 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opbench.cases import DISTRIBUTIONS, DTYPES, Case, CaseInstance, InputSpec, expand, load_cases
-from opbench.inputs import (
+from opbench.cases.case_files import (
+    DISTRIBUTIONS,
+    DTYPES,
+    Case,
+    CaseInstance,
+    InputSpec,
+    expand,
+    load_cases,
+)
+from opbench.runner.inputs import (
     DEFAULT_TOLERANCES,
     EXACT,
     generate_array,
@@ -62,8 +70,8 @@ def test_inputs_are_bitwise_identical_in_another_process(tmp_path):
     out = tmp_path / "arrays.npz"
     script = (
         "import sys, numpy as np\n"
-        "from opbench.cases import load_cases, expand\n"
-        "from opbench.inputs import generate_inputs\n"
+        "from opbench.cases.case_files import load_cases, expand\n"
+        "from opbench.runner.inputs import generate_inputs\n"
         "arrays = {}\n"
         "for case in load_cases([sys.argv[1]]):\n"
         "    for inst in expand(case):\n"

@@ -8,13 +8,18 @@ import math
 import numpy as np
 import pytest
 
-from opbench.interference import (CLUSTERS, ORDER_EFFECT, detect_interference, order_effect,
-                                  sample_clusters)
-from opbench import measure as measure_mod
-from opbench.measure import MeasureSettings, Side, interleaved_order, measure
-from opbench.quiesce import MAX_QUIESCE_S, QUIET_WINDOW_S, Quiescer, wait_until_quiet
-from opbench.records import measurement_statistics
-from opbench.runner import default_threads
+from opbench.config import MeasureSettings, default_threads
+from opbench.runner import measure as measure_mod
+from opbench.runner.measure import Side, interleaved_order, measure
+from opbench.runner.quiesce import MAX_QUIESCE_S, QUIET_WINDOW_S, Quiescer, wait_until_quiet
+from opbench.verdicts.conclusions import measurement_statistics
+from opbench.verdicts.interference import (
+    CLUSTERS,
+    ORDER_EFFECT,
+    detect_interference,
+    order_effect,
+    sample_clusters,
+)
 
 
 class Clock:

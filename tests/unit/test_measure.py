@@ -3,14 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from opbench.measure import (
-    ASYNC,
+from opbench.config import ASYNC, MIN_ROUNDS, SERIAL, MeasureSettings
+from opbench.runner.measure import (
     BUDGET_SLACK,
-    MIN_ROUNDS,
     MIN_WARMUP_CALLS,
-    SERIAL,
     Calibration,
-    MeasureSettings,
     Side,
     calibrate,
     clock_resolution_s,
@@ -277,7 +274,7 @@ def test_rounds_are_sized_from_the_median_probe_not_one_burst():
 
 
 def test_times_slower_never_rounds_a_real_gap_down_to_1x():
-    from opbench.measure import times_slower
+    from opbench.runner.measure import times_slower
 
     assert times_slower(1.3e-3, 1e-3) == "1.3x"
     assert times_slower(1.04e-3, 1e-3) == "1.04x"

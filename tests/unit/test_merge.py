@@ -14,13 +14,15 @@ from rich.console import Console
 from test_cli import FAST, assert_user_error, cases_dir, fake_frameworks  # noqa: F401
 from test_gate_evaluate import instance, measurement, record
 
-from opbench.cli import cli
+from opbench.cli.main import cli
 from opbench.gate.baseline import same_machine
 from opbench.gate.evaluate import evaluate
-from opbench.gate.history import HistoryStore
-from opbench.merge import MergeError, merge_records
-from opbench.report import render_markdown, render_terminal, timing_notes
-from opbench.results import read_results, validate_record, write_json_atomic
+from opbench.report.markdown import render_markdown
+from opbench.report.terminal import render_terminal
+from opbench.report.text import timing_notes
+from opbench.results.history import HistoryStore
+from opbench.results.io import read_results, validate_record, write_json_atomic
+from opbench.results.merge import MergeError, merge_records
 
 IDS = ("add[a]", "add[b]", "relu[a]", "sum[a]")
 DIGEST = "0123456789abcdef"

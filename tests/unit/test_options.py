@@ -8,9 +8,9 @@ import pickle
 import pytest
 from click.testing import CliRunner
 
-from opbench.cli import cli
-from opbench.options import OPTIONS, OptionError, RunOptions
-from opbench.runner import DEFAULT_PROCESSES, default_threads
+from opbench.cli.main import cli
+from opbench.config import DEFAULT_PROCESSES, default_threads
+from opbench.config.options import OPTIONS, OptionError, RunOptions
 
 pytest_plugins = ["pytester"]
 

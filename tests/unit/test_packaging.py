@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
-from opbench import library
-from opbench.cases import load_schema
+from opbench.cases import library
+from opbench.cases.case_files import load_schema
 
 REPO = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())

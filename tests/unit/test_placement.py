@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from opbench.placement import (PlacementError, partition_cores, physical_cores, plan,
-                               smt_siblings, visible_devices, worker_index)
+from opbench.runner.placement import (
+    PlacementError,
+    partition_cores,
+    physical_cores,
+    plan,
+    smt_siblings,
+    visible_devices,
+    worker_index,
+)
 
 # 4 physical cores with two SMT threads each, numbered as Linux does: cpu N and N+4 share.
 SMT = {cpu: {cpu % 4, cpu % 4 + 4} for cpu in range(8)}
@@ -104,7 +111,7 @@ def test_worker_ids():
 
 
 def test_the_xdist_scheduler_scopes_a_case_item_by_its_case():
-    from opbench.pytest_support.case_scheduling import case_scope
+    from opbench.pytest_plugin.case_scheduling import case_scope
 
     assert case_scope("cases/x.yaml::add.bias[hidden=64,dtype=float32]") == \
         "cases/x.yaml::add.bias"

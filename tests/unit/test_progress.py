@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from click.testing import CliRunner
 from rich.console import Console
 
-from opbench.progress import RunProgress, activity, announcing_imports
+from opbench.report.progress import RunProgress, activity, announcing_imports
 
 
 class Clock:
@@ -100,8 +100,9 @@ def test_a_second_import_is_not_announced(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     seen: list[str] = []
     with announcing_imports(seen.append, names=("fw2",)):
-        import fw2  # noqa: F401
         import importlib
+
+        import fw2  # noqa: F401
         importlib.import_module("fw2")
     assert seen == ["fw2"]
     sys.modules.pop("fw2", None)
@@ -119,9 +120,9 @@ def test_cli_run_says_what_start_up_does(monkeypatch, tmp_path):
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     from runner_fakes import binary_case, case_file, fake_session_class
 
-    from opbench.cli import cli
+    from opbench.cli.main import cli
 
-    monkeypatch.setattr("opbench.runner.Session", fake_session_class({}))
+    monkeypatch.setattr("opbench.results.recorded_run.Session", fake_session_class({}))
     path = case_file(tmp_path, binary_case("add"))
     result = CliRunner().invoke(cli, ["run", str(path), "--rounds", "6", "--min-sample-time",
                                       "0.002", "--processes", "1",

@@ -13,15 +13,15 @@ import json
 import os
 from pathlib import Path
 
+import plugin_fakes
 import pytest
 
-import plugin_fakes
-from opbench.results import validate_record
+from opbench.results.io import validate_record
 
 pytest_plugins = ["pytester"]
 
 HELPERS_DIR = Path(plugin_fakes.__file__).parent
-PLUGIN_MODULE = "opbench.pytest_plugin"
+PLUGIN_MODULE = "opbench.pytest_plugin.plugin"
 _real_find_spec = importlib.util.find_spec
 
 CASES = """\
@@ -403,7 +403,7 @@ def test_bad_option_values_are_usage_errors(project):
 def test_a_framework_that_cannot_start_fails_each_item_with_the_reason(project):
     project.makeconftest("""
 def pytest_opbench_make_session(config, run_config):
-    from opbench.runner import Session
+    from opbench.runner.session import Session
     from opbench.frameworks import FrameworkUnavailable
 
     class Broken(Session):

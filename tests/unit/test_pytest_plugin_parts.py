@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from opbench.pytest_support.bench_entries import entry_specs, to_benchmark_entry
-from opbench.pytest_support.collect import is_case_file
-from opbench.pytest_support.outcome import judge
-from opbench.pytest_support.summary import counts_line, ratio_table, summary_lines
+from opbench.pytest_plugin.bench_entries import entry_specs, to_benchmark_entry
+from opbench.pytest_plugin.collect import is_case_file
+from opbench.pytest_plugin.outcome import judge
+from opbench.pytest_plugin.summary import counts_line, ratio_table, summary_lines
 
 REF, TGT = "torch", "mindspore"
 

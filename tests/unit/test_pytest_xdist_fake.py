@@ -10,7 +10,7 @@ import os
 import pytest
 from test_pytest_plugin_fake import QUICK, project, run  # noqa: F401 - project: a fixture
 
-from opbench.results import validate_record
+from opbench.results.io import validate_record
 
 pytest_plugins = ["pytester"]
 pytest.importorskip("xdist")

@@ -9,11 +9,13 @@ import pytest
 from rich.console import Console
 from runner_fakes import binary_case, case_file, fake_config, fake_session, load_instances
 
-from opbench.explain import explain_measurement, explain_modes
-from opbench.report import (fmt_time, render_html, render_markdown, render_terminal,
-                            summary_line)
-from opbench.results import read_results, write_json_atomic
-from opbench.runner import run
+from opbench.report.html import render_html
+from opbench.report.markdown import render_markdown
+from opbench.report.terminal import render_terminal
+from opbench.report.text import fmt_time, summary_line
+from opbench.results.io import read_results, write_json_atomic
+from opbench.results.recorded_run import run
+from opbench.verdicts.explain import explain_measurement, explain_modes
 
 UNARY = """
   - name: {name}

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from gapmap_fakes import sweep_record
 
-from opbench.gapmap.ceilings import ceilings_from_times
-from opbench.report import render_html
+from opbench.report.html import render_html
+from opbench.runner.ceilings import ceilings_from_times
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -79,7 +79,7 @@ def test_a_headless_browser_draws_the_plots_and_runs_the_script(page, tmp_path):
 
 
 def test_without_matplotlib_the_page_keeps_its_tables_and_says_how_to_get_plots(monkeypatch):
-    import opbench.report_html as report_html
+    import opbench.report.html as report_html
 
     monkeypatch.setattr(report_html, "plotting_available", lambda: False)
     page = report_html.render_html(sweep_record(np.random.default_rng(5)))

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from opbench.report import notes_lines, run_notes, view_text
-from opbench.reproducibility import agreement, summary
+from opbench.report.text import notes_lines, run_notes, view_text
+from opbench.results.reproducibility import agreement, summary
 
 
 def record(ratio, low, high, torch_s=20e-6, ms_s=40e-6, verdict="SLOW", duration=1.2,

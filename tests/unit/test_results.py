@@ -6,8 +6,15 @@ import json
 import numpy as np
 import pytest
 
-from opbench.results import (SCHEMA_VERSION, ResultsError, new_record, read_results,
-                             results_schema, validate_record, write_json_atomic)
+from opbench.results.io import (
+    SCHEMA_VERSION,
+    ResultsError,
+    new_record,
+    read_results,
+    results_schema,
+    validate_record,
+    write_json_atomic,
+)
 
 CONFIG = {"reference": "torch", "target": "mindspore", "device": "cpu", "threads": 2,
           "modes": ["serial"], "threshold": 0.8}
@@ -70,7 +77,7 @@ def test_an_interrupt_during_the_write_leaves_the_old_file(tmp_path, monkeypatch
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("opbench.results.os.replace", interrupted)
+    monkeypatch.setattr("opbench.results.io.os.replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
         write_json_atomic(path, {"version": "new"})
     assert json.loads(path.read_text()) == {"version": "old"}

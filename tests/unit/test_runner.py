@@ -8,9 +8,11 @@ import jsonschema
 import pytest
 from runner_fakes import binary_case, case_file, fake_config, fake_session, load_instances
 
-from opbench.results import read_results, validate_record
-from opbench.records import instance_header
-from opbench.runner import ApiError, RunConfig, check_only, run
+from opbench.config import RunConfig
+from opbench.results.io import read_results, validate_record
+from opbench.results.recorded_run import check_only, run
+from opbench.runner.raw_records import instance_header
+from opbench.runner.session import ApiError
 
 
 def run_fake(tmp_path, *cases, config=None, json_path=None, on_progress=None, **target):

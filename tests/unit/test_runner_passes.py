@@ -7,14 +7,24 @@ import json
 
 import numpy as np
 import pytest
-from runner_fakes import (FAST_SETTINGS, FakeAdapter, FakeClock, binary_case, case_file,
-                          fake_config, fake_session, load_instances)
+from runner_fakes import (
+    FAST_SETTINGS,
+    FakeAdapter,
+    FakeClock,
+    binary_case,
+    case_file,
+    fake_config,
+    fake_session,
+    load_instances,
+)
 
-from opbench import runner
-from opbench.measure import MeasureSettings, Side, more_rounds
-from opbench.report import header_text, notes_lines
-from opbench.results import validate_record
-from opbench.runner import RunConfig, Session, run
+from opbench.config import MeasureSettings, RunConfig
+from opbench.report.text import header_text, notes_lines
+from opbench.results.io import validate_record
+from opbench.results.recorded_run import run
+from opbench.runner import session as runner
+from opbench.runner.measure import Side, more_rounds
+from opbench.runner.session import Session
 
 
 def run_passes_fake(tmp_path, *cases, passes=3, settings=FAST_SETTINGS, session=None,

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from opbench.apimap import ApiMapping, MappingEntry
-from opbench.cases import Case, CaseInstance, FrameworkCall
+from opbench.cases.case_files import Case, CaseInstance, FrameworkCall
+from opbench.frameworks.apimap import ApiMapping, MappingEntry
 from opbench.scan import ResultsIndex, annotate, covered_apis, normalise_case_api, summarize
 from opbench.scan.rows import ScanResult, ScanRow
 

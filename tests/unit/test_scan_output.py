@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
+from opbench.cli.scan import scan_command
 from opbench.scan import COLUMNS, scan_paths, summarize
-from opbench.scan.command import scan_command
 from opbench.scan.output import render_table, write_csv
 
 TREE = Path(__file__).parent / "fixtures" / "scan_tree"

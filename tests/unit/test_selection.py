@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-
-from opbench.cases import load_case_file, expand
-from opbench.cli import cli
-from opbench.selection import Selection, SelectionError
 from test_pytest_plugin_fake import plugin_args
+
+from opbench.cases.case_files import expand, load_case_file
+from opbench.cases.selection import Selection, SelectionError
+from opbench.cli.main import cli
 
 pytest_plugins = ["pytester"]
 

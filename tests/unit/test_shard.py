@@ -15,10 +15,10 @@ from test_pytest_plugin_fake import project  # noqa: F401 - a fixture
 from test_pytest_plugin_fake import run as run_pytest
 from worker_fakes import Spawner
 
-from opbench.cli import cli
-from opbench.results import read_results
-from opbench.shard import (Shard, ShardError, assign, parse_shard, select, selection_digest,
-                           shard_info)
+from opbench.cases.shard import assign, select, selection_digest, shard_info
+from opbench.cli.main import cli
+from opbench.config import Shard, ShardError, parse_shard
+from opbench.results.io import read_results
 
 pytest_plugins = ["pytester"]
 
@@ -101,8 +101,8 @@ def test_the_selection_digest_changes_with_the_cases(tmp_path):
 @pytest.fixture
 def fake_frameworks(monkeypatch):
     FakeSession = fake_session_class({})
-    monkeypatch.setattr("opbench.runner.Session", FakeSession)
-    monkeypatch.setattr("opbench.workers.spawn_worker", Spawner(FakeSession))
+    monkeypatch.setattr("opbench.results.recorded_run.Session", FakeSession)
+    monkeypatch.setattr("opbench.runner.workers.spawn_worker", Spawner(FakeSession))
 
 
 CASES = SWEEP_CASE + binary_case("sub", shape="[3]")

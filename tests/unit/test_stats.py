@@ -14,7 +14,7 @@ import pytest
 from scipy import stats as scipy_stats
 from timing_simulation import NOISY, QUIET, SHARED_MACHINE, simulate_ratio_runs, simulate_runs
 
-from opbench.stats import (
+from opbench.verdicts.stats import (
     EXACT_MANN_WHITNEY_MAX_PAIRS,
     METHOD_HODGES_LEHMANN,
     METHOD_SIGN_TEST,

@@ -9,8 +9,12 @@ import math
 import numpy as np
 import pytest
 
-from opbench.stats import (between_process_prior, between_process_sd, ratio_estimate,
-                           student_t_quantile)
+from opbench.verdicts.stats import (
+    between_process_prior,
+    between_process_sd,
+    ratio_estimate,
+    student_t_quantile,
+)
 
 TRUE_RATIO = 0.5
 

@@ -8,10 +8,10 @@ import json
 from rich.console import Console
 from test_gate_evaluate import pair_of_runs
 
-from opbench.gate.command import _trend_table
-from opbench.gate.history import HistoryStore
-from opbench.ids import short_id, short_ids
-from opbench.terminal import PIPED_WIDTH, console_width
+from opbench.cases.ids import short_id, short_ids
+from opbench.cli.gate import _trend_table
+from opbench.report.console import PIPED_WIDTH, console_width
+from opbench.results.history import HistoryStore
 
 LONG_IDS = ("layer_norm.affine[shape=1x128x768,dtype=float16]",
             "layer_norm.affine[shape=1x128x768,dtype=float32]")
@@ -71,7 +71,7 @@ def test_the_json_keeps_the_full_id(tmp_path):
 
 
 def test_times_round_into_the_next_unit():
-    from opbench.report import fmt_time
+    from opbench.report.text import fmt_time
 
     assert fmt_time(999.6e-6) == "1 ms"           # not "1e+03 us"
     assert fmt_time(999.4e-6) == "999 us"

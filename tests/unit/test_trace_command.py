@@ -7,8 +7,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
+from opbench.cli.trace import trace_command
 from opbench.trace import TraceError, Tracer, trace
-from opbench.trace.command import trace_command
 from opbench.trace.target import Target, TargetError, exit_outcome, parse_target, run_target
 
 SCRIPT = """

@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 import yaml
+from trace_helpers import FakeTensor, TickClock, fake_spec
 
-from opbench.apimap import ApiMapping, MappingEntry
-from opbench.cases import expand, load_cases
-from opbench.trace.emit import build_cases, emit_cases, op_name, case_api
+from opbench.cases.case_files import expand, load_cases
+from opbench.frameworks.apimap import ApiMapping, MappingEntry
+from opbench.trace.emit import build_cases, case_api, emit_cases, op_name
 from opbench.trace.events import FUNCTION, MODULE, TENSOR_METHOD, CallSite
 from opbench.trace.mapping_fit import call_fits
 from opbench.trace.recorder import Recorder
-
-from trace_helpers import FakeTensor, TickClock, fake_spec
 
 MAPPING = ApiMapping([
     MappingEntry("torch.nn.functional.softmax", "mindspore.mint.nn.functional.softmax",

@@ -5,14 +5,13 @@ import io
 import json
 
 import pytest
+from trace_helpers import TickClock, recorded
 
 from opbench.trace.chrome import chrome_trace, track_counts, write_chrome_trace
 from opbench.trace.overhead import Overhead, calibrate
 from opbench.trace.record import RECORD_VERSION, trace_record, write_log_to
 from opbench.trace.summary import summarize
 from opbench.trace.table import header_lines, table_text
-
-from trace_helpers import TickClock, recorded
 
 
 def by_api(rows):

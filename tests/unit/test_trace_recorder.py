@@ -5,8 +5,17 @@ import threading
 
 import pytest
 
-from opbench.trace.events import (ASYNC, FUNCTION, MODULE, SCOPE, SERIAL, TENSOR_METHOD,
-                                  CallSite, Literal, TensorSpec)
+from opbench.trace.events import (
+    ASYNC,
+    FUNCTION,
+    MODULE,
+    SCOPE,
+    SERIAL,
+    TENSOR_METHOD,
+    CallSite,
+    Literal,
+    TensorSpec,
+)
 from opbench.trace.recorder import Recorder
 
 

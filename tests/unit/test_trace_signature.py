@@ -2,9 +2,16 @@
 from __future__ import annotations
 
 from opbench.trace.events import Literal, Opaque, Sequence, Signature, TensorSpec
-from opbench.trace.signature import (MAX_SEQUENCE_ITEMS, MAX_STRING_CHARS, describe_call,
-                                     describe_value, format_inputs, format_signature,
-                                     opaque_in, tensors_in)
+from opbench.trace.signature import (
+    MAX_SEQUENCE_ITEMS,
+    MAX_STRING_CHARS,
+    describe_call,
+    describe_value,
+    format_inputs,
+    format_signature,
+    opaque_in,
+    tensors_in,
+)
 
 
 class FakeTensor:

@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 from timing_simulation import NOISY, QUIET, SHARED_MACHINE, simulate_runs
 
-from opbench.stats import METHOD_SIGN_TEST, RatioEstimate, ratio_estimate
-from opbench.verdict import (
-    DEFAULT_THRESHOLD,
+from opbench.config import DEFAULT_THRESHOLD
+from opbench.verdicts.rules import (
     EXIT_INCONCLUSIVE,
     EXIT_OK,
     EXIT_SLOW,
@@ -18,6 +17,7 @@ from opbench.verdict import (
     ratio_verdict,
     worst,
 )
+from opbench.verdicts.stats import METHOD_SIGN_TEST, RatioEstimate, ratio_estimate
 
 SIMULATED_RUNS = 1000
 ROUNDS = 15

@@ -7,13 +7,12 @@ import json
 import pickle
 
 import pytest
-from runner_fakes import (binary_case, case_file, fake_config, fake_session_class,
-                          load_instances)
+from runner_fakes import binary_case, case_file, fake_config, fake_session_class, load_instances
 from worker_fakes import Spawner
 
-from opbench.results import validate_record
-from opbench.runner import run
-from opbench.workers import WorkerError, WorkerPool
+from opbench.results.io import validate_record
+from opbench.results.recorded_run import run
+from opbench.runner.workers import WorkerError, WorkerPool
 
 
 def _instances(tmp_path, *names):

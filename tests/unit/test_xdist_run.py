@@ -8,14 +8,14 @@ import os
 import sys
 from pathlib import Path
 
+import plugin_fakes
 import pytest
 from click.testing import CliRunner
 from test_pytest_plugin_fake import CASES, CONFTEST, FAST_S
 
-import plugin_fakes
-from opbench.cli import cli
-from opbench.results import read_results
-from opbench.xdist_run import PLUGIN_MODULE, node_id, option_flags, pytest_command
+from opbench.cli.main import cli
+from opbench.cli.xdist_run import PLUGIN_MODULE, node_id, option_flags, pytest_command
+from opbench.results.io import read_results
 
 pytest.importorskip("xdist")
 
@@ -32,7 +32,7 @@ def test_the_command_names_every_instance_and_hands_over_the_options(tmp_path):
                                      "mode": None, "device": "cpu"}, 2, "out.json",
                              shard="1/2", autoloaded=False)
     assert command[:3] == [sys.executable, "-m", "pytest"]
-    assert command[3:5] == ["-p", "opbench.pytest_plugin"]
+    assert command[3:5] == ["-p", "opbench.pytest_plugin.plugin"]
     assert ["--benchmark", "-n", "2", "--opbench-json=out.json", "--opbench-shard=1/2"] == \
         command[command.index("--benchmark"):command.index("--opbench-shard=1/2") + 1]
     assert "--opbench-rounds=9" in command and "--opbench-no-quiesce" in command

@@ -7,8 +7,8 @@ import itertools
 import threading
 from multiprocessing import Pipe
 
-from opbench.worker_main import serve
-from opbench.workers import Worker
+from opbench.runner.worker_main import serve
+from opbench.runner.workers import Worker
 
 _pids = itertools.count(50_000)
 

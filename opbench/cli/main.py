@@ -1,0 +1,224 @@
+"""The `opbench` command: argument parsing and wiring only (shared pieces: common.py)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import click
+
+from opbench.cli.common import (
+    build_config,
+    default_cases_path,
+    execute,
+    execute_in_workers,
+    fail,
+    load_instances,
+    out,
+    parse_shard,
+    shard_option,
+    take_shard,
+    timing_options,
+)
+from opbench.cli.gate import gate_command, history_command
+from opbench.cli.gate_noise import noise_command, replay_command
+from opbench.cli.merge import merge_command
+from opbench.cli.scan import scan_command
+from opbench.cli.selection_options import selection_options
+from opbench.cli.trace import trace_command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="opbench", prog_name="opbench")
+@click.option("--max-instances", type=click.IntRange(min=1), default=None,
+              help="Most instances one case's sweep may make (default 100,000; also "
+                   "$OPBENCH_MAX_INSTANCES). A bigger sweep is refused before it is expanded.")
+@click.option("--input-budget", default=None, metavar="SIZE",
+              help="Most memory one instance's inputs may take, e.g. 8GiB (default: a "
+                   "quarter of this machine's memory; also $OPBENCH_INPUT_BUDGET). Bigger "
+                   "inputs are refused before they are allocated.")
+def cli(max_instances, input_budget) -> None:
+    """Which operators are slower in MindSpore than in PyTorch, by how much, with what
+    confidence. Ratio = reference time / target time (below 1: the target is slower)."""
+    from opbench.cases import limits
+
+    # Through the environment, so the gate's fresh second-stage process has them too.
+    if max_instances is not None:
+        os.environ[limits.MAX_INSTANCES_ENV] = str(max_instances)
+    if input_budget is not None:
+        try:
+            limits.parse_size(input_budget)
+        except limits.LimitError as exc:
+            raise click.BadParameter(str(exc), param_hint="--input-budget") from None
+        os.environ[limits.INPUT_BUDGET_ENV] = input_budget
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@selection_options
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@click.option("--for-gate", is_flag=True,
+              help="Measure with the regression gate's settings (blocking launches, 1 thread, "
+                   "40 rounds over 4 processes x 5 passes, 6 s budget; options given here "
+                   "win): the way to record a baseline for `opbench gate`.")
+@shard_option
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Measure in N pytest-xdist workers at once (pytest --benchmark -n N), each "
+                   "on CPU cores - or a device - of its own, with threads = its cores; "
+                   "refused when the workers would share cores. Needs opbench[xdist].")
+@timing_options
+def run(paths, keyword, ops, tags, quiet, for_gate, shard_text, workers, json_path,
+        markdown_path, html_path, history_db, **timing):
+    """Time every selected case instance in both frameworks (PATHS: case files or
+    directories; default: the shipped case library, or $OPBENCH_CASES)."""
+    if for_gate:
+        from opbench.gate.settings import with_gate_settings
+
+        timing = with_gate_settings(timing)
+    config = build_config(**timing)    # bad options fail before the cases are read
+    shard = parse_shard(shard_text)
+    whole = load_instances(paths or [default_cases_path()], ops, keyword, tags)
+    instances, config = take_shard(whole, shard, config)
+    if workers:
+        # the plugin takes the shard's slice itself, from the whole selection
+        execute_in_workers(whole, timing, workers, shard and str(shard), json_path,
+                           markdown_path, html_path, quiet, history_db)
+    else:
+        execute(instances, config, json_path, markdown_path, html_path, quiet,
+                history_db=history_db)
+
+
+@cli.command()
+@click.argument("operators", nargs=-1)
+@click.option("--cases", "cases_dirs", multiple=True, type=click.Path(exists=True),
+              help="Also load the cases in this file or directory (repeatable); a case named "
+                   "like a shipped one replaces it. Default: the shipped library only.")
+@selection_options
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@timing_options
+def compare(operators, cases_dirs, keyword, ops, tags, quiet, json_path, markdown_path,
+            html_path, history_db, **timing):
+    """Every case instance of the operators OPERATORS (shipped, plus --cases), both
+    frameworks, one table."""
+    wanted = (*operators, *ops)
+    if not (wanted or keyword or tags):
+        fail("name the operators to compare (opbench compare reshape softmax), or select "
+             "with -k / --op / --tag; `opbench list` shows what there is")
+    config = build_config(**timing)
+    instances = load_instances([default_cases_path()], wanted, keyword, tags,
+                               extra_paths=cases_dirs)
+    execute(instances, config, json_path, markdown_path, html_path, quiet,
+            history_db=history_db)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@selection_options
+@click.option("--device", default="cpu", help="cpu, cuda[:N] or ascend[:N]. Default: cpu.")
+@click.option("--threads", type=int, default=None,
+              help="Intra-op threads, set equal in both frameworks. Default: cores - 1, at least 1.")
+@click.option("--reference", default="torch",
+              help="The framework whose outputs are the reference. Default: torch.")
+@click.option("--target", default="mindspore",
+              help="The framework under test. Default: mindspore.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Results file (written after every instance). Default: "
+                   "out/opbench-<time>.json.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+def check(paths, keyword, ops, tags, device, threads, reference, target, json_path, quiet):
+    """Correctness only: run each instance once in both frameworks and compare outputs
+    (and gradients for backward cases). No timing."""
+    instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
+    config = build_config(device=device, threads=threads, reference=reference, target=target,
+                          timing=False)
+    execute(instances, config, json_path, quiet=quiet)
+
+
+@cli.command(name="list")
+@click.argument("paths", nargs=-1, type=click.Path())
+@selection_options
+@click.option("--instances", "show_instances", is_flag=True, help="List every instance id.")
+def list_cases(paths, keyword, ops, tags, show_instances):
+    """Coverage of the case library: operators, instances, tags, backward, dtypes."""
+    from opbench.cases.coverage import coverage_table, summarize_coverage
+
+    instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
+    if show_instances:
+        for inst in instances:
+            # ids hold brackets ("add[shape=4x8]") that rich would read as markup
+            out.print(inst.id, highlight=False, markup=False)
+        return
+    cov = summarize_coverage(instances)
+    out.print(coverage_table(cov))
+    out.print(f"[bold]{cov.n_operators} operators, {cov.n_instances} instances, "
+              f"{cov.n_backward_operators} with backward, dtypes: {', '.join(cov.dtypes)}[/]",
+              highlight=False)
+
+
+@cli.command()
+@click.argument("results", type=click.Path(exists=True, dir_okay=False))
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write a Markdown summary to this file.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write an HTML report to this file.")
+@click.option("--worst-first", is_flag=True,
+              help="Order the rows by verdict and ratio, worst first. Default: run order.")
+def report(results, markdown_path, html_path, worst_first):
+    """Show a saved results file (and write Markdown / HTML)."""
+    from opbench.report.html import render_html
+    from opbench.report.markdown import render_markdown
+    from opbench.report.terminal import render_terminal
+    from opbench.results.io import ResultsError, read_results
+
+    try:
+        record = read_results(results)
+    except ResultsError as exc:
+        fail(str(exc))
+    render_terminal(record, out, worst_first=worst_first)
+    if markdown_path:
+        Path(markdown_path).write_text(render_markdown(record))
+    if html_path:
+        Path(html_path).write_text(render_html(record))
+
+
+@cli.command()
+@click.argument("which", type=click.Choice(["case", "results"]), default="case")
+def schema(which):
+    """Print the JSON Schema of case files (for editors) or of results files."""
+    from opbench.cases.case_files import load_schema
+    from opbench.results.io import results_schema
+
+    click.echo(json.dumps(load_schema() if which == "case" else results_schema(), indent=2))
+
+
+# The instruments and the gate keep their commands next to their code.
+for _command in (trace_command, scan_command, gate_command, noise_command, replay_command,
+                 history_command, merge_command):
+    cli.add_command(_command)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from opbench.cli.common import err, exit_status, signal_name_of
+    from opbench.cli.interrupts import install
+
+    # First thing: a Ctrl-C or SIGTERM while loading or starting the frameworks exits
+    # 130/143 with a line saying so (click alone turns Ctrl-C into "Aborted!", exit 1).
+    install()
+    try:
+        code = cli.main(args=list(argv) if argv is not None else None, prog_name="opbench",
+                        standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        cause = exc if isinstance(exc, KeyboardInterrupt) else (exc.__context__ or exc)
+        err.print(f"\n[bold]interrupted[/] ({signal_name_of(cause)}) before any result was "
+                  f"measured", highlight=False)
+        sys.exit(exit_status(cause))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""--opbench-json: the run as an opbench results record (what `opbench run --json` writes),
+so `opbench report` and the history tools read a pytest run like any other."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from opbench.pytest_plugin.run_state import RunState
+from opbench.results.io import new_record, utc_now, write_json_atomic
+
+# names of the worker records in a merged record's merged_from
+WORKER_PART = "pytest-xdist worker {}"
+
+
+def results_record(state: RunState, complete: bool) -> dict[str, Any]:
+    session = state.opened
+    record = new_record(state.run_config.as_dict(),
+                        session.framework_info() if session else {},
+                        dict(session.overhead) if session else {})
+    if state.setup_s is not None:
+        record["setup_s"] = state.setup_s
+    record["instances"] = list(state.records)
+    record["complete"] = complete
+    record["interrupted"] = not complete
+    record["finished_utc"] = utc_now()
+    return record
+
+
+def controller_record(state: RunState, complete: bool) -> dict[str, Any]:
+    """The pytest-xdist controller's one record: the workers' records joined (merge.py),
+    each worker's cores and device in merged_from. The controller runs no item, so without
+    worker records it has only the records the reports carried (no framework facts)."""
+    from opbench.results.merge import MergeError, merge_records
+
+    if not state.worker_records:
+        return results_record(state, complete)
+    ids = sorted(state.worker_records, key=lambda w: (len(w), w))     # gw2 before gw10
+    try:
+        merged = merge_records([state.worker_records[w] for w in ids],
+                               [WORKER_PART.format(w) for w in ids])
+    except MergeError as exc:
+        record = results_record(state, complete)
+        record["merge_error"] = str(exc)
+        return record
+    merged["complete"] = merged["complete"] and complete
+    merged["interrupted"] = merged["interrupted"] or not complete
+    return merged
+
+
+def write_results(state: RunState, path: str | os.PathLike, complete: bool = True) -> None:
+    write_json_atomic(path, controller_record(state, complete))

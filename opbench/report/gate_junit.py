@@ -1,0 +1,107 @@
+"""JUnit XML for CI test panels: one <testcase> per instance.
+
+INCONCLUSIVE means one thing everywhere: the gate could not tell, which is neither a pass
+nor a failure. Exit 3; the README's CI job turns it into a warning; `pytest --benchmark`
+reports it as "inconclusive", not failed; and here it is <skipped> with its reason, which
+every JUnit reporter shows as "skipped" (yellow/grey), never as red. The reason carries the
+verdict word, so a panel still tells an inconclusive case from a new one.
+
+Mapping (JUnit has pass / failure / error / skipped):
+  REGRESSION, BROKEN          -> <failure>  the gate fails on them (exit 1)
+  INCONCLUSIVE, MISSING, NEW  -> <skipped>  no decision: too noisy, not run now, no baseline
+  PASS                        -> (nothing)
+Each decision appears once: in the element's `message` (the line a panel shows); the
+element's text holds only what the message does not (the changes per measurement).
+The suite carries `timestamp`, `hostname` and `time` (the run's), each case its `time`, and
+the hygiene notes go into the suite's <properties> and <system-out>, so a panel that shows
+only the cases still carries them.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import xml.etree.ElementTree as ET
+from typing import Any, Mapping
+
+from opbench.gate.decision import GateVerdict
+from opbench.gate.evaluate import GateResult, InstanceResult
+
+__all__ = ["render_junit"]
+
+_FAILURES = (GateVerdict.REGRESSION, GateVerdict.BROKEN)
+_SKIPPED = (GateVerdict.INCONCLUSIVE, GateVerdict.MISSING, GateVerdict.NEW)
+
+
+def _message(inst: InstanceResult) -> str:
+    by = f" (decided by {inst.decided_by})" if inst.decided_by else ""
+    return f"{inst.verdict.value}{by}: {inst.reason}"
+
+
+def _details(inst: InstanceResult) -> str | None:
+    """The changes behind the decision, one line per measurement (not in the message)."""
+    from opbench.report.gate_markdown import pct
+
+    lines = []
+    for m in inst.measurements:
+        last = m.decision.last if m.decision else None
+        for name in ("ratio", "target_time"):
+            path = getattr(last, name, None) if last else None
+            if path is not None:
+                e = path.estimate
+                lines.append(f"{m.key} {name.replace('_', ' ')} change {pct(e.change)} "
+                             f"[{pct(e.ci_low)}, {pct(e.ci_high)}]")
+    return "\n".join(lines) or None
+
+
+def _seconds(value: Any) -> str:
+    return f"{float(value or 0.0):.3f}"
+
+
+def _run_seconds(record: Mapping[str, Any]) -> float:
+    try:
+        start = _dt.datetime.fromisoformat(record["created_utc"])
+        end = _dt.datetime.fromisoformat(record["finished_utc"])
+    except (KeyError, TypeError, ValueError):
+        return sum(float(i.get("duration_s") or 0.0) for i in record.get("instances", []))
+    return max(0.0, (end - start).total_seconds())
+
+
+def render_junit(result: GateResult, suite_name: str = "opbench.gate",
+                 record: Mapping[str, Any] | None = None, hostname: str | None = None) -> str:
+    """record: the current run's results record (times and timestamp); hostname: the
+    machine that ran it."""
+    record = record or {}
+    durations = {i.get("id"): i.get("duration_s") for i in record.get("instances", [])}
+    counts = result.counts()
+    failures = sum(counts[v.value] for v in _FAILURES)
+    skipped = sum(counts[v.value] for v in _SKIPPED)
+    attributes = {
+        "name": suite_name, "tests": str(len(result.instances)), "failures": str(failures),
+        "errors": "0", "skipped": str(skipped), "time": _seconds(_run_seconds(record)),
+        "timestamp": str(record.get("created_utc") or "")[:19],
+        "hostname": hostname or str((record.get("environment") or {}).get("machine_id", ""))}
+    suite = ET.Element("testsuite", {k: v for k, v in attributes.items() if v})
+    properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", {"name": "exit_code", "value": str(result.exit_code)})
+    ET.SubElement(properties, "property", {"name": "same_machine",
+                                           "value": str(result.same_machine).lower()})
+    for i, note in enumerate(result.notes):
+        ET.SubElement(properties, "property", {"name": f"note.{i}.{note.kind}",
+                                               "value": note.message})
+    for inst in result.instances:
+        case = ET.SubElement(suite, "testcase", {"classname": f"opbench.{inst.op or 'case'}",
+                                                 "name": inst.id,
+                                                 "time": _seconds(durations.get(inst.id))})
+        text = _message(inst)
+        if inst.verdict in _FAILURES:
+            element = ET.SubElement(case, "failure", {"type": inst.verdict.value,
+                                                      "message": text})
+            element.text = _details(inst)
+        elif inst.verdict in _SKIPPED:
+            ET.SubElement(case, "skipped", {"type": inst.verdict.value, "message": text})
+        else:
+            ET.SubElement(case, "system-out").text = text
+    if result.notes:
+        ET.SubElement(suite, "system-out").text = "\n".join(
+            f"[{n.kind}] {n.message}" for n in result.notes)
+    ET.indent(suite)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

@@ -1,0 +1,171 @@
+"""A run recorded: every instance measured through a session (this process or worker
+processes), judged, and kept in a results record that is rewritten atomically after every
+instance and every pass, so an interrupt or a crash keeps what was measured.
+
+This is the one execute-and-record path: `opbench run`/`compare`/`check`, the gate and
+scripts (`opbench.run`) go through it; the pytest front door measures one item at a time
+through measure_instance/measure_everywhere below. It never prints: progress goes to
+callbacks.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+from typing import Any, Callable, Sequence
+
+from opbench.cases.case_files import CaseInstance
+from opbench.config import RunConfig
+from opbench.results.io import new_record, utc_now
+from opbench.results.safe_write import ResilientSaver
+from opbench.runner.measure import Clock
+from opbench.runner.injection import Injection, InjectingSession
+from opbench.runner.protocol import MeasuringSession
+from opbench.runner.session import ApiError, Session
+from opbench.runner.workers import WorkerPool
+from opbench.verdicts.conclusions import apply_between_process_prior, judge_instance
+
+__all__ = ["run", "run_passes", "open_session", "check_only", "measure_instance",
+           "extend_instance", "measure_everywhere", "InstanceCallback", "PassCallback"]
+
+
+def measure_instance(session: MeasuringSession, instance: CaseInstance) -> dict[str, Any]:
+    """Pass 1 of an instance (check, calibrate, first share of rounds), judged."""
+    return judge_instance(session.run_instance(instance), session.config, session.overhead)
+
+
+def extend_instance(session: MeasuringSession, instance: CaseInstance,
+                    record: dict[str, Any], pass_index: int) -> dict[str, Any]:
+    """A later pass's rounds pooled into an instance's record, judged again."""
+    extended = session.extend_instance(instance, record, pass_index)
+    if not extended.get("measurements"):
+        return extended
+    return judge_instance(extended, session.config, session.overhead)
+
+
+def measure_everywhere(session: MeasuringSession, instance: CaseInstance) -> dict[str, Any]:
+    """Every pass of every process for one instance, back to back: for front doors that
+    measure one instance at a time (pytest items)."""
+    record = measure_instance(session, instance)
+    for pass_index in range(2, session.total_passes + 1):
+        record = extend_instance(session, instance, record, pass_index)
+    return record
+
+InstanceCallback = Callable[[int, int, CaseInstance, "dict[str, Any] | None"], None]
+
+
+PassCallback = Callable[[int, int], None]
+
+
+def run(instances: Sequence[CaseInstance], config: RunConfig, *,
+        json_path: str | os.PathLike | None = None,
+        on_progress: InstanceCallback | None = None,
+        session: MeasuringSession | None = None,
+        clock: Clock = time.perf_counter,
+        on_pass: PassCallback | None = None) -> dict[str, Any]:
+    """Run every instance and return the record. With json_path the record is rewritten
+    atomically after every instance (and every pass), so an interrupt or crash keeps what
+    was measured. on_progress(i, n, instance, record_or_None) is called before (None) and
+    after each instance of the first pass; on_pass(pass_index, passes) before each later one.
+    Raises ApiError before timing anything if an API does not resolve."""
+    owned = session is None
+    if session is None:
+        session = open_session(config, clock)
+    try:
+        return _run_opened(session, instances, config, json_path, on_progress, on_pass)
+    finally:
+        if owned:
+            session.close()
+
+
+def open_session(config: RunConfig, clock: Clock = time.perf_counter,
+                 injection: Injection | None = None) -> MeasuringSession:
+    """An opened Session in this process, or, with config.processes > 1, an opened pool of
+    worker processes (workers.py): the two MeasuringSessions. Its `setup_s` says how long the
+    opening took (wall time: both frameworks imported in every process). `injection`: the
+    gate self-test's slowdown (runner/injection.py), in this process; worker processes read
+    it from their environment."""
+    session: MeasuringSession
+    if config.processes > 1:
+        session = WorkerPool(config)
+    elif injection is not None:
+        session = InjectingSession(config, injection, clock=clock)
+    else:
+        session = Session(config, clock)
+    started = time.perf_counter()
+    session.open()
+    session.setup_s = time.perf_counter() - started
+    return session
+
+
+def _run_opened(session, instances, config, json_path, on_progress, on_pass):
+    problems = session.check_apis(instances)
+    if problems:
+        raise ApiError("\n".join(problems))
+    started = time.perf_counter()
+    overhead = session.measure_overheads() if config.timing else {}
+    record = new_record(config.as_dict(), session.framework_info(), overhead)
+    if config.timing:
+        record["ceilings"] = session.measure_ceilings()
+    # Wall time before the first instance: it does not shrink with workers or shorter
+    # selections, and the report says so (report.timing_notes).
+    if getattr(session, "setup_s", None) is not None:
+        record["setup_s"] = round(session.setup_s + time.perf_counter() - started, 3)
+    # A failed write is retried at every save and does not stop the run (safe_write.py).
+    saver = ResilientSaver(json_path, record) if json_path else None
+    save = saver or (lambda: None)
+    save()
+    try:
+        run_passes(session, instances, record["instances"], save=save,
+                   on_progress=on_progress, on_pass=on_pass)
+    except BaseException:
+        # KeyboardInterrupt or a crash outside an instance: keep what was measured
+        record["interrupted"] = True
+        record["finished_utc"] = utc_now()
+        save()
+        raise
+    prior = apply_between_process_prior(record["instances"], config)
+    if prior is not None:
+        record["between_process_prior"] = {"sd": prior.sd, "df": prior.df,
+                                           "instances": prior.instances}
+    record["complete"] = True
+    record["finished_utc"] = utc_now()
+    if saver:
+        saver.finish()   # raises ResultsNotSaved (carrying the record) if it still fails
+    return record
+
+
+def run_passes(session: MeasuringSession, instances: Sequence[CaseInstance],
+               records: list[dict[str, Any]], *, save: Callable[[], None] = lambda: None,
+               on_progress: InstanceCallback | None = None,
+               on_pass: PassCallback | None = None) -> list[dict[str, Any]]:
+    """Pass 1 runs each instance whole (check, calibration, its share of the rounds) and
+    appends its record to `records`; passes 2..N visit the measured instances again in the
+    same order and add rounds (Session.extend_instance). N is config.passes for a Session,
+    passes x processes for a worker pool (its `total_passes`: every process makes its
+    passes through the whole selection in turn, so an instance's shares lie minutes apart
+    on a long run, across the machine's slow drift). save() runs after every instance of
+    every pass."""
+    first = len(records)
+    for i, inst in enumerate(instances):
+        if on_progress:
+            on_progress(i, len(instances), inst, None)
+        result = measure_instance(session, inst)
+        records.append(result)
+        save()
+        if on_progress:
+            on_progress(i, len(instances), inst, result)
+    passes = session.total_passes if session.config.timing else 1
+    for pass_index in range(2, passes + 1):
+        if on_pass:
+            on_pass(pass_index, passes)
+        for offset, inst in enumerate(instances):
+            # a worker pool hands back a new record; a Session extends this one in place
+            records[first + offset] = extend_instance(session, inst, records[first + offset],
+                                                      pass_index)
+            save()
+    return records[first:]
+
+
+def check_only(config: RunConfig) -> RunConfig:
+    return replace(config, timing=False)

@@ -1,0 +1,415 @@
+"""One case instance measured in this process: numpy inputs, both frameworks, outputs
+compared, then timed.
+
+The Session wires the protocol's parts (inputs, check, measure, quiesce) to the framework
+adapters and records what happened: the check, the raw rounds, any error. It judges
+nothing: statistics and verdicts are opbench/verdicts/conclusions.py's, applied by whoever
+drives it (opbench/results/recorded_run.py). It never prints.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import time
+import traceback
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from opbench.cases.case_files import FLOAT_DTYPES, CaseInstance, FrameworkCall, Ref
+from opbench.config import LAUNCH_BLOCKING, MeasureSettings, RunConfig
+from opbench.frameworks import Adapter, get_adapter
+from opbench.runner import inputs as inputs_mod
+from opbench.runner.ceilings import measure_ceilings
+from opbench.runner.check import SHAPE, compare_outputs, select_outputs
+from opbench.runner.measure import Clock, MoreRounds, Side, measure, measure_overhead, more_rounds
+from opbench.runner.memory import peak_memory
+from opbench.runner.quiesce import Quiescer, ThreadActivityProbe
+from opbench.runner.raw_records import (
+    BACKWARD_SUFFIX,
+    instance_header,
+    key_mode,
+    new_measurement,
+    output_shapes,
+    pool_rounds,
+    protocol_notes,
+)
+
+# A share of a measurement (one pass in one process) takes at least this many rounds: one
+# round would always run the sides in the same order within that process.
+MIN_ROUNDS_PER_SHARE = 2
+
+
+class ApiError(Exception):
+    """APIs in the cases that do not resolve in the installed frameworks (load-time)."""
+
+
+@dataclass
+class _Prepared:
+    """One framework's side of an instance, ready to call."""
+
+    adapter: Adapter
+    call: FrameworkCall
+    fn: Callable[..., Any]
+    args: tuple
+    kwargs: dict
+
+    def invoke(self) -> Any:
+        return self.fn(*self.args, **self.kwargs)
+
+    def bound(self) -> Callable[[], Any]:
+        """The call with its arguments bound in C (functools.partial): the timed loop then
+        pays one call, not a method lookup plus argument unpacking in Python. With it (and the
+        longer re-warm) torch's add of 16x64 read 1.05x torch.utils.benchmark's time in one
+        process, against 1.15x before."""
+        return functools.partial(self.fn, *self.args, **self.kwargs)
+
+
+def substitute_refs(value: Any, tensors: Mapping[str, Any]) -> Any:
+    """args/kwargs with every Ref(input) replaced by that input's framework tensor."""
+    if isinstance(value, Ref):
+        return tensors[value.name]
+    if isinstance(value, list):
+        return [substitute_refs(v, tensors) for v in value]
+    if isinstance(value, tuple):
+        return tuple(substitute_refs(v, tensors) for v in value)
+    if isinstance(value, dict):
+        return {k: substitute_refs(v, tensors) for k, v in value.items()}
+    return value
+
+
+def _grad_positions(instance: CaseInstance, call: FrameworkCall) -> tuple[int, ...]:
+    """Positional args that are floating inputs wanting gradients."""
+    specs = {s.name: s for s in instance.inputs}
+    positions = []
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, Ref) and arg.name in specs:
+            spec = specs[arg.name]
+            wants = spec.requires_grad if spec.requires_grad is not None else (
+                spec.dtype in FLOAT_DTYPES)
+            if wants and spec.dtype in FLOAT_DTYPES:
+                positions.append(i)
+    return tuple(positions)
+
+
+def _error_text(exc: BaseException) -> str:
+    """One readable line from a framework exception (MindSpore messages carry pages of C++
+    stack; the first lines say what went wrong)."""
+    text = str(exc).strip() or type(exc).__name__
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    head = " ".join(" ".join(ln.split()) for ln in lines[:3])  # fold indentation runs
+    if len(head) > 400:
+        head = head[:400] + "..."
+    return f"{type(exc).__name__}: {head}"
+
+
+class Session:
+    """The frameworks of one run, set up once (device, equal thread counts) in this
+    process. MindSpore honours its thread count only before its first op, so a process
+    runs one Session."""
+
+    def __init__(self, config: RunConfig, clock: Clock = time.perf_counter,
+                 watch_pids: Sequence[int] = (), process_index: int = 1):
+        self.config = config
+        self.clock = clock
+        self.adapters: dict[str, Adapter] = {}
+        self.overhead: dict[str, dict[str, float]] = {}
+        # Other processes whose threads must be idle before a sample (sibling workers).
+        self.watch_pids = tuple(watch_pids)
+        # Which worker process this is (1 in a run without workers): labels its rounds.
+        self.process_index = process_index
+        self.quiescer: Quiescer | None = None
+        self._measured_here: set[str] = set()   # instance ids this process has timed
+        self.setup_s: float | None = None
+
+    def close(self) -> None:
+        """Nothing to release: the frameworks live as long as the process."""
+
+    @property
+    def total_passes(self) -> int:
+        return self.config.passes
+
+    def open(self) -> None:
+        """Import and set up both frameworks. Raises FrameworkUnavailable/DeviceUnavailable."""
+        for name in self.config.frameworks:
+            adapter = get_adapter(name)
+            adapter.setup(self.config.device, self.config.threads)
+            if self.config.launch == LAUNCH_BLOCKING:
+                adapter.block_launches()
+            self.adapters[name] = adapter
+        self.quiescer = self.make_quiescer()
+
+    def make_quiescer(self) -> Quiescer | None:
+        """The pre-sample wait, when asked for and the kernel shows per-thread CPU time."""
+        if not self.config.quiesce or not ThreadActivityProbe.available():
+            return None
+        return Quiescer(ThreadActivityProbe(self.watch_pids))
+
+    def _settle(self):
+        return self.quiescer.settle if self.quiescer is not None else None
+
+    def framework_info(self) -> dict[str, Any]:
+        return {name: a.info() for name, a in self.adapters.items()}
+
+    def measure_overheads(self) -> dict[str, dict[str, float]]:
+        """Each side's sync cost and dispatch floor, the yardsticks the report uses."""
+        for name, adapter in self.adapters.items():
+            o = measure_overhead(name, adapter.trivial_op(), adapter.sync, self.clock)
+            self.overhead[name] = {k: v for k, v in asdict(o).items() if k != "framework"}
+        return self.overhead
+
+    def measure_ceilings(self) -> dict[str, dict[str, Any]]:
+        """Each framework's memory bandwidth and peak FLOP/s here, with the run's threads
+        (gapmap/ceilings.py): the roofline each instance's achieved fraction is read off."""
+        return {name: measure_ceilings(name, adapter, self.clock)
+                for name, adapter in self.adapters.items()}
+
+    def check_apis(self, instances: Iterable[CaseInstance]) -> list[str]:
+        """Every API the instances name must resolve before anything is timed. Returns
+        messages naming file:line, case and framework."""
+        problems: dict[tuple[str, str], str] = {}
+        for inst in instances:
+            for name in self.config.frameworks:
+                call = inst.calls.get(name)
+                if call is None:
+                    where = f"{inst.case.file}:{inst.case.line}"
+                    problems.setdefault((inst.case.name, name), (
+                        f"{where} case '{inst.case.name}': no '{name}' section "
+                        f"(needed to compare {self.config.reference} with {self.config.target})"))
+                    continue
+                try:
+                    self.adapters[name].resolve(call.api)
+                except Exception as exc:  # UnknownAPI, or an import error inside the framework
+                    where = call.location or f"{inst.case.file}:{inst.case.line}"
+                    problems.setdefault((inst.case.name, name), (
+                        f"{where} case '{inst.case.name}': key '{name}.api': {exc}"))
+        return list(problems.values())
+
+    # -- one instance ---------------------------------------------------------------------
+
+    def _prepare(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray],
+                 name: str, grad: bool) -> _Prepared:
+        adapter = self.adapters[name]
+        call = instance.calls[name]
+        specs = {s.name: s for s in instance.inputs}
+        positions = _grad_positions(instance, call) if grad else ()
+        wants_grad = {call.args[i].name for i in positions}
+        tensors = {n: adapter.from_numpy(arrays[n], specs[n].dtype,
+                                         requires_grad=n in wants_grad) for n in arrays}
+        fn = adapter.resolve(call.api)
+        return _Prepared(adapter, call, fn, substitute_refs(tuple(call.args), tensors),
+                         substitute_refs(dict(call.kwargs), tensors))
+
+    def run_instance(self, instance: CaseInstance) -> dict[str, Any]:
+        """Inputs -> both frameworks -> outputs compared -> timed -> verdict. Never raises for
+        an operator's failure: that becomes verdict ERROR with the message."""
+        started = self.clock()
+        record = instance_header(instance, self.config)
+        try:
+            self._run_into(instance, record)
+        except Exception as exc:  # a failing operator is recorded; the run goes on
+            record["error"] = record.get("error") or _error_text(exc)
+            record["traceback"] = traceback.format_exc(limit=8)
+        record["duration_s"] = self.clock() - started
+        return record
+
+    def _run_into(self, instance: CaseInstance, record: dict[str, Any]) -> None:
+        cfg = self.config
+        checked = self._checked_sides(instance, record)
+        if checked is None:
+            return
+        if not cfg.timing:
+            return
+
+        threshold = (instance.case.threshold if instance.case.threshold is not None
+                     else cfg.threshold)
+        record["threshold"] = threshold
+        record["measurements"] = {key: self._measure(sides, key_mode(key), threshold)
+                                  for key, sides in self._timed_sides(*checked).items()}
+        record["peak_memory"] = self._peak_memory(checked[0])
+        self._measured_here.add(instance.id)
+
+    def _peak_memory(self, prepared: Mapping[str, _Prepared]) -> dict[str, Any]:
+        """One untimed call per side under its memory probe (gapmap/memory.py), after the
+        timing so the probe never shares a sample."""
+        def call(p: _Prepared) -> Callable[[], None]:
+            return lambda: (p.invoke(), p.adapter.sync())
+        return peak_memory({n: call(prepared[n]) for n in self.config.frameworks},
+                           self.config.device)
+
+    def _timed_sides(self, prepared: Mapping[str, _Prepared],
+                     grad_sides: Mapping[str, Callable[[], Any]]) -> dict[str, list[Side]]:
+        """Measurement key (serial, async, serial+backward, ...) -> the sides to time."""
+        cfg = self.config
+        timed: dict[str, list[Side]] = {}
+        for mode in cfg.modes:
+            timed[mode] = [Side(n, prepared[n].bound(), prepared[n].adapter.sync)
+                           for n in cfg.frameworks]
+            if grad_sides:
+                timed[mode + BACKWARD_SUFFIX] = [Side(n, grad_sides[n], self.adapters[n].sync)
+                                                 for n in cfg.frameworks]
+        return timed
+
+    def extend_instance(self, instance: CaseInstance, record: dict[str, Any],
+                        pass_index: int) -> dict[str, Any]:
+        """Pass `pass_index` of a measured instance (2, 3, ... in the process that measured it
+        first; any pass in another worker process): fresh inputs and callables,
+        the outputs checked again, then as many rounds per measurement as the first pass took,
+        at its loop count, pooled with the earlier rounds; statistics and verdict are redone.
+        A failure is noted in the record and keeps what earlier passes measured."""
+        measurements = record.get("measurements")
+        if not measurements:
+            return record
+        started = self.clock()
+        try:
+            self._extend_measurements(instance, record, measurements, pass_index)
+        finally:
+            record["duration_s"] = record.get("duration_s", 0.0) + self.clock() - started
+        return record
+
+    def _extend_measurements(self, instance: CaseInstance, record: dict[str, Any],
+                             measurements: dict[str, Any], pass_index: int) -> None:
+        scratch = instance_header(instance, self.config)
+        try:
+            checked = self._checked_sides(instance, scratch)
+            if checked is None:
+                raise RuntimeError(scratch.get("error") or "outputs no longer agree")
+            timed = self._timed_sides(*checked)
+            for key, m in measurements.items():
+                if key not in timed:
+                    continue
+                # The op was warmed up and calibrated in pass 1; the fresh tensors need only
+                # a few calls, so the passes share one warm-up budget between them.
+                # A later pass of this process warms up briefly (the op is warm); the
+                # first visit of another worker process warms up in full.
+                warmup_s = self.config.settings.warmup_time_s
+                if instance.id in self._measured_here:
+                    warmup_s /= self.config.passes
+                extra = more_rounds(timed[key], m["mode"], m["loops"], m["rounds_per_pass"],
+                                    self.clock, warmup_s,
+                                    settle=self._settle(), first_round=len(m["order"]))
+                self._pool_rounds(m, extra, pass_index)
+            self._measured_here.add(instance.id)
+        except Exception as exc:
+            where = (f"process {self.process_index}, " if self.config.processes > 1 else "")
+            record.setdefault("pass_errors", []).append(
+                f"{where}pass {pass_index}: {scratch.get('error') or _error_text(exc)}")
+            return
+
+    def _pool_rounds(self, m: dict[str, Any], extra: MoreRounds, pass_index: int) -> None:
+        pool_rounds(m, extra, pass_index, self.process_index)
+
+    def _checked_sides(self, instance: CaseInstance, record: dict[str, Any]
+                       ) -> tuple[dict[str, _Prepared], dict[str, Callable[[], Any]]] | None:
+        """Inputs -> both frameworks -> outputs (and gradients) compared. Returns the prepared
+        forward calls and the forward+backward callables, or None when the outputs disagree
+        unexpectedly (the record then says MISMATCH and why)."""
+        cfg = self.config
+        arrays = inputs_mod.generate_inputs(instance)
+        rtol, atol = inputs_mod.tolerance_for(instance)
+        prepared: dict[str, _Prepared] = {}
+        outputs: dict[str, Any] = {}
+        for name in cfg.frameworks:
+            stage = "preparing inputs"
+            try:
+                prepared[name] = p = self._prepare(instance, arrays, name, grad=False)
+                stage = f"calling {p.call.api}"
+                value = p.invoke()
+                p.adapter.sync()
+                outputs[name] = p.adapter.to_numpy(select_outputs(value, p.call.output))
+            except Exception as exc:
+                record["error"] = f"{name} failed {stage}: {_error_text(exc)}"
+                raise
+        check = compare_outputs(outputs[cfg.reference], outputs[cfg.target], rtol, atol,
+                                mode=SHAPE if instance.case.compare == SHAPE else "values")
+        record["check"] = check.as_dict()
+        record["output_shapes"] = output_shapes(outputs[cfg.reference])
+        expected = instance.case.expect_mismatch
+        if not check.ok and not expected:
+            return None         # MISMATCH (verdicts/conclusions.py): nothing to time
+        if not check.ok:
+            record["check"]["expected_mismatch"] = expected
+
+        grad_sides: dict[str, Callable[[], Any]] = {}
+        if cfg.backward and instance.case.backward:
+            grad_sides = self._backward_sides(instance, arrays, outputs, rtol, atol, record)
+            if not record["grad_check"]["ok"] and not instance.case.expect_mismatch:
+                return None
+        return prepared, grad_sides
+
+    def _backward_sides(self, instance, arrays, outputs, rtol, atol, record):
+        """Forward+backward callables for both sides, gradients compared like outputs."""
+        cfg = self.config
+        grads: dict[str, Any] = {}
+        sides: dict[str, Callable[[], Any]] = {}
+        for name in cfg.frameworks:
+            try:
+                p = self._prepare(instance, arrays, name, grad=True)
+                positions = _grad_positions(instance, p.call)
+                if not positions:
+                    raise ValueError("backward: true but no floating input is a positional "
+                                     "argument to differentiate")
+                weights = self._grad_weights(instance, outputs[cfg.reference], p)
+                output = p.call.output
+
+                def selected(*a, _fn=p.fn, _out=output, **k):
+                    return select_outputs(_fn(*a, **k), _out)
+
+                fb = p.adapter.forward_backward(selected, p.args, p.kwargs, positions, weights)
+                _, g = fb()
+                p.adapter.sync()
+                grads[name] = p.adapter.to_numpy(tuple(g))
+                sides[name] = fb
+            except Exception as exc:
+                record["error"] = f"{name} failed forward+backward: {_error_text(exc)}"
+                raise
+        check = compare_outputs(grads[cfg.reference], grads[cfg.target], rtol, atol)
+        record["grad_check"] = check.as_dict()
+        if not check.ok and not instance.case.expect_mismatch:
+            record["error"] = f"gradients differ: {check.detail}"
+        elif not check.ok:
+            record["grad_check"]["expected_mismatch"] = instance.case.expect_mismatch
+        return sides
+
+    def _grad_weights(self, instance: CaseInstance, reference_out: Any, p: _Prepared) -> Any:
+        """Seeded weights shaped like the (selected) output, one per floating output."""
+        def dtype_of(a: np.ndarray) -> str:
+            # float16 outputs keep float16 weights; everything else weighs in float32
+            return "float16" if a.dtype == np.float16 else (
+                "float64" if a.dtype == np.float64 else "float32")
+
+        if isinstance(reference_out, tuple):
+            weights = []
+            for i, out in enumerate(reference_out):
+                if np.issubdtype(out.dtype, np.floating):
+                    w = inputs_mod.grad_weight(instance.id, out.shape, dtype_of(out), index=i)
+                    weights.append(p.adapter.from_numpy(w, dtype_of(out)))
+                else:
+                    weights.append(None)   # indices (topk, sort, max): no gradient
+            return weights
+        w = inputs_mod.grad_weight(instance.id, reference_out.shape, dtype_of(reference_out))
+        return p.adapter.from_numpy(w, dtype_of(reference_out))
+
+    def _pass_settings(self, mode: str) -> MeasureSettings:
+        """The first pass's share of a measurement: its rounds, its time budget and its
+        share of the round floor; later passes repeat the round count it ends up with."""
+        cfg = self.config
+        settings = replace(cfg.settings, mode=mode)
+        if cfg.shares == 1:
+            return settings
+        # At least MIN_ROUNDS_PER_SHARE, so each share runs both orders (A B and B A).
+        return replace(settings,
+                       rounds=max(MIN_ROUNDS_PER_SHARE, math.ceil(settings.rounds / cfg.shares)),
+                       max_time_s=settings.max_time_s / cfg.shares,
+                       min_rounds=math.ceil(settings.min_rounds / cfg.shares))
+
+    def _measure(self, sides: Sequence[Side], mode: str, threshold: float) -> dict[str, Any]:
+        m = measure(sides, self._pass_settings(mode), self.clock, settle=self._settle())
+        record = new_measurement(m, mode, threshold, self.config.settings.rounds,
+                                 self.process_index)
+        record["protocol_notes"] = protocol_notes(m, self.config)
+        return record
+
+
+__all__ = ["Session", "ApiError", "substitute_refs"]
