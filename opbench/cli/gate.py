@@ -197,7 +197,8 @@ def _print_result(result) -> None:
               highlight=False)
 
 
-@click.command("gate")
+@click.command("gate",
+               short_help="Compare a run with a baseline run; exit 1 on a regression.")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--baseline", "baseline_paths", required=True, multiple=True,
               type=click.Path(dir_okay=False),
@@ -427,7 +428,8 @@ def _fmt_time(seconds: float | None) -> str:
     return fmt_time(seconds)
 
 
-@click.command("history")
+@click.command("history",
+               short_help="Show how an operator's ratio moved over recorded runs.")
 @click.argument("selector", required=False)
 @click.option("--db", "db_path", type=click.Path(dir_okay=False), default=None,
               help="SQLite history file (default $OPBENCH_DB or ./opbench.db).")

@@ -51,7 +51,8 @@ def _table(profile, baseline_processes: int, min_effect: float) -> Table:
     return table
 
 
-@click.command("noise")
+@click.command("noise",
+               short_help="Estimate each instance's noise floor from several --for-gate runs.")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the profile for `opbench gate --noise`.")
@@ -91,7 +92,8 @@ def noise_command(runs, json_path, baseline_processes, min_effect):
         err.print(f"[dim]noise profile -> {json_path}[/]", highlight=False)
 
 
-@click.command("replay")
+@click.command("replay",
+               short_help="Replay the gate on --for-gate runs: how often it fails or stalls.")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-m", "--baseline-processes", "baseline_counts", type=click.IntRange(min=1),
               multiple=True, help="Processes pooled into each replayed baseline (repeatable; "

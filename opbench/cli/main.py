@@ -55,7 +55,7 @@ def cli(max_instances, input_budget) -> None:
         os.environ[limits.INPUT_BUDGET_ENV] = input_budget
 
 
-@cli.command()
+@cli.command(short_help="Time every selected case instance in both frameworks.")
 @click.argument("paths", nargs=-1, type=click.Path())
 @selection_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
@@ -90,7 +90,7 @@ def run(paths, keyword, ops, tags, quiet, for_gate, shard_text, workers, json_pa
                 history_db=history_db)
 
 
-@cli.command()
+@cli.command(short_help="Time the named operators' cases in both frameworks, one table.")
 @click.argument("operators", nargs=-1)
 @click.option("--cases", "cases_dirs", multiple=True, type=click.Path(exists=True),
               help="Also load the cases in this file or directory (repeatable); a case named "
@@ -113,7 +113,7 @@ def compare(operators, cases_dirs, keyword, ops, tags, quiet, json_path, markdow
             history_db=history_db)
 
 
-@cli.command()
+@cli.command(short_help="Check that both frameworks' outputs agree, without timing.")
 @click.argument("paths", nargs=-1, type=click.Path())
 @selection_options
 @click.option("--device", default="cpu", help="cpu, cuda[:N] or ascend[:N]. Default: cpu.")
@@ -136,7 +136,8 @@ def check(paths, keyword, ops, tags, device, threads, reference, target, json_pa
     execute(instances, config, json_path, quiet=quiet)
 
 
-@cli.command(name="list")
+@cli.command(name="list",
+             short_help="Show the case library's coverage: operators, instances, dtypes.")
 @click.argument("paths", nargs=-1, type=click.Path())
 @selection_options
 @click.option("--instances", "show_instances", is_flag=True, help="List every instance id.")
@@ -157,7 +158,7 @@ def list_cases(paths, keyword, ops, tags, show_instances):
               highlight=False)
 
 
-@cli.command()
+@cli.command(short_help="Show a saved results file (and write Markdown / HTML).")
 @click.argument("results", type=click.Path(exists=True, dir_okay=False))
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None,
               help="Also write a Markdown summary to this file.")
@@ -183,7 +184,7 @@ def report(results, markdown_path, html_path, worst_first):
         Path(html_path).write_text(render_html(record))
 
 
-@cli.command()
+@cli.command(short_help="Print the JSON Schema of case files or of results files.")
 @click.argument("which", type=click.Choice(["case", "results"]), default="case")
 def schema(which):
     """Print the JSON Schema of case files (for editors) or of results files."""

@@ -6,7 +6,8 @@ import click
 from opbench.cli.common import err, fail
 
 
-@click.command(name="merge")
+@click.command(name="merge",
+               short_help="Join the results files of one selection's shards into one.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
               help="The merged results file.")

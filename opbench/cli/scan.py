@@ -106,7 +106,8 @@ def _progress_updater(progress, total_files: int):
     return on_progress
 
 
-@click.command("scan")
+@click.command("scan",
+               short_help="List the torch / MindSpore calls in source files, statically.")
 @click.argument("paths", nargs=-1, required=True,
                 type=click.Path(exists=True, path_type=Path))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),

@@ -29,7 +29,8 @@ UNCAUGHT_EXCEPTION_STATUS = 1
 
 
 @click.command("trace", context_settings={"ignore_unknown_options": True,
-                                          "allow_interspersed_args": False})
+                                          "allow_interspersed_args": False},
+               short_help="Run a Python program and time every framework API call it makes.")
 @click.option("--nested", is_flag=True,
               help="Also record calls made inside APIs, as their children (default: only the "
                    "outermost API call a program made is timed).")

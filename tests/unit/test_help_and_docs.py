@@ -1,6 +1,7 @@
 """Help and docs agree with the code (issue #16, point 7): every option of every command has
 help text, defaults are shown one way ("Default: X." in the help, never click's
-show_default), and each default the docs state is the code's."""
+show_default), and each default the docs state is the code's. `opbench --help` lists every
+command with a whole sentence, never one cut off by click ("... (shipped, plus...")."""
 from __future__ import annotations
 
 import re
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from opbench.cli.main import cli
 
@@ -25,6 +27,57 @@ def all_commands(group: click.Group = cli, prefix: str = "opbench"):
 
 
 COMMANDS = list(all_commands())
+# A group's --help as an 80-column terminal shows it (click leaves a 2-column margin).
+NARROW_TERMINAL = {"COLUMNS": "80"}
+# One entry of a --help's Commands section, and a summary's wrapped continuation line.
+COMMAND_LINE = re.compile(r"^  (\S+)  +(\S.*)$")
+CONTINUATION_LINE = re.compile(r"^ {3,}(\S.*)$")
+
+
+def command_summaries(help_text: str) -> dict[str, list[str]]:
+    """The Commands section of a group's --help: command name -> its summary's lines."""
+    summaries: dict[str, list[str]] = {}
+    lines = help_text.split("Commands:\n", 1)[1].splitlines()
+    for line in lines:
+        entry, more = COMMAND_LINE.match(line), CONTINUATION_LINE.match(line)
+        if entry:
+            summaries[entry.group(1)] = [entry.group(2)]
+        elif more and summaries:
+            summaries[list(summaries)[-1]].append(more.group(1))
+    return summaries
+
+
+def _groups(group: click.Group = cli, words: tuple[str, ...] = ()):
+    yield words, group
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            yield from _groups(command, (*words, name))
+
+
+@pytest.mark.parametrize("words,group", list(_groups()),
+                         ids=[" ".join(("opbench", *w)) for w, _ in _groups()])
+def test_every_command_summary_is_a_whole_sentence_on_one_line(words, group):
+    result = CliRunner(env=NARROW_TERMINAL).invoke(cli, [*words, "--help"], prog_name="opbench")
+    assert result.exit_code == 0, result.output
+    summaries = command_summaries(result.output)
+    assert sorted(summaries) == sorted(group.commands)
+    for name, lines in summaries.items():
+        text = " ".join(lines)
+        # click cuts a docstring's first sentence at the column's width with "..."; an
+        # explicit short_help is shown whole, so a cut one means short_help is missing
+        assert not text.endswith("..."), f"{name}: summary cut off: {text!r}"
+        assert text == group.commands[name].short_help, f"{name}: {text!r}"
+        assert text[0].isupper() and text.endswith("."), f"{name}: not a sentence: {text!r}"
+        assert len(lines) == 1, f"{name}: summary wraps at 80 columns: {text!r}"
+
+
+@pytest.mark.parametrize("name,command", COMMANDS, ids=[n for n, _ in COMMANDS])
+def test_every_command_help_renders(name, command):
+    words = name.split()[1:]
+    result = CliRunner(env=NARROW_TERMINAL).invoke(cli, [*words, "--help"], prog_name="opbench")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"Usage: {name} ")
+    assert command.help and command.help.split()[0] in result.output
 
 
 @pytest.mark.parametrize("name,command", COMMANDS, ids=[n for n, _ in COMMANDS])
