@@ -96,8 +96,15 @@ def verdict_word(verdict: str, record: dict[str, Any]) -> str:
 def problem_lines(record: dict[str, Any]) -> list[str]:
     """Why each instance without a measurement has none (MISMATCH, ERROR)."""
     names = short_ids(inst["id"] for inst in record.get("instances", []))
-    return [f"{names[inst['id']]}: {problem}" for inst in record.get("instances", [])
-            if (problem := problem_text(inst))]
+    return [f"{names[inst['id']]}: {as_named(problem, inst['id'], names[inst['id']])}"
+            for inst in record.get("instances", []) if (problem := problem_text(inst))]
+
+
+def as_named(message: str, instance_id: str, name: str) -> str:
+    """A message in the record names its instance by the full id (`worker process 1 was
+    killed by SIGSEGV (signal 11) while running exp[shape=16x64,dtype=float32]`); a line of
+    a table's report names it as the table does (`... while running exp[16x64,float32]`)."""
+    return message.replace(instance_id, name) if name != instance_id else message
 
 
 def header_text(record: dict[str, Any]) -> str:
@@ -168,7 +175,8 @@ def notes_lines(record: dict[str, Any], short: bool = False, grouped: bool = Fal
         if inst.get("check", {}).get("expected_mismatch"):
             notes.append(f"expected mismatch: {inst['check']['expected_mismatch']}")
         notes += [f"{e}; the earlier passes' rounds are kept" for e in inst.get("pass_errors", [])]
-        lines += [f"{names[inst['id']]}: {n}" for n in notes]
+        name = names[inst["id"]]
+        lines += [f"{name}: {as_named(n, inst['id'], name)}" for n in notes]
     return lines
 
 

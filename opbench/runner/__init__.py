@@ -9,6 +9,8 @@ process (session.py) or in worker processes (workers.py), the two behind one Pro
                fraction compares it with what the same framework gets from the same cores
   check        Do two frameworks compute the same thing? Compared before any timing: a fast
                wrong answer is a MISMATCH, not a win
+  exits        How a worker process ended, in the words a reader needs: `was killed by SIGSEGV
+               (signal 11)`, `exited with status 3`
   injection    SELF-TEST FACILITY - never active unless the environment variable below is set
   inputs       Seeded input arrays and comparison tolerances for case instances
   measure      Timing protocol: warm-up, one shared loop count, interleaved rounds, serial or

@@ -17,8 +17,10 @@ lie a pass apart: the ratio drifts ~10% over seconds to minutes here (host load,
 sibling's neighbour: a plain torch process ran softmax 4x64 at 1.9 us or 3.6 us for
 stretches of seconds), and shares back to back would all fall in one stretch. All workers
 start together (their imports measure nothing); one measures at a time while the others
-wait on their socket, and every worker's pre-sample quiesce watches its siblings too. A worker that dies (a crashing operator) is recorded
-against that instance and replaced by a fresh one; the run goes on.
+wait on their socket, and every worker's pre-sample quiesce watches its siblings too. A
+worker that dies (a crashing operator) is recorded against that instance, with its signal
+or exit status (`worker process 1 was killed by SIGSEGV (signal 11) while running
+exp[...]`), and replaced by a fresh one; the run goes on.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from typing import Any, Callable, Sequence
 
 from opbench.cases.case_files import CaseInstance
 from opbench.config import RunConfig
+from opbench.runner.exits import describe_exit
 from opbench.runner.raw_records import instance_header
 
 __all__ = ["WorkerError", "WorkerPool", "Worker", "spawn_worker"]
@@ -41,7 +44,33 @@ REPLY_TIMEOUT_S = 600.0
 
 
 class WorkerError(RuntimeError):
-    """A worker failed (died, hung, or could not start); the message says how."""
+    """A worker failed (died, hung, or could not start); the message says how, and what it
+    was doing: `worker process 1 was killed by SIGSEGV (signal 11) while running
+    exp[shape=16x64,dtype=float32]` (the full instance id: it goes into the results file)."""
+
+
+# What a worker is doing while it answers each request (worker_main's list), for the
+# message when it dies on one; "{id}" is the instance's id.
+_ACTIVITIES = {
+    "open": "starting its frameworks",
+    "overheads": "measuring its dispatch floors",
+    "ceilings": "measuring the machine's ceilings",
+    "check_apis": "checking the cases' APIs",
+    "run": "running {id}",
+    "extend": "running {id}",
+    "close": "closing",
+}
+
+
+def activity(request: tuple[Any, ...]) -> str:
+    """`running exp[shape=16x64,dtype=float32]` for ("run", instance), and so on."""
+    if not request:
+        return "waiting for its first request"
+    name = request[0]
+    words = _ACTIVITIES.get(name, f"answering {name!r}")
+    if "{id}" in words:
+        words = words.format(id=getattr(request[1], "id", "?"))
+    return words
 
 
 class Worker:
@@ -49,26 +78,31 @@ class Worker:
 
     def __init__(self, conn: Any, process: Any, index: int):
         self.conn, self.process, self.index = conn, process, index
+        # The request last sent: what the worker was doing if it dies before answering.
+        self.request: tuple[Any, ...] = ()
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
     def send(self, *request: Any) -> None:
+        self.request = request
         try:
             self.conn.send(request)
         except (OSError, ValueError) as exc:
-            raise WorkerError(self._death(f"could not be sent a request ({exc})")) from None
+            raise WorkerError(f"{self._ending()} before {activity(request)} (the request "
+                              f"could not be sent: {exc})") from None
 
     def receive(self, timeout_s: float = REPLY_TIMEOUT_S) -> Any:
         try:
             if not self.conn.poll(timeout_s):
                 self.kill()
                 raise WorkerError(f"worker process {self.index} sent nothing for "
-                                  f"{timeout_s:.0f} s and was stopped")
+                                  f"{timeout_s:.0f} s while {activity(self.request)} and "
+                                  f"was stopped")
             reply = self.conn.recv()
         except (EOFError, OSError):
-            raise WorkerError(self._death("died")) from None
+            raise WorkerError(f"{self._ending()} while {activity(self.request)}") from None
         if reply[0] == "error":
             raise WorkerError(reply[1])
         return reply[1]
@@ -77,15 +111,16 @@ class Worker:
         self.send(*request)
         return self.receive()
 
-    def _death(self, what: str) -> str:
+    def _ending(self) -> str:
+        """`worker process 1 was killed by SIGSEGV (signal 11)`: its socket closed, so it
+        has ended or is ending; wait briefly for its status."""
         code = self.process.poll() if hasattr(self.process, "poll") else None
         if code is None and hasattr(self.process, "wait"):
             try:
                 code = self.process.wait(timeout=5)
             except Exception:  # noqa: BLE001 - only for the message
                 code = None
-        how = f" (exit {code})" if code is not None else ""
-        return f"worker process {self.index} {what}{how}"
+        return f"worker process {self.index} {describe_exit(code)}"
 
     def close(self) -> None:
         try:
@@ -245,7 +280,7 @@ class WorkerPool:
         try:
             return worker.call("extend", instance, record, own_pass)
         except WorkerError as exc:
-            record.setdefault("pass_errors", []).append(
-                f"process {worker.index}, pass {own_pass}: {exc}")
+            # the message names the worker process and the instance
+            record.setdefault("pass_errors", []).append(f"pass {own_pass}: {exc}")
             self._replace(position, str(exc))
             return record

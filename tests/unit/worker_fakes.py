@@ -34,14 +34,18 @@ class FakeProcess:
 
 
 class Spawner:
-    """spawn(index) -> a Worker served by a thread. die_on_extend_in: worker indexes whose
-    first incarnation crashes on its first "extend" request. fail_after: spawn raises
-    OSError once this many workers were started (a machine out of processes)."""
+    """spawn(index) -> a Worker served by a thread. die_on_extend_in / die_on_run_in: worker
+    indexes whose first incarnation crashes on its first "extend" / "run" request, its fake
+    process then reporting exit_code (Popen's: -11 killed by SIGSEGV, -9 by SIGKILL, 3 an
+    exit status). fail_after: spawn raises OSError once this many workers were started (a
+    machine out of processes)."""
 
-    def __init__(self, session_class, die_on_extend_in=(), fail_after=None):
+    def __init__(self, session_class, die_on_extend_in=(), fail_after=None, die_on_run_in=(),
+                 exit_code=-11):
         self.session_class = session_class
-        self.die_on_extend_in = set(die_on_extend_in)
+        self.die_on = {"extend": set(die_on_extend_in), "run": set(die_on_run_in)}
         self.fail_after = fail_after
+        self.exit_code = exit_code
         self.spawned = []
 
     def __call__(self, index):
@@ -49,13 +53,19 @@ class Spawner:
             raise OSError("cannot start a worker process (fake)")
         parent, child = Pipe()
         process = FakeProcess()
-        dies = index in self.die_on_extend_in
-        self.die_on_extend_in.discard(index)
+        dies_on = {request for request, indexes in self.die_on.items() if index in indexes}
+        for indexes in self.die_on.values():
+            indexes.discard(index)
         base = self.session_class
 
         class MaybeDying(base):
+            def run_instance(self, instance):
+                if "run" in dies_on:
+                    raise Dies()
+                return super().run_instance(instance)
+
             def extend_instance(self, instance, record, pass_index):
-                if dies:
+                if "extend" in dies_on:
                     raise Dies()
                 return super().extend_instance(instance, record, pass_index)
 
@@ -63,7 +73,7 @@ class Spawner:
             try:
                 serve(child, session_factory=lambda config, **kw: MaybeDying(config, **kw))
             except Dies:
-                process.returncode = -11
+                process.returncode = self.exit_code
             finally:
                 child.close()
 
