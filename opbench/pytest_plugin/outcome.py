@@ -47,6 +47,9 @@ def describe(record: Mapping[str, Any], reference: str, target: str) -> str:
         lines.append(f"{INDENT}inputs    {inputs}")
     if record.get("error"):
         lines.append(f"{INDENT}error     {record['error']}")
+    # a later pass that failed (its worker process died): the verdict stands on the others
+    lines += [f"{INDENT}error     {e} (the other passes' rounds are kept)"
+              for e in record.get("pass_errors") or []]
     for what, key in (("outputs", "check"), ("gradients", "grad_check")):
         check = record.get(key)
         if check and (not check.get("ok") or verdict == Verdict.MISMATCH.value):

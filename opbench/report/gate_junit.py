@@ -14,7 +14,11 @@ Each decision appears once: in the element's `message` (the line a panel shows);
 element's text holds only what the message does not (the changes per measurement).
 The suite carries `timestamp`, `hostname` and `time` (the run's), each case its `time`, and
 the hygiene notes go into the suite's <properties> and <system-out>, so a panel that shows
-only the cases still carries them.
+only the cases still carries them. A later pass lost by a case (its worker process died:
+`pass 1: worker process 2 was killed by SIGSEGV (signal 11) while running ...`) goes into
+that case's <system-err>: the decision stands on the other passes' rounds, but a crash must
+not vanish from the panel. (A crash in pass 1 leaves no measurement: the case is BROKEN and
+the crash is its message.)
 """
 from __future__ import annotations
 
@@ -71,6 +75,7 @@ def render_junit(result: GateResult, suite_name: str = "opbench.gate",
     machine that ran it."""
     record = record or {}
     durations = {i.get("id"): i.get("duration_s") for i in record.get("instances", [])}
+    pass_errors = {i.get("id"): i.get("pass_errors") for i in record.get("instances", [])}
     counts = result.counts()
     failures = sum(counts[v.value] for v in _FAILURES)
     skipped = sum(counts[v.value] for v in _SKIPPED)
@@ -100,6 +105,8 @@ def render_junit(result: GateResult, suite_name: str = "opbench.gate",
             ET.SubElement(case, "skipped", {"type": inst.verdict.value, "message": text})
         else:
             ET.SubElement(case, "system-out").text = text
+        if pass_errors.get(inst.id):
+            ET.SubElement(case, "system-err").text = "\n".join(pass_errors[inst.id])
     if result.notes:
         ET.SubElement(suite, "system-out").text = "\n".join(
             f"[{n.kind}] {n.message}" for n in result.notes)

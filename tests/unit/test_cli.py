@@ -243,6 +243,53 @@ def test_an_error_only_run_exits_3(fake_frameworks, tmp_path):
     assert "fake kernel failed" in result.stdout
 
 
+def _crashing_workers(fake_frameworks, monkeypatch, **dying) -> None:
+    """Worker processes (fake) of which some die as an operator crash would: Spawner's
+    die_on_run_in / die_on_extend_in / exit_code."""
+    monkeypatch.setattr("opbench.runner.workers.spawn_worker",
+                        Spawner(fake_session_class(fake_frameworks), **dying))
+
+
+def test_a_crashed_worker_is_named_with_its_signal_and_instance(fake_frameworks, cases_dir,
+                                                                tmp_path, monkeypatch):
+    _crashing_workers(fake_frameworks, monkeypatch, die_on_run_in={1}, exit_code=-11)
+    out = tmp_path / "o.json"
+    result = invoke("run", str(cases_dir), *FAST, "--json", str(out))
+    assert result.exit_code == 3, result.output       # an ERROR, the rest PASS
+    # the terminal's problem lines: the short id, as in the table
+    assert ("add[4x8]: worker process 1 was killed by SIGSEGV (signal 11) while running "
+            "add[4x8]") in " ".join(result.stdout.split())
+    crashed = read_results(out)["instances"][0]
+    assert crashed["verdict"] == "ERROR"
+    assert crashed["error"] == ("worker process 1 was killed by SIGSEGV (signal 11) while "
+                                "running add[shape=4x8]")
+
+
+def test_the_gate_junit_names_a_crashed_worker(fake_frameworks, cases_dir, tmp_path,
+                                               monkeypatch):
+    import xml.etree.ElementTree as ET
+
+    base = tmp_path / "base.json"
+    assert invoke("run", str(cases_dir), *FAST, "-q", "--json", str(base)).exit_code == 0
+    # stage 1: worker 1 dies on the first instance's pass 1 (no measurement: BROKEN, then
+    # re-measured in fresh processes, where it runs); worker 2 dies on its first later pass
+    _crashing_workers(fake_frameworks, monkeypatch, die_on_run_in={1}, die_on_extend_in={2},
+                      exit_code=-11)
+    junit = tmp_path / "gate.xml"
+    current = tmp_path / "current.json"
+    result = invoke("gate", str(cases_dir), "--baseline", str(base), "-q",
+                    "--junit", str(junit), "--json", str(current))
+    assert result.exit_code == 3, result.output        # flaky, not compared: INCONCLUSIVE
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    skipped = cases["add[shape=4x8]"].find("skipped")
+    assert ("stage 1 ERROR (worker process 1 was killed by SIGSEGV (signal 11) while running "
+            "add[shape=4x8])") in skipped.get("message")
+    lost_pass = ("pass 1: worker process 2 was killed by SIGSEGV (signal 11) while running "
+                 "add[shape=2x3]")
+    assert cases["add[shape=2x3]"].find("system-err").text == lost_pass
+    assert read_results(current)["instances"][1]["pass_errors"] == [lost_pass]
+
+
 def test_check_compares_without_timing(fake_frameworks, cases_dir, tmp_path):
     fake_frameworks["costs"] = {"mindspore.add": 4e-4}    # slow, but check does not time
     out = tmp_path / "check.json"

@@ -416,3 +416,36 @@ def pytest_opbench_make_session(config, run_config):
     result.stdout.fnmatch_lines([
         "  error     cannot set up torch and mindspore on cpu: mindspore is not installed: "
         "pip install mindspore"])
+
+
+def test_a_crashed_worker_process_fails_its_item_naming_the_signal_in_junit(project):
+    """Measured in two worker processes (fake: threads serving the real worker loop); worker
+    1 dies, as a segfaulting operator would, on the first instance it runs."""
+    project.makeconftest(f"""
+import sys
+from dataclasses import replace
+
+sys.path.insert(0, {str(HELPERS_DIR)!r})
+from runner_fakes import fake_session_class
+from worker_fakes import Spawner
+
+
+def pytest_opbench_make_session(config, run_config):
+    from opbench.runner.workers import WorkerPool
+
+    spawn = Spawner(fake_session_class(), die_on_run_in={{1}}, exit_code=-11)
+    return WorkerPool(replace(run_config, processes=2), spawn=spawn)
+""")
+    # runner_fakes' frameworks: plain torch.add / mindspore.add
+    project.makefile(".yaml", cases=CASES.replace("mindspore.mint.", "mindspore.")
+                     .replace("negative", "neg"))
+    result = run(project, "--junitxml=junit.xml")
+    result.assert_outcomes(passed=2, failed=1)
+    crash = "worker process 1 was killed by SIGSEGV (signal 11) while running add[n=4]"
+    result.stdout.fnmatch_lines([f"  error     {crash}"])
+    import xml.etree.ElementTree as ET
+
+    failures = [c.find("failure") for c in ET.parse(project.path / "junit.xml").iter("testcase")
+                if c.find("failure") is not None]
+    assert len(failures) == 1
+    assert f"error     {crash}" in failures[0].get("message")

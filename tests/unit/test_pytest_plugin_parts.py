@@ -100,6 +100,15 @@ def test_error_message_is_the_recorded_error():
         in outcome.message
 
 
+def test_a_failing_message_keeps_a_later_pass_lost_to_a_crashed_worker():
+    m = measurement(2e-6, 8e-6, "SLOW", low=0.2, high=0.3)
+    lost = ("pass 1: worker process 2 was killed by SIGSEGV (signal 11) while running "
+            "a[n=4]")
+    outcome = judge(record("a[n=4]", "SLOW", {"serial": m}, pass_errors=[lost]), REF, TGT)
+    assert f"  error     {lost} (the other passes' rounds are kept)" in \
+        outcome.message.splitlines()
+
+
 def test_inconclusive_is_not_failed_and_says_why():
     m = measurement(1e-6, 1.2e-6, "INCONCLUSIVE", low=0.7, high=0.95)
     outcome = judge(record("a", "INCONCLUSIVE", {"serial": m}), REF, TGT)
