@@ -67,9 +67,10 @@ def opbench(*args: str, env_extra: dict[str, str] | None = None, cwd: Path):
                           capture_output=True, text=True, timeout=600)
 
 
-# The README's set-up: the baseline recorded in two processes and pooled. With one, a
-# baseline process that happened to run fast is shared by every gate and both stages: a
-# CI run here saw both A/A attempts read -9% against such a baseline (INCONCLUSIVE twice).
+# The CI job's set-up (docs/gate.md): the baseline recorded in two processes and pooled.
+# With one, a baseline process that happened to run fast is shared by every gate and both
+# stages: a CI run here saw both A/A attempts read -9% against such a baseline (INCONCLUSIVE
+# twice).
 BASELINES = ("baseline1.json", "baseline2.json")
 POOLED = [arg for name in BASELINES for arg in ("--baseline", name)]
 

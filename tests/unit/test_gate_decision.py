@@ -331,7 +331,7 @@ def test_a_stage_2_in_the_same_process_shares_its_offset_and_false_alarms_follow
 
 
 def test_a_pooled_baseline_and_a_fresh_stage_2_meet_the_bars_despite_process_offsets():
-    """The README's CI job: baseline recorded in two processes, stage 2 in a fresh one."""
+    """The CI job in docs/gate.md: baseline recorded in two processes, stage 2 in a fresh one."""
     identical = process_gate_rates(111, stage2_fresh=True, baseline_processes=2)
     assert identical[GateVerdict.REGRESSION] <= FALSE_ALARM_LIMIT
     assert identical[GateVerdict.PASS] >= 0.95

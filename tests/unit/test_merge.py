@@ -304,7 +304,7 @@ def test_merge_of_a_file_that_is_no_record_exits_2(tmp_path):
 
 def test_shards_run_merged_and_gated_end_to_end(fake_frameworks, cases_dir, tmp_path):
     """`opbench run --shard` twice, `opbench merge`, then the gate with the merged record
-    as its baseline: what the CI example in the README does."""
+    as its baseline: what the shards CI example in docs/gate.md does."""
     paths = []
     for k in (1, 2):
         paths.append(str(tmp_path / f"shard{k}.json"))
