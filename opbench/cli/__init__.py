@@ -13,7 +13,7 @@ library call (click). `python -m opbench.cli` runs it.
                      what it measured, marks it interrupted and exits 130 (SIGINT) or 143
                      (SIGTERM)
   main               The `opbench` command: argument parsing and wiring only (shared pieces:
-                     cli_common)
+                     common.py)
   merge              `opbench merge`: the command-line shell of merge.py (reading, writing,
                      messages)
   scan               `opbench scan PATH...`: list the framework calls a code base makes,

@@ -1,6 +1,6 @@
 """What every `opbench` command shares: consoles, user-facing errors, case selection, the
 timing options and the run-save-print-exit sequence. The commands themselves live in
-opbench/cli.py and in the instruments' own `command` modules, which all import this one
+opbench/cli/main.py and in the other command modules beside it, which all import this one
 (never cli.py, so there is no import cycle).
 
 Exit codes (also in README): 0 every verdict PASS; 1 some SLOW or MISMATCH; 2 usage,
@@ -38,7 +38,7 @@ def fail(message: str, code: int = EXIT_USAGE) -> None:
 
 
 def default_cases_path() -> str:
-    """$OPBENCH_CASES, else the shipped case library (opbench/library.py): commands work
+    """$OPBENCH_CASES, else the shipped case library (opbench/cases/library.py): commands work
     from any directory, not only inside a checkout."""
     path = os.environ.get(CASES_ENV)
     if path is not None:

@@ -3,7 +3,7 @@
 No pool of opbench's own: the command runs `pytest --benchmark -n N` in a subprocess on the
 selected instances (their node ids), so the isolation rule, the placement of each worker on
 its cores or device, the distribution of cases and the merge of the workers' records are
-exactly the pytest front door's (pytest_support/xdist_isolation.py). The run options are
+exactly the pytest front door's (pytest_plugin/xdist_isolation.py). The run options are
 handed over as their `--opbench-` flags from the one list (options.OPTIONS); the command
 then reads the one record the controller wrote and shows it like any run.
 

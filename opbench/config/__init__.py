@@ -62,7 +62,7 @@ class MeasureSettings:
     max_time_s: float = DEFAULT_MAX_TIME_S
     max_loops: int = MAX_LOOPS
     # The floor the time budget may cut rounds to. A measurement spread over several passes
-    # (runner.RunConfig.passes) gets a share of it per pass, so the total keeps the floor.
+    # (RunConfig.passes) gets a share of it per pass, so the total keeps the floor.
     min_rounds: int = MIN_ROUNDS
 
     def __post_init__(self) -> None:

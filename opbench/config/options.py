@@ -3,7 +3,7 @@
 `opbench run/compare/check/gate` (click) and `pytest --benchmark` (argparse, with an
 `--opbench-` prefix) declare their timing options from OPTIONS below, and both map what the
 user gave onto `RunOptions`, whose `to_config()` is the one place where defaults are filled
-in and values are checked. What comes out is a `runner.RunConfig`: typed, immutable, and
+in and values are checked. What comes out is a `RunConfig` (opbench/config/__init__.py): typed, immutable, and
 what a worker process or the gate's second stage receives (pickled), never option names.
 The idea is pytest-benchmark's `add_display_options(addoption, prefix)`, which serves its
 plugin and its CLI alike, and asv's shared `common_args`.

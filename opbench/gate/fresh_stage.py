@@ -1,4 +1,4 @@
-"""The gate's second stage in fresh processes: a new worker pool (opbench/workers.py).
+"""The gate's second stage in fresh processes: a new worker pool (opbench/runner/workers.py).
 
 Why fresh processes: most of a ratio's run-to-run noise on a shared CPU machine is an
 offset that one process keeps for its whole life (thread placement, allocator state,

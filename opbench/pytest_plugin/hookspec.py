@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def pytest_opbench_make_session(config: pytest.Config, run_config: RunConfig) -> Session | Any:
     """Return the (not yet opened) opbench Session that runs the case instances of this
     pytest session in this process (run_config.processes is 1 here), or None for the
-    default: `--opbench-processes` worker processes (opbench/workers.py), or a
+    default: `--opbench-processes` worker processes (opbench/runner/workers.py), or a
     `opbench.runner.session.Session` in this process when that is 1.
 
     Called once, when the first case item runs. The plugin opens it (which sets up the

@@ -1,6 +1,6 @@
 """Command-line options of the pytest front door and their translation into a RunConfig.
 
-The options mean what the `opbench run` options of the same name mean (opbench/cli.py);
+The options mean what the `opbench run` options of the same name mean (opbench/cli/main.py);
 they carry an `--opbench-` prefix because pytest-benchmark owns `--benchmark-*` and other
 plugins own short names like `--device`. `--benchmark` itself is free: pytest-benchmark has
 only `--benchmark-<something>` options, and pytest turns off argparse's prefix matching, so
@@ -40,7 +40,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="Time the case instances (opbench's interleaved protocol) and judge each ratio: "
              "SLOW and MISMATCH fail, INCONCLUSIVE is reported but does not fail. Without "
              "it, case items only check that both frameworks' outputs agree.")
-    # The run options of `opbench run`, from the one definition (opbench/options.py).
+    # The run options of `opbench run`, from the one definition (opbench/config/options.py).
     for spec in OPTIONS:
         kwargs: dict[str, Any] = {"dest": f"opbench_{spec.field}", "default": spec.default,
                                   "help": spec.help.replace("%", "%%")}

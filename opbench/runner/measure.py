@@ -39,7 +39,7 @@ MIN_WARMUP_CALLS = 3
 # calls, then a steady ~190 us. So warm-up goes on, past its time, until the last
 # STEADY_CALLS calls hold no call above WARMUP_SPIKE_FACTOR times their median, for at
 # most MAX_WARMUP_FACTOR times the warm-up time (an op that never steadies is left to the
-# cluster detection, opbench/interference.py).
+# cluster detection, opbench/verdicts/interference.py).
 STEADY_CALLS = 5
 WARMUP_SPIKE_FACTOR = 1.5
 MAX_WARMUP_FACTOR = 6.0

@@ -32,7 +32,7 @@ IDLE_CPU_FRACTION = 0.05
 POLL_INTERVAL_S = 0.0005
 # The wait is bounded: past this the sample is taken anyway and the wait is recorded as
 # timed out, so a framework that never goes idle cannot stall a run; the detection step
-# (opbench/interference.py) then judges whether its activity reached the samples. Longer
+# (opbench/verdicts/interference.py) then judges whether its activity reached the samples. Longer
 # than the ~200 ms spin measured above, so that spin is waited out.
 MAX_QUIESCE_S = 0.3
 

@@ -161,7 +161,7 @@ class Session:
 
     def measure_ceilings(self) -> dict[str, dict[str, Any]]:
         """Each framework's memory bandwidth and peak FLOP/s here, with the run's threads
-        (gapmap/ceilings.py): the roofline each instance's achieved fraction is read off."""
+        (ceilings.py): the roofline each instance's achieved fraction is read off."""
         return {name: measure_ceilings(name, adapter, self.clock)
                 for name, adapter in self.adapters.items()}
 
@@ -231,7 +231,7 @@ class Session:
         self._measured_here.add(instance.id)
 
     def _peak_memory(self, prepared: Mapping[str, _Prepared]) -> dict[str, Any]:
-        """One untimed call per side under its memory probe (gapmap/memory.py), after the
+        """One untimed call per side under its memory probe (memory.py), after the
         timing so the probe never shares a sample."""
         def call(p: _Prepared) -> Callable[[], None]:
             return lambda: (p.invoke(), p.adapter.sync())

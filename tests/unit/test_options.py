@@ -1,4 +1,4 @@
-"""The one definition of the run options (opbench/options.py): defaults filled in one
+"""The one definition of the run options (opbench/config/options.py): defaults filled in one
 place, bad values refused before anything runs, and every front door declaring the same
 options from it."""
 from __future__ import annotations
