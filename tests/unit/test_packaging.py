@@ -20,6 +20,9 @@ SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
 CONSTRAINTS = dict(line.split("==") for line in (REPO / ".ci" / "constraints.txt").read_text()
                    .splitlines() if "==" in line and not line.startswith("#"))
 MODELINE = "# yaml-language-server: $schema=../opbench/schema/case.schema.json"
+# The extras .ci/setup installs (its `pip install ... -e ".[a,b,c]"`).
+SETUP_EXTRAS = set(re.search(r'-e "\.\[([\w,-]+)\]"', (REPO / ".ci" / "setup").read_text())
+                   .group(1).split(","))
 
 
 def test_every_package_directory_is_in_the_wheel():
@@ -67,7 +70,18 @@ def test_histogram_extra_installs_pygal_and_ci_pins_it():
     assert any("histogram" in dep for dep in PYPROJECT["project"]["optional-dependencies"]
                ["histogram"])
     assert CONSTRAINTS["pygal"] == "3.1.3" and "pygaljs" in CONSTRAINTS
-    assert ".[test,plot,histogram]" in (REPO / ".ci" / "setup").read_text()
+    assert {"test", "plot", "histogram"} <= SETUP_EXTRAS
+
+
+def test_examples_extra_installs_transformers_in_the_pinned_series():
+    """examples/bert builds a transformers BertModel; CI installs the extra and pins the
+    version, and the extra's range holds the pin."""
+    (spec,) = [d for d in PYPROJECT["project"]["optional-dependencies"]["examples"]
+               if d.startswith("transformers")]
+    low, high = re.match(r"transformers>=([\d.]+),<([\d.]+)", spec).groups()
+    pinned = CONSTRAINTS["transformers"]
+    assert int(low.split(".")[0]) <= int(pinned.split(".")[0]) < int(high)
+    assert "examples" in SETUP_EXTRAS
 
 
 def test_ci_runs_the_wheel_check_and_offers_the_cpu_torch_index():
