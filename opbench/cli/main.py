@@ -25,6 +25,7 @@ from opbench.cli.common import (
 from opbench.cli.gate import gate_command, history_command
 from opbench.cli.gate_noise import noise_command, replay_command
 from opbench.cli.merge import merge_command
+from opbench.cli.model import model_command
 from opbench.cli.scan import scan_command
 from opbench.cli.selection_options import selection_options
 from opbench.cli.trace import trace_command
@@ -196,7 +197,7 @@ def schema(which):
 
 # The instruments and the gate keep their commands next to their code.
 for _command in (trace_command, scan_command, gate_command, noise_command, replay_command,
-                 history_command, merge_command):
+                 history_command, merge_command, model_command):
     cli.add_command(_command)
 
 

@@ -21,7 +21,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from opbench.trace.events import (
     ASYNC,
@@ -39,6 +39,15 @@ from opbench.trace.overhead import Overhead
 from opbench.trace.signature import TensorDescriber, describe_call
 
 Clock = Callable[[], int]
+
+
+class CallObserver(Protocol):
+    """Sees every recorded call that returned, with its arguments and result, right after it
+    finished and outside its timing (opbench/model/capture.py follows the data flow with
+    it). Framework calls it makes are not recorded."""
+
+    def on_call(self, index: int, site: CallSite, args: tuple, kwargs: dict,
+                result: Any) -> None: ...
 
 # Events kept for the Chrome trace and the log. A training epoch can make millions of calls;
 # at ~300 bytes per event this caps memory near 300 MB. Aggregates (the table, the cases)
@@ -127,7 +136,8 @@ class _ThreadState(threading.local):
 
 class Recorder:
     def __init__(self, *, nested: bool = False, timing: str = SERIAL,
-                 clock: Clock = time.perf_counter_ns, max_events: int = DEFAULT_MAX_EVENTS):
+                 clock: Clock = time.perf_counter_ns, max_events: int = DEFAULT_MAX_EVENTS,
+                 observer: CallObserver | None = None):
         if timing not in TIMINGS:
             raise ValueError(f"timing must be one of {TIMINGS}, not {timing!r}")
         self.nested = nested
@@ -144,6 +154,7 @@ class Recorder:
         self._thread_names: dict[int, str] = {}
         self._active = False
         self._start_ns = self._stop_ns = 0
+        self._observer = observer
 
     # -- configuration ------------------------------------------------------------------
     def add_framework(self, framework: str, *, sync: Callable[[], None],
@@ -230,6 +241,12 @@ class Recorder:
                 stack[-1].children_ns += duration_ns
             self._finish(open_call, parent, len(stack), signature, enter_ns, start_ns, end_ns,
                          error)
+        if self._observer is not None:
+            local.internal += 1
+            try:
+                self._observer.on_call(open_call.index, site, args, kwargs, result)
+            finally:
+                local.internal -= 1
         return result
 
     def _intern(self, site: CallSite, args: tuple, kwargs: dict) -> int:
@@ -287,12 +304,13 @@ class Recorder:
         trace itself untouched. Calls made on other threads meanwhile land in the scratch
         store too, so calibrate only once the traced region is over."""
         saved, scratch = self._store, _Store(self._store.max_events)
-        was_active = self._active
-        self._store, self._active = scratch, True
+        was_active, observer = self._active, self._observer
+        # the calibration's own calls are not the program's: the observer does not see them
+        self._store, self._active, self._observer = scratch, True, None
         try:
             yield scratch
         finally:
-            self._store, self._active = saved, was_active
+            self._store, self._active, self._observer = saved, was_active, observer
 
     # -- results ------------------------------------------------------------------------
     def data(self) -> TraceData:

@@ -19,7 +19,7 @@ from opbench.trace.events import SERIAL, TIMINGS
 from opbench.trace.import_hook import PostImportHook
 from opbench.trace.overhead import calibrate
 from opbench.trace.record import write_log, write_record
-from opbench.trace.recorder import DEFAULT_MAX_EVENTS, Recorder, TraceData
+from opbench.trace.recorder import DEFAULT_MAX_EVENTS, CallObserver, Recorder, TraceData
 from opbench.trace.summary import SummaryRow, summarize
 from opbench.trace.table import table_text
 
@@ -55,7 +55,7 @@ class Tracer:
 
     def __init__(self, *, nested: bool = False, sync: str = SERIAL,
                  framework: str | Iterable[str] = BOTH, max_events: int = DEFAULT_MAX_EVENTS,
-                 calibrate_overhead: bool = True):
+                 calibrate_overhead: bool = True, observer: CallObserver | None = None):
         if sync not in TIMINGS:
             raise TraceError(f"sync must be one of {', '.join(TIMINGS)}, not {sync!r}")
         names = (FRAMEWORKS if framework == BOTH else
@@ -70,6 +70,8 @@ class Tracer:
         self.frameworks = names
         self.max_events = max_events
         self.calibrate_overhead = calibrate_overhead
+        # sees each recorded call's arguments and result (opbench/model/capture.py)
+        self.observer = observer
         self._recorder: Recorder | None = None
         self._interceptors: dict[str, Any] = {}
         self._hook: PostImportHook | None = None
@@ -85,7 +87,7 @@ class Tracer:
         if self.explicit and missing:
             raise TraceError(f"cannot trace {', '.join(missing)}: not installed")
         self._recorder = Recorder(nested=self.nested, timing=self.timing,
-                                  max_events=self.max_events)
+                                  max_events=self.max_events, observer=self.observer)
         self._interceptors, self._notes, self._data = {}, [], None
         self._status = {n: "not installed" for n in missing}
         self._recorder.start()

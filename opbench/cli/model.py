@@ -1,0 +1,92 @@
+"""`opbench model [OPTIONS] -- python script.py ARGS` (wiring only: options -> measure_model
+-> the views and files)."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from opbench.cli.common import err, fail, out
+from opbench.model.impact import (DEFAULT_PROCESSES, FRAMEWORKS, ModelError, ModelOptions,
+                                  measure_model)
+from opbench.model.record import impact_json
+from opbench.report.model import (DEFAULT_TOP, render_model_html, render_model_markdown,
+                                  render_model_terminal)
+from opbench.results.io import write_json_atomic
+
+__all__ = ["model_command"]
+
+DEFAULT_OUTPUT_DIR = "opbench-model"
+# The projection was made, but part of it is in doubt: the script failed, a replay process
+# failed, or a call's outputs differ between the frameworks.
+EXIT_INCOMPLETE = 3
+
+
+@click.command("model", context_settings={"ignore_unknown_options": True,
+                                          "allow_interspersed_args": False},
+               short_help="Which APIs cost a script's model how much of its step time.")
+@click.option("--reference", type=click.Choice(FRAMEWORKS), default="torch", show_default=True,
+              help="The framework the ratio divides by.")
+@click.option("--target", type=click.Choice(FRAMEWORKS), default="mindspore",
+              show_default=True, help="The framework whose lost time is counted.")
+@click.option("--processes", type=click.IntRange(1, 20), default=DEFAULT_PROCESSES,
+              show_default=True, help="Replay processes per framework (interleaved).")
+@click.option("--launch", type=click.Choice(["queued", "blocking"]), default=None,
+              help="The projected framework's launch mode (default: its own; the traced one "
+                   "keeps the script's).")
+@click.option("--skip-first-calls", type=click.IntRange(0), default=None,
+              help="Take the steady state from this call on instead of finding the repeated "
+                   "step.")
+@click.option("--top", type=click.IntRange(1), default=DEFAULT_TOP, show_default=True,
+              help="APIs shown in the tables.")
+@click.option("-o", "--output", "output_dir", default=DEFAULT_OUTPUT_DIR, show_default=True,
+              type=click.Path(file_okay=False),
+              help="Directory for the captured program and the replay files.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the model record (schema: opbench schema model).")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None)
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None)
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def model_command(reference: str, target: str, processes: int, launch: str | None,
+                  skip_first_calls: int | None, top: int, output_dir: str,
+                  json_path: str | None, markdown_path: str | None, html_path: str | None,
+                  quiet: bool, command: tuple[str, ...]) -> None:
+    """Run a script unchanged under the tracer, keep its steady state, replay its framework
+    calls in both frameworks and say which APIs cost the model how much time.
+
+    The script runs in the interpreter the command names (`-- /venv/bin/python train.py`),
+    or in this one when it names a script directly. Mark steps with opbench.model.step()
+    where you can edit the script; otherwise the repeated step is found."""
+    if reference == target:
+        fail("--reference and --target must be different frameworks")
+    options = ModelOptions(reference=reference, target=target, processes=processes,
+                           launch=launch, skip_first_calls=skip_first_calls)
+
+    def progress(message: str) -> None:
+        if not quiet:
+            err.print(f"[dim]{escape(message)}[/]", highlight=False)
+
+    try:
+        impact = measure_model(list(command), options, workdir=Path(output_dir),
+                               on_progress=progress)
+    except ModelError as exc:
+        fail(str(exc))
+    record = impact_json(impact)
+    if json_path:
+        write_json_atomic(json_path, {"model": record})
+    if markdown_path:
+        Path(markdown_path).write_text(render_model_markdown(record, top), encoding="utf-8")
+    if html_path:
+        Path(html_path).write_text(render_model_html(record, top), encoding="utf-8")
+    render_model_terminal(record, out, top)
+    for path in (json_path, markdown_path, html_path):
+        if path:
+            err.print(f"[dim]wrote {escape(os.fspath(path))}[/]", highlight=False)
+    incomplete = (record["script"]["status"] != 0 or record["errors"]
+                  or record["mismatches"])
+    sys.exit(EXIT_INCOMPLETE if incomplete else 0)
+

@@ -1,0 +1,320 @@
+"""Capture a program while a script runs: the tracer's observer (trace/recorder.py
+CallObserver) that turns every recorded top-level call into a program Call whose tensor
+arguments say where they came from.
+
+A tensor a recorded call returned is a Ref to that call (and the position in its result);
+any other tensor (a parameter, a buffer, the script's data) becomes an external tensor,
+described once however often it is used, with its observed range when it holds integers
+(token ids, labels), so a replay draws values that stay in bounds. A framework layer's call
+is lowered to the function it performs (lowering.py). Tensors are followed by identity with
+weak references: nothing the script drops is kept alive.
+"""
+from __future__ import annotations
+
+import sys
+import weakref
+from dataclasses import replace
+from typing import Any
+
+from opbench.model.lowering import Lowered, lower
+from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Marker, Opaque,
+                                   Ref, Seq, SliceOf)
+from opbench.trace.events import MODULE, PRIMITIVE, SCOPE, CallSite, CallEvent
+
+__all__ = ["Capture", "DEFAULT_MAX_CALLS"]
+
+# A training run can make millions of calls; the program keeps the first this many (a few
+# hundred bytes each) and counts the rest. A steady state needs only a few steps of them.
+DEFAULT_MAX_CALLS = 200_000
+# A list longer than this is data, not an argument list: opaque (see trace/signature.py).
+MAX_SEQUENCE_ITEMS = 64
+_INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "bool")
+
+
+class _Tensors:
+    """Which objects are framework tensors, and their shape, dtype and kind, for the
+    frameworks this process imported (checked lazily: a script imports one or both)."""
+
+    def __init__(self) -> None:
+        self._types: tuple[type, ...] | None = None
+        self._parameter_types: tuple[type, ...] = ()
+
+    def _load(self) -> tuple[type, ...]:
+        types, params = [], []
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            types.append(torch.Tensor)
+            params.append(torch.nn.Parameter)
+        ms = sys.modules.get("mindspore")
+        if ms is not None and hasattr(ms, "Tensor"):
+            types.append(ms.Tensor)
+            if hasattr(ms, "Parameter"):
+                params.append(ms.Parameter)
+        self._parameter_types = tuple(params)
+        return tuple(types)
+
+    def is_tensor(self, value: Any) -> bool:
+        if self._types is None or len(self._types) < 2:
+            self._types = self._load()
+        return isinstance(value, self._types)
+
+    def is_parameter(self, value: Any) -> bool:
+        return isinstance(value, self._parameter_types)
+
+    @staticmethod
+    def shape_dtype(value: Any) -> tuple[tuple[int, ...], str]:
+        dtype = str(value.dtype)
+        for prefix in ("torch.",):
+            dtype = dtype.removeprefix(prefix)
+        return tuple(int(d) for d in value.shape), _ms_dtype_name(dtype)
+
+    @staticmethod
+    def value_range(value: Any) -> tuple[float, float] | tuple[None, None]:
+        try:
+            if int(getattr(value, "numel", lambda: value.size)()) == 0:
+                return None, None
+            low, high = value.min(), value.max()
+            return float(low.item()), float(high.item())
+        except Exception:       # a tensor that cannot be read back (a device fault): no range
+            return None, None
+
+
+def _ms_dtype_name(name: str) -> str:
+    """MindSpore prints dtypes as Float32, Int64, Bool: the case-file spelling is float32."""
+    lowered = name.lower()
+    return {"bool_": "bool"}.get(lowered, lowered)
+
+
+def _dtype_object_name(value: Any) -> str | None:
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.dtype):
+        return str(value).removeprefix("torch.")
+    ms = sys.modules.get("mindspore")
+    if ms is not None and type(value).__module__.startswith("mindspore") \
+            and type(value).__name__ in ("Float", "Int", "UInt", "Bool", "BFloat", "Complex"):
+        return _ms_dtype_name(str(value))
+    return None
+
+
+class Capture:
+    """The observer. `calls()` and `externals()` give the program once the tracer stopped;
+    the durations come from the tracer's events (joined by their index)."""
+
+    def __init__(self, max_calls: int = DEFAULT_MAX_CALLS):
+        self.max_calls = max_calls
+        self._tensors = _Tensors()
+        self._produced: dict[int, tuple[int, tuple[int, ...]]] = {}   # id -> (call, path)
+        self._external_of: dict[int, int] = {}                        # id -> external id
+        self._externals: list[ExternalTensor] = []
+        self._keep: dict[int, Any] = {}      # weakrefs that clear the maps on collection
+        self._raw: list[tuple[int, Call]] = []    # (tracer event index, call)
+        self.dropped = 0
+        self.markers: list[Marker] = []
+
+    # -- markers --------------------------------------------------------------------------
+    def mark(self, label: str = "") -> None:
+        """A step boundary the script marked: before the next recorded call."""
+        self.markers.append(Marker(len(self._raw), label))
+
+    # -- the observer -----------------------------------------------------------------------
+    def on_call(self, index: int, site: CallSite, args: tuple, kwargs: dict,
+                result: Any) -> None:
+        if site.kind == SCOPE:
+            return
+        if len(self._raw) >= self.max_calls:
+            self.dropped += 1
+            return
+        position = len(self._raw)
+        call = self._describe(position, site, args, kwargs, result)
+        self._raw.append((index, call))
+        self._remember_outputs(position, call, result)
+
+    def _describe(self, position: int, site: CallSite, args: tuple, kwargs: dict,
+                  result: Any) -> Call:
+        outputs = self._outputs(result)
+        common = dict(index=position, framework=site.framework, api=site.api,
+                      kind=site.kind, outputs=outputs, duration_ns=0, start_ns=0)
+        if site.kind == MODULE:
+            layer, rest = args[0], args[site.skip:]
+            lowered = lower(site.api, layer, rest, kwargs)
+            if isinstance(lowered, str):
+                return Call(replay_api=None, args=self._args(rest), kwargs=self._kwargs(kwargs),
+                            problem=lowered, **common)
+            return self._lowered_call(lowered, common)
+        if site.kind == PRIMITIVE:
+            return Call(replay_api=None, args=self._args(args[site.skip:]),
+                        kwargs=self._kwargs(kwargs),
+                        problem="a MindSpore primitive instance carries attributes a replay "
+                                "cannot rebuild", **common)
+        call_args = self._args(args[site.skip:])
+        call_kwargs = self._kwargs(kwargs)
+        opaque = [a for a in _leaves(call_args) + _leaves(call_kwargs)
+                  if isinstance(a, Opaque) and a.type_name != "ellipsis"]
+        problem = (f"an argument a replay cannot rebuild ({opaque[0].type_name})"
+                   if opaque else None)
+        backward = site.api.endswith(".backward")
+        return Call(replay_api=None if problem else site.api, args=call_args,
+                    kwargs=call_kwargs, problem=problem, backward=backward, **common)
+
+    def _lowered_call(self, lowered: Lowered, common: dict[str, Any]) -> Call:
+        args = self._args(lowered.args)
+        if lowered.api is None:
+            alias = args[0] if args and isinstance(args[0], (Ref, Ext)) else None
+            return Call(replay_api=None, args=args, kwargs=(), alias_of=alias,
+                        problem=None if alias is not None else "an alias of a non-tensor",
+                        **common)
+        return Call(replay_api=lowered.api, args=args,
+                    kwargs=tuple((k, self._arg(v)) for k, v in lowered.kwargs), **common)
+
+    # -- arguments --------------------------------------------------------------------------
+    def _args(self, values: tuple) -> tuple[Any, ...]:
+        return tuple(self._arg(v) for v in values)
+
+    def _kwargs(self, kwargs: dict) -> tuple[tuple[str, Any], ...]:
+        return tuple((k, self._arg(v)) for k, v in kwargs.items())
+
+    def _arg(self, value: Any, depth: int = 0) -> Any:
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return Lit(value)
+        if self._tensors.is_tensor(value):
+            found = self._produced.get(id(value))
+            if found is not None:
+                return Ref(found[0], found[1])
+            return Ext(self._external(value))
+        if isinstance(value, slice):
+            parts = (value.start, value.stop, value.step)
+            if all(p is None or isinstance(p, int) for p in parts):
+                return SliceOf(*parts)
+            return Opaque("slice", "")
+        if value is Ellipsis:
+            return Opaque("ellipsis", "...")
+        if isinstance(value, (list, tuple)):
+            if len(value) > MAX_SEQUENCE_ITEMS or depth > 3:
+                return Opaque(type(value).__name__, f"len={len(value)}")
+            return Seq("list" if isinstance(value, list) else "tuple",
+                       tuple(self._arg(v, depth + 1) for v in value))
+        name = _dtype_object_name(value)
+        if name is not None:
+            return Dtype(name)
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(value, torch.Size):
+            return Seq("tuple", tuple(Lit(int(v)) for v in value))
+        return Opaque(type(value).__name__, "")
+
+    def _external(self, tensor: Any) -> int:
+        key = id(tensor)
+        found = self._external_of.get(key)
+        if found is not None:
+            return found
+        shape, dtype = self._tensors.shape_dtype(tensor)
+        low = high = None
+        if dtype in _INTEGER_DTYPES:
+            low, high = self._tensors.value_range(tensor)
+        role = "parameter" if self._tensors.is_parameter(tensor) else "input"
+        ext = ExternalTensor(len(self._externals), shape, dtype, role, "", low, high)
+        self._externals.append(ext)
+        self._external_of[key] = ext.id
+        self._watch(tensor, key)
+        return ext.id
+
+    # -- outputs ---------------------------------------------------------------------------
+    def _outputs(self, result: Any, depth: int = 0) -> Any:
+        if self._tensors.is_tensor(result):
+            shape, dtype = self._tensors.shape_dtype(result)
+            if dtype in _INTEGER_DTYPES:
+                # a replay that starts after this call draws such a tensor from its range
+                low, high = self._tensors.value_range(result)
+                return ("tensor", shape, dtype, low, high)
+            return ("tensor", shape, dtype)
+        if isinstance(result, (tuple, list)) and depth < 2 and len(result) <= MAX_SEQUENCE_ITEMS:
+            return ("seq", tuple(self._outputs(r, depth + 1) for r in result))
+        if result is None:
+            return ("none",)
+        return ("other", type(result).__name__)
+
+    def _remember_outputs(self, position: int, call: Call, result: Any) -> None:
+        if call.alias_of is not None:
+            # the layer returned its input: later uses of the output are uses of the input
+            if self._tensors.is_tensor(result) and result is not None:
+                if isinstance(call.alias_of, Ref):
+                    self._note(result, call.alias_of.call, call.alias_of.path)
+                else:
+                    self._external_of[id(result)] = call.alias_of.id
+                    self._watch(result, id(result))
+            return
+        self._note_tree(result, position, ())
+
+    def _note_tree(self, value: Any, position: int, path: tuple[int, ...]) -> None:
+        if self._tensors.is_tensor(value):
+            self._note(value, position, path)
+        elif isinstance(value, (tuple, list)) and len(path) < 2 \
+                and len(value) <= MAX_SEQUENCE_ITEMS:
+            for i, item in enumerate(value):
+                self._note_tree(item, position, path + (i,))
+
+    def _note(self, tensor: Any, position: int, path: tuple[int, ...]) -> None:
+        if self._tensors.is_parameter(tensor):
+            # an initialiser returns the parameter it filled in place: the parameter stays an
+            # external tensor (a weight of the model), not that call's output
+            return
+        key = id(tensor)
+        self._produced[key] = (position, path)
+        self._external_of.pop(key, None)
+        self._watch(tensor, key)
+
+    def _watch(self, tensor: Any, key: int) -> None:
+        """Forget a tensor's id when the script drops the tensor: ids are reused."""
+        if key in self._keep:
+            return
+
+        def forget(_ref: Any, key: int = key) -> None:
+            self._produced.pop(key, None)
+            self._external_of.pop(key, None)
+            self._keep.pop(key, None)
+
+        try:
+            self._keep[key] = weakref.ref(tensor, forget)
+        except TypeError:        # a tensor type without weak references: keep it alive
+            self._keep[key] = _Strong(tensor)
+
+    # -- the program -----------------------------------------------------------------------
+    def calls(self, events: list[CallEvent]) -> list[Call]:
+        """The captured calls with their traced durations and start times."""
+        by_index = {e.index: e for e in events}
+        out = []
+        for event_index, call in self._raw:
+            event = by_index.get(event_index)
+            if event is None:          # past the tracer's event cap: no duration
+                out.append(call)
+                continue
+            out.append(_with_time(call, event.duration_ns, event.start_ns))
+        return out
+
+    def externals(self) -> list[ExternalTensor]:
+        return list(self._externals)
+
+
+class _Strong:
+    def __init__(self, value: Any):
+        self.value = value
+
+
+def _with_time(call: Call, duration_ns: int, start_ns: int) -> Call:
+    return replace(call, duration_ns=duration_ns, start_ns=start_ns)
+
+
+def _leaves(values: Any) -> list[Any]:
+    out: list[Any] = []
+    stack = list(values) if isinstance(values, tuple) else [values]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+            stack.append(item[1])          # a (name, value) keyword pair
+        elif isinstance(item, Seq):
+            stack.extend(item.items)
+        elif isinstance(item, tuple):
+            stack.extend(item)
+        else:
+            out.append(item)
+    return out
+

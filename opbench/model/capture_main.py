@@ -1,0 +1,159 @@
+"""The capture process: `python -m opbench.model.capture_main --out FILE -- script.py ARGS`,
+started by `opbench model` in the interpreter its command names, so the script runs where
+its user runs it (that interpreter's packages, threads and launch mode).
+
+It runs the script unchanged under the tracer (top-level calls only, synced after each one
+so each duration is that call's latency) with a Capture observer, and writes the program
+(opbench/model/program.py) as JSON, also when the script fails or exits early: what was
+captured before is kept. Exit status: the script's own.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+from opbench.model import markers
+from opbench.model.capture import DEFAULT_MAX_CALLS, Capture
+from opbench.model.program import Program
+from opbench.trace.events import SERIAL
+from opbench.trace.import_hook import PostImportHook
+from opbench.trace.target import TargetError, parse_target, run_target
+from opbench.trace.tracer import Tracer
+
+__all__ = ["main", "capture_program"]
+
+LAUNCH_QUEUED = "queued"
+LAUNCH_BLOCKING = "blocking"
+
+
+class _MindSporeSettings:
+    """What the script asked MindSpore for: launch_blocking() and threads_num(N) cannot be
+    read back once set, so their calls are watched from the moment mindspore is imported."""
+
+    def __init__(self) -> None:
+        self.blocking = False
+        self.threads: int | None = None
+        self._hook = PostImportHook(("mindspore",), self._on_import)
+
+    def install(self) -> None:
+        self._hook.install()
+
+    def uninstall(self) -> None:
+        self._hook.uninstall()
+
+    def _on_import(self, name: str) -> None:
+        ms = sys.modules.get("mindspore")
+        runtime = getattr(ms, "runtime", None)
+        original_blocking = getattr(runtime, "launch_blocking", None)
+        if original_blocking is not None:
+            def launch_blocking(*args: Any, **kwargs: Any) -> Any:
+                self.blocking = True
+                return original_blocking(*args, **kwargs)
+            runtime.launch_blocking = launch_blocking
+        try:
+            tuning = ms.device_context.cpu.op_tuning
+            original_threads = tuning.threads_num
+        except AttributeError:
+            return
+
+        def threads_num(*args: Any, **kwargs: Any) -> Any:
+            if args:
+                self.threads = int(args[0])
+            return original_threads(*args, **kwargs)
+        tuning.threads_num = threads_num
+
+
+def _traced_framework(calls: list, imported: list[str]) -> str:
+    counts: dict[str, int] = {}
+    for call in calls:
+        counts[call.framework] = counts.get(call.framework, 0) + 1
+    if counts:
+        return max(counts, key=lambda name: counts[name])
+    return imported[0] if imported else "none"
+
+
+def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS) -> Program:
+    """Run the script the command words name under the capture; never raises for the
+    script's own failure (the program records it)."""
+    target = parse_target(words)
+    capture = Capture(max_calls=max_calls)
+    ms_settings = _MindSporeSettings()
+    ms_settings.install()
+    tracer = Tracer(nested=False, sync=SERIAL, framework="both", observer=capture)
+    markers.activate(capture)
+    status, error = 0, None
+    tracer.start()
+    try:
+        outcome = run_target(target)
+        status = outcome.status
+        if outcome.message:
+            error = outcome.message
+    except BaseException as exc:       # the script failed: keep what was captured
+        status = 130 if isinstance(exc, KeyboardInterrupt) else 1
+        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        tb = traceback.format_exc(limit=-6)
+        sys.stderr.write(tb)
+    finally:
+        data = tracer.stop()
+        markers.deactivate()
+        ms_settings.uninstall()
+    calls = capture.calls(data.events)
+    imported = [n for n in ("torch", "mindspore") if n in sys.modules]
+    framework = _traced_framework(calls, imported)
+    facts = data.frameworks.get(framework, {})
+    threads, launch, device = _run_settings(framework, ms_settings)
+    overhead = next((o.per_call_ns for o in data.overheads if o.framework == framework), 0.0)
+    wall = (calls[-1].start_ns + calls[-1].duration_ns - calls[0].start_ns) if calls else 0
+    return Program(
+        framework=framework, version=str(facts.get("version", "")), threads=threads,
+        launch=launch, device=device, timing=SERIAL, calls=tuple(calls),
+        externals=tuple(capture.externals()), markers=tuple(capture.markers),
+        wall_ns=wall, overhead_ns_per_call=float(overhead), notes=tuple(data.notes),
+        dropped_calls=capture.dropped, script_status=status, script_error=error,
+        frameworks_imported=tuple(imported))
+
+
+def _run_settings(framework: str, ms: _MindSporeSettings) -> tuple[int | None, str, str]:
+    """Threads, launch mode and device the script ran with."""
+    if framework == "torch":
+        torch = sys.modules["torch"]
+        return int(torch.get_num_threads()), LAUNCH_BLOCKING, "cpu"
+    if framework == "mindspore":
+        target = "cpu"
+        try:
+            target = str(sys.modules["mindspore"].get_context("device_target")).lower()
+        except Exception:     # an old MindSpore without the context key: CPU is the default
+            pass
+        return ms.threads, LAUNCH_BLOCKING if ms.blocking else LAUNCH_QUEUED, target
+    return None, LAUNCH_BLOCKING, "cpu"
+
+
+def write_program(program: Program, path: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(program.to_json(), handle, separators=(",", ":"))
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m opbench.model.capture_main")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--max-calls", type=int, default=DEFAULT_MAX_CALLS)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    words = args.command[1:] if args.command[:1] == ["--"] else args.command
+    try:
+        program = capture_program(words, args.max_calls)
+    except TargetError as exc:
+        sys.stderr.write(f"opbench model: {exc}\n")
+        return 2
+    write_program(program, args.out)
+    return program.script_status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,334 @@
+"""`opbench model` as a library call: a user's script -> what each API costs its model.
+
+  capture (the script, in its interpreter) -> steady state -> one step as a program
+  -> probe each framework (routes chosen, outputs fingerprinted and compared)
+  -> timed replays, one framework per process, interleaved A B B A ...
+  -> projected step time per framework, time lost per signature and per API (project.py)
+
+The traced framework replays in the launch mode and with the threads the script ran with;
+the other framework with the same threads and in its own default launch mode (MindSpore:
+queued), unless `launch` names one. Nothing here prints: progress goes to a callback.
+"""
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from opbench.model.capture import DEFAULT_MAX_CALLS
+from opbench.model.processes import (Interpreter, ModelError, check_interpreter, run_capture,
+                                     run_replay, split_command)
+from opbench.model.program import Dtype, Ext, Lit, Program, Ref, Seq, SliceOf, refs_in
+from opbench.model.project import (Estimate, FrameworkTiming, api_rows, call_times,
+                                   estimate_time, signature_rows, step_ratio)
+from opbench.model.replay import CallStatus
+from opbench.model.steady import Region, RegionError, StepProgram, find_region, step_program
+
+__all__ = ["ModelOptions", "ModelImpact", "measure_model", "ModelError"]
+
+FRAMEWORKS = ("torch", "mindspore")
+DEFAULT_LAUNCH = {"torch": "blocking", "mindspore": "queued"}
+# Replay processes per framework: each keeps its own speed for its life (docs/measurement.md);
+# 3 put that inside the interval, as the case library's runs do.
+DEFAULT_PROCESSES = 3
+# Relative difference of the outputs' fingerprints above which two frameworks' replays of a
+# call disagree (float32 kernels differ in summation order: 1e-3 relative is far above it).
+CHECK_RTOL = 2e-3
+CHECK_ATOL = 1e-4
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    reference: str = "torch"
+    target: str = "mindspore"
+    processes: int = DEFAULT_PROCESSES
+    samples: int = 5               # step samples per round
+    passes: int = 2                # per-call passes per round
+    rounds: int = 3                # rounds per process
+    launch: str | None = None      # the other framework's launch mode (default: its own)
+    skip_first_calls: int | None = None
+    max_calls: int = DEFAULT_MAX_CALLS
+
+
+@dataclass
+class ModelImpact:
+    """Everything `opbench model` found; views and JSON are built from it."""
+    command: list[str]
+    interpreter: str
+    reference: str
+    target: str
+    traced_framework: str
+    program: Program
+    region: Region
+    step: StepProgram
+    launch: dict[str, str] = field(default_factory=dict)
+    threads: int | None = None
+    status: dict[str, list[CallStatus]] = field(default_factory=dict)
+    covered: list[bool] = field(default_factory=list)
+    mismatches: list[dict[str, Any]] = field(default_factory=list)
+    step_time: dict[str, Estimate] = field(default_factory=dict)
+    step_ratio: dict[str, Any] = field(default_factory=dict)
+    scale: dict[str, float] = field(default_factory=dict)
+    signatures: list[Any] = field(default_factory=list)
+    apis: list[Any] = field(default_factory=list)
+    uncovered: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    measuring_s: float = 0.0
+
+    # -- figures -------------------------------------------------------------------------
+    @property
+    def other(self) -> str:
+        return self.target if self.traced_framework == self.reference else self.reference
+
+    @property
+    def steps(self) -> int:
+        return self.step.steps
+
+    @property
+    def traced_s(self) -> float:
+        """Traced time of the measured region (the steady steps), every call."""
+        return sum(self.step.step_traced_ns) / 1e9
+
+    @property
+    def covered_traced_s(self) -> float:
+        return self.steps * sum(ns for ns, ok in zip(self.step.traced_ns, self.covered)
+                                if ok) / 1e9
+
+    @property
+    def coverage(self) -> float:
+        return self.covered_traced_s / self.traced_s if self.traced_s > 0 else 0.0
+
+    def projected_s(self, framework: str) -> Estimate | None:
+        e = self.step_time.get(framework)
+        if e is None:
+            return None
+        k = self.steps
+        return Estimate(e.value * k, e.low * k, e.high * k, e.processes, e.method)
+
+    @property
+    def self_check(self) -> float | None:
+        """The traced framework's projection against its own traced time (covered calls):
+        (projected - traced) / traced."""
+        p = self.projected_s(self.traced_framework)
+        traced = self.covered_traced_s
+        return (p.value - traced) / traced if p and traced > 0 else None
+
+
+def _signature_text(step: StepProgram, index: int) -> str:
+    call = step.calls[index]
+
+    def text(value: Any) -> str:
+        if isinstance(value, Ref):
+            node = step.calls[value.call].outputs
+            for p in value.path:
+                node = node[1][p] if node and node[0] == "seq" else node
+            return _spec_text(node)
+        if isinstance(value, Ext):
+            e = step.externals[value.id]
+            return f"{_short(e.dtype)}[{'x'.join(map(str, e.shape))}]"
+        if isinstance(value, Seq):
+            inner = ", ".join(text(v) for v in value.items)
+            return f"[{inner}]" if value.kind == "list" else f"({inner})"
+        if isinstance(value, Lit):
+            return repr(value.value)
+        if isinstance(value, Dtype):
+            return value.name
+        if isinstance(value, SliceOf):
+            return ":".join("" if v is None else str(v)
+                            for v in (value.start, value.stop, value.step)).rstrip(":") or ":"
+        return "?"
+
+    parts = [text(a) for a in call.args] + [f"{k}={text(v)}" for k, v in call.kwargs]
+    return ", ".join(parts)
+
+
+_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64",
+          "int64": "i64", "int32": "i32", "bool": "b", "uint8": "u8", "int8": "i8"}
+
+
+def _short(dtype: str) -> str:
+    return _SHORT.get(dtype, dtype)
+
+
+def _spec_text(node: Any) -> str:
+    if node and node[0] == "tensor":
+        return f"{_short(node[2])}[{'x'.join(map(str, node[1]))}]"
+    return "?"
+
+
+def _compare(a: Any, b: Any) -> str | None:
+    """None when two fingerprints agree, else what differs."""
+    if a is None or b is None:
+        return None
+    if isinstance(a, list) or isinstance(b, list):
+        if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
+            return "different numbers of outputs"
+        for x, y in zip(a, b):
+            found = _compare(x, y)
+            if found:
+                return found
+        return None
+    if a["shape"] != b["shape"]:
+        return f"shape {a['shape']} against {b['shape']}"
+    if a.get("n", 0) == 0:
+        return None
+    worst = 0.0
+    for x, y in zip(a["points"] + [a["mean"] or 0.0, a["mean_abs"] or 0.0],
+                    b["points"] + [b["mean"] or 0.0, b["mean_abs"] or 0.0]):
+        if math.isnan(x) and math.isnan(y):
+            continue
+        diff = abs(x - y)
+        if diff > CHECK_ATOL + CHECK_RTOL * max(abs(x), abs(y)):
+            worst = max(worst, diff / max(abs(x), abs(y), 1e-12))
+    return f"values differ by up to {worst:.2g} (relative)" if worst else None
+
+
+def _tainted(step: StepProgram, stand_in: Sequence[bool]) -> list[bool]:
+    """Calls downstream of a stand-in in either framework: their outputs cannot agree."""
+    tainted = [False] * len(step.calls)
+    for call in step.calls:
+        tainted[call.index] = stand_in[call.index] or any(
+            tainted[r.call] for r in refs_in(call))
+    return tainted
+
+
+def measure_model(command: Sequence[str], options: ModelOptions = ModelOptions(),
+                  workdir: str | Path | None = None,
+                  on_progress: Progress = lambda message: None) -> ModelImpact:
+    """Capture, replay and project. Raises ModelError for what the user must fix."""
+    interpreter, words = split_command(command)
+    check_interpreter(interpreter)
+    work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="opbench-model-"))
+    work.mkdir(parents=True, exist_ok=True)
+    program_path = work / "program.json"
+    on_progress(f"running the script under the capture in {interpreter.path}")
+    status = run_capture(interpreter, words, program_path, options.max_calls)
+    if not program_path.exists():
+        raise ModelError(f"the capture wrote no program (the script's interpreter exited "
+                         f"with status {status} before the capture could save anything)")
+    program = Program.from_json(json.loads(program_path.read_text(encoding="utf-8")))
+    return measure_program(program, options, interpreter, list(command), work, on_progress)
+
+
+def measure_program(program: Program, options: ModelOptions, interpreter: Interpreter,
+                    command: list[str], work: Path,
+                    on_progress: Progress = lambda message: None) -> ModelImpact:
+    if program.framework not in FRAMEWORKS:
+        detail = (f" (it exited with status {program.script_status}: {program.script_error})"
+                  if program.script_status else "")
+        raise ModelError(f"the script imported neither torch nor MindSpore, or made no call "
+                         f"of theirs that was recorded{detail}")
+    try:
+        region = find_region(program, options.skip_first_calls)
+    except RegionError as exc:
+        raise ModelError(str(exc)) from None
+    step = step_program(program, region)
+    traced = program.framework
+    other = options.target if traced == options.reference else options.reference
+    launch = {traced: program.launch,
+              other: options.launch or DEFAULT_LAUNCH.get(other, "queued")}
+    impact = ModelImpact(command=command, interpreter=interpreter.path,
+                         reference=options.reference, target=options.target,
+                         traced_framework=traced, program=program, region=region, step=step,
+                         launch=launch, threads=program.threads)
+    started = time.perf_counter()
+    base = {"step": step, "device": program.device, "threads": program.threads}
+
+    # 1. probes: routes, and outputs compared
+    probes = {}
+    for framework in (traced, other):
+        on_progress(f"probing the replay in {framework}")
+        probes[framework] = run_replay(interpreter, {**base, "kind": "probe",
+                                                     "framework": framework,
+                                                     "launch": launch[framework]}, work)
+        if "error" in probes[framework]:
+            raise ModelError(f"the {framework} replay could not start: "
+                             f"{probes[framework]['error']}")
+        impact.status[framework] = list(probes[framework]["status"])
+    ok = [a.ok and b.ok for a, b in zip(impact.status[traced], impact.status[other])]
+    impact.covered = ok
+    stand_in = [not (a.ok and b.ok) for a, b in zip(impact.status[traced],
+                                                     impact.status[other])]
+    tainted = _tainted(step, stand_in)
+    for i, (fa, fb) in enumerate(zip(probes[traced]["fingerprints"],
+                                     probes[other]["fingerprints"])):
+        if tainted[i]:
+            continue
+        found = _compare(fa, fb)
+        if found:
+            impact.mismatches.append({"call": i, "api": step.calls[i].api,
+                                      "mapped_api": impact.status[other][i].api,
+                                      "detail": found})
+    skip = [i for i, covered in enumerate(impact.covered) if not covered]
+    routes = {fw: {s.index: s.route for s in impact.status[fw] if s.ok}
+              for fw in (traced, other)}
+
+    # 2. timed replays, interleaved A B B A ...
+    timing: dict[str, list[dict[str, Any]]] = {traced: [], other: []}
+    order = []
+    for p in range(options.processes):
+        order += [traced, other] if p % 2 == 0 else [other, traced]
+    for n, framework in enumerate(order, 1):
+        on_progress(f"timing the replay: process {n} of {len(order)} ({framework})")
+        result = run_replay(interpreter, {**base, "kind": "time", "framework": framework,
+                                          "launch": launch[framework], "skip": skip,
+                                          "routes": routes[framework],
+                                          "samples": options.samples,
+                                          "passes": options.passes,
+                                          "rounds": options.rounds}, work)
+        if "error" in result:
+            impact.errors.append(f"{framework} replay process {n}: {result['error']}")
+            continue
+        timing[framework].append(result)
+    if not timing[traced] or not timing[other]:
+        raise ModelError("no replay process of " + " or ".join(
+            f for f in (traced, other) if not timing[f]) + " finished: "
+            + "; ".join(impact.errors))
+    impact.measuring_s = time.perf_counter() - started
+    _project(impact, timing)
+    return impact
+
+
+def _project(impact: ModelImpact, timing: dict[str, list[dict[str, Any]]]) -> None:
+    step = impact.step
+    frameworks = {fw: FrameworkTiming(fw, tuple(tuple(r["samples_s"]) for r in runs),
+                                      tuple(tuple(tuple(c) for c in r["per_call_s"])
+                                            for r in runs))
+                  for fw, runs in timing.items()}
+    for fw, t in frameworks.items():
+        impact.step_time[fw] = estimate_time(t.step_samples)
+    ref, tgt = impact.reference, impact.target
+    impact.step_ratio = step_ratio(frameworks[ref], frameworks[tgt])
+    times = {fw: call_times(frameworks[fw], impact.step_time[fw].value, impact.covered)
+             for fw in frameworks}
+    impact.scale = {fw: t.scale for fw, t in times.items()}
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    other = impact.other
+    for i, call in enumerate(step.calls):
+        if not impact.covered[i] or call.alias_of is not None:
+            continue
+        key = (call.api, _signature_text(step, i), impact.status[other][i].api)
+        groups.setdefault(key, []).append(i)
+    impact.signatures = signature_rows(groups, impact.steps, times[ref], times[tgt],
+                                       step.traced_ns)
+    impact.apis = api_rows(impact.signatures)
+    uncovered: dict[tuple[str, str], dict[str, Any]] = {}
+    for i, call in enumerate(step.calls):
+        if impact.covered[i]:
+            continue
+        reasons = [s[i].problem for s in impact.status.values() if not s[i].ok]
+        key = (call.api, reasons[0] if reasons else "not replayed")
+        row = uncovered.setdefault(key, {"api": call.api, "reason": key[1], "calls": 0,
+                                         "traced_s": 0.0})
+        row["calls"] += impact.steps
+        row["traced_s"] += impact.steps * step.traced_ns[i] / 1e9
+    total = impact.traced_s
+    impact.uncovered = sorted(({**row, "share": row["traced_s"] / total if total else 0.0}
+                               for row in uncovered.values()),
+                              key=lambda row: row["traced_s"], reverse=True)

@@ -1,0 +1,296 @@
+"""Replay one step of a captured program in one framework, in this process.
+
+The step's external tensors (weights, inputs) are drawn from a seed derived from their id,
+shape and dtype, so every process and both frameworks get the same arrays; integer tensors
+stay within their observed range. Each call runs through its route (routes.py); the first
+run (probe) tries each route's fallbacks and keeps the first that works, and fingerprints
+every output for the cross-framework check. A call that cannot run in this framework, or
+that the parent leaves out because the other framework cannot run it, is not called: a
+stand-in tensor of its recorded shape and dtype takes its outputs' place, so the calls
+after it still run.
+
+Timing (time_step, time_calls) is done in the framework's launch mode: a step sample runs
+all calls back to back and syncs once at the end; the per-call pass syncs after each call
+(each call's latency in context: after its real predecessors, with their caches).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from opbench.frameworks.apimap import ApiMapping
+from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
+                                   SliceOf)
+from opbench.model.routes import Route, Unmapped, route_for
+from opbench.model.steady import StepProgram
+
+__all__ = ["Replayer", "CallStatus", "fingerprint", "FINGERPRINT_POINTS"]
+
+# Values compared per output across the frameworks: a few fixed positions and two moments
+# catch a wrong transpose, a wrong axis or a wrong formula without shipping whole tensors.
+FINGERPRINT_POINTS = 32
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+@dataclass(frozen=True)
+class CallStatus:
+    index: int
+    api: str                  # what ran (the route's name) or was meant to
+    ok: bool
+    route: int = 0            # 0: the route itself; i > 0: fallback i
+    problem: str | None = None
+    stand_in: bool = False    # not called: outputs stood in for
+
+
+def external_array(ext: ExternalTensor) -> np.ndarray:
+    """The external tensor's values: the same in every process and framework."""
+    digest = hashlib.sha256(f"{ext.id}:{ext.shape}:{ext.dtype}".encode()).digest()
+    rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    shape = tuple(ext.shape)
+    if ext.dtype in FLOAT_DTYPES:
+        if len(shape) <= 1:
+            # a norm's scale or shift, a running variance, a bias: positive and moderate, so
+            # a variance's sqrt or a log stays finite
+            return rng.uniform(0.5, 1.5, size=shape).astype(np.float32)
+        values = rng.uniform(-1.0, 1.0, size=shape)
+        if ext.role == "parameter":
+            # a weight scaled by its fan-in, as initialisers do: activations keep their size
+            # through many layers instead of overflowing (inf and NaN time differently)
+            values /= np.sqrt(max(1, int(np.prod(shape[1:]))))
+        return values.astype(np.float32)
+    if ext.dtype == "bool":
+        return rng.random(size=shape) < 0.5
+    low = int(ext.low) if ext.low is not None else 0
+    high = int(ext.high) if ext.high is not None else 0
+    return rng.integers(low, high + 1, size=shape, dtype=np.int64)
+
+
+def stand_in_arrays(outputs: Any, index: int) -> Any:
+    """Values for a call that was not called, shaped like what it returned when traced."""
+    if not outputs:
+        return None
+    if outputs[0] == "tensor":
+        low = outputs[3] if len(outputs) >= 5 else None
+        high = outputs[4] if len(outputs) >= 5 else None
+        return external_array(ExternalTensor(10_000_000 + index, tuple(outputs[1]), outputs[2],
+                                             "stand-in", "", low, high))
+    if outputs[0] == "seq":
+        return tuple(stand_in_arrays(o, index * 131 + i) for i, o in enumerate(outputs[1]))
+    return None
+
+
+def fingerprint(array: np.ndarray) -> dict[str, Any]:
+    flat = np.asarray(array, dtype=np.float64).ravel()
+    if flat.size == 0:
+        return {"shape": list(array.shape), "n": 0}
+    positions = np.linspace(0, flat.size - 1, num=min(FINGERPRINT_POINTS, flat.size)).astype(int)
+    finite = flat[np.isfinite(flat)]
+    return {"shape": list(array.shape), "n": int(flat.size),
+            "mean": float(finite.mean()) if finite.size else None,
+            "mean_abs": float(np.abs(finite).mean()) if finite.size else None,
+            "points": [float(v) for v in flat[positions]]}
+
+
+class Replayer:
+    """One step of `step` in `framework` (this process holds that framework)."""
+
+    def __init__(self, step: StepProgram, framework: str, adapter: Any, mapping: ApiMapping,
+                 skip: Sequence[int] = (), routes_chosen: dict[int, int] | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
+        self.step = step
+        self.framework = framework
+        self.adapter = adapter
+        self.mapping = mapping
+        self.clock = clock
+        self._skip = set(skip)
+        self._chosen = dict(routes_chosen or {})
+        self._externals = {e.id: self._tensor(external_array(e), e.dtype)
+                           for e in step.externals}
+        self._results: list[Any] = [None] * len(step.calls)
+        self._plan: list[tuple[Callable[..., Any], Callable[[], tuple], Callable[[], dict]]
+                         | None] = []
+        self.status: list[CallStatus] = []
+
+    # -- values ------------------------------------------------------------------------------
+    def _tensor(self, array: Any, dtype: str) -> Any:
+        return self.adapter.from_numpy(np.asarray(array), dtype)
+
+    def _stand_in(self, call: Call) -> Any:
+        def convert(value: Any, node: Any) -> Any:
+            if isinstance(value, np.ndarray):
+                return self._tensor(value, node[2])
+            if isinstance(value, tuple):
+                return tuple(convert(v, n) for v, n in zip(value, node[1]))
+            return value
+        return convert(stand_in_arrays(call.outputs, call.index), call.outputs)
+
+    def _getter(self, arg: Any) -> Callable[[], Any]:
+        results, externals = self._results, self._externals
+        if isinstance(arg, Ref):
+            i, path = arg.call, arg.path
+            if not path:
+                return lambda: results[i]
+            if len(path) == 1:
+                p = path[0]
+                return lambda: results[i][p]
+
+            def nested() -> Any:
+                value = results[i]
+                for p in path:
+                    value = value[p]
+                return value
+            return nested
+        if isinstance(arg, Ext):
+            tensor = externals[arg.id]
+            return lambda: tensor
+        constant = self._constant(arg)
+        if isinstance(arg, Seq) and not _is_constant(arg):
+            getters = [self._getter(a) for a in arg.items]
+            kind = list if arg.kind == "list" else tuple
+            return lambda: kind(g() for g in getters)
+        return lambda: constant
+
+    def _constant(self, arg: Any) -> Any:
+        if isinstance(arg, Lit):
+            return arg.value
+        if isinstance(arg, Dtype):
+            return getattr(importlib.import_module(self.framework), arg.name)
+        if isinstance(arg, SliceOf):
+            return slice(arg.start, arg.stop, arg.step)
+        if isinstance(arg, Opaque) and arg.type_name == "ellipsis":
+            return Ellipsis
+        if isinstance(arg, Seq) and _is_constant(arg):
+            kind = list if arg.kind == "list" else tuple
+            return kind(self._constant(a) for a in arg.items)
+        return None
+
+    def _binder(self, route: Route) -> tuple[Callable[[], tuple], Callable[[], dict]]:
+        arg_getters = [self._getter(a) for a in route.args]
+        kw_getters = [(k, self._getter(v)) for k, v in route.kwargs]
+        return (lambda: tuple(g() for g in arg_getters),
+                lambda: {k: g() for k, g in kw_getters})
+
+    # -- the probe: routes chosen, outputs fingerprinted --------------------------------------
+    def probe(self) -> list[dict[str, Any] | None]:
+        """Build the plan and run the step once. Returns each call's output fingerprints
+        (None for a call that did not run). self.status says how each call went."""
+        resolve = self.adapter.resolve
+        prints: list[dict[str, Any] | None] = []
+        self._plan, self.status = [], []
+        for call in self.step.calls:
+            entry, status, value = self._first_working(call, resolve)
+            self._plan.append(entry)
+            self.status.append(status)
+            self._results[call.index] = value
+            prints.append(self._fingerprints(value) if status.ok and not status.stand_in
+                          else None)
+        self.adapter.sync()
+        return prints
+
+    def _first_working(self, call: Call, resolve: Callable[[str], Any]):
+        if call.index in self._skip:
+            return None, CallStatus(call.index, call.replay_api or call.api, False,
+                                    problem="left out: the other framework cannot run it",
+                                    stand_in=True), self._stand_in(call)
+        if call.alias_of is not None:
+            getter = self._getter(call.alias_of)
+            return ((_identity, lambda: (getter(),), dict),
+                    CallStatus(call.index, "alias", True), getter())
+        route = route_for(call, self.framework, self.mapping)
+        if isinstance(route, Unmapped):
+            return None, CallStatus(call.index, call.replay_api or call.api, False,
+                                    problem=route.reason, stand_in=True), self._stand_in(call)
+        candidates = [route, *route.fallbacks]
+        chosen = self._chosen.get(call.index)
+        if chosen is not None:
+            candidates = [candidates[chosen]] if chosen < len(candidates) else []
+        errors = []
+        for position, candidate in enumerate(candidates):
+            try:
+                fn = candidate.make(resolve)
+                get_args, get_kwargs = self._binder(candidate)
+                value = fn(*get_args(), **get_kwargs())
+                self.adapter.sync()
+            except Exception as exc:        # the next fallback, or a stand-in
+                errors.append(f"{candidate.api}: {type(exc).__name__}: "
+                              f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+                continue
+            index = chosen if chosen is not None else position
+            return ((fn, get_args, get_kwargs),
+                    CallStatus(call.index, candidate.api, True, route=index), value)
+        return None, CallStatus(call.index, route.api, False,
+                                problem="; ".join(errors)[:400] or "no route",
+                                stand_in=True), self._stand_in(call)
+
+    def _fingerprints(self, value: Any) -> Any:
+        try:
+            arrays = self.adapter.to_numpy(value)
+        except Exception:       # a non-tensor result (a shape, a Python number)
+            return None
+        if isinstance(arrays, tuple):
+            return [fingerprint(np.asarray(a)) if isinstance(a, np.ndarray) else None
+                    for a in arrays]
+        return fingerprint(np.asarray(arrays)) if isinstance(arrays, np.ndarray) else None
+
+    # -- timing ------------------------------------------------------------------------------
+    def _run(self) -> None:
+        results = self._results
+        for i, entry in enumerate(self._plan):
+            if entry is not None:
+                fn, get_args, get_kwargs = entry
+                results[i] = fn(*get_args(), **get_kwargs())
+
+    def time_step(self, samples: int) -> list[float]:
+        """`samples` step times: every call back to back, one sync at the end."""
+        clock, sync, run = self.clock, self.adapter.sync, self._run
+        out = []
+        for _ in range(samples):
+            sync()
+            start = clock()
+            run()
+            sync()
+            out.append(clock() - start)
+        return out
+
+    def time_calls(self, passes: int) -> list[list[float]]:
+        """Per call, `passes` latencies in context (sync after each call); None-plan calls
+        (stand-ins, aliases) read 0."""
+        clock, sync, results = self.clock, self.adapter.sync, self._results
+        times = [[0.0] * passes for _ in self._plan]
+        for p in range(passes):
+            sync()
+            for i, entry in enumerate(self._plan):
+                if entry is None or entry[0] is _identity:
+                    continue
+                fn, get_args, get_kwargs = entry
+                args, kwargs = get_args(), get_kwargs()
+                start = clock()
+                results[i] = fn(*args, **kwargs)
+                sync()
+                times[i][p] = clock() - start
+        return times
+
+    def warm_up(self, min_runs: int, min_time_s: float) -> int:
+        runs, started = 0, self.clock()
+        while runs < min_runs or self.clock() - started < min_time_s:
+            self._run()
+            self.adapter.sync()
+            runs += 1
+        return runs
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+def _is_constant(arg: Any) -> bool:
+    if isinstance(arg, (Ref, Ext)):
+        return False
+    if isinstance(arg, Seq):
+        return all(_is_constant(a) for a in arg.items)
+    return True

@@ -1,0 +1,244 @@
+"""How a captured call replays in a framework: in the framework it was traced in, the call
+itself; in the other one, its counterpart with the arguments adapted.
+
+A Route names what it calls (for the report), says how to make the callable inside the
+replay process (where the framework is imported), and holds the call's arguments as
+program arguments (program.py), reordered or rewritten where the counterpart takes them
+differently. A route may carry fallbacks: MindSpore 2.10 has no CPU kernel for several
+`mint` functions, and the API mapping (opbench/data/api_mapping.yaml) lists the CPU route
+as an alternative; the replay tries the route, then each fallback, and keeps the first that
+runs.
+
+Counterparts come from explicit rules for the calls models are made of (below) and
+otherwise from the API mapping: status `same` with the same arguments; `differs` only when
+every argument is positional (a keyword's name is what differs); `none` is unmapped. The
+replay's output check (replay.py) catches a counterpart that computes something else.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from opbench.frameworks.apimap import ApiMapping
+from opbench.model.program import Call, Lit, Seq
+
+__all__ = ["Route", "Unmapped", "route_for", "TENSOR_PREFIXES"]
+
+TENSOR_PREFIXES = {"torch": "torch.Tensor.", "mindspore": "mindspore.Tensor."}
+
+# make(resolve) -> the callable; `resolve` is the replay framework's adapter.resolve, which
+# takes case-file spelling ("mindspore.mint.matmul", "Tensor.__add__").
+Maker = Callable[[Callable[[str], Callable[..., Any]]], Callable[..., Any]]
+
+
+@dataclass(frozen=True)
+class Route:
+    api: str                          # what the report names
+    make: Maker
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    fallbacks: tuple["Route", ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Unmapped:
+    reason: str
+
+
+def case_spelling(framework: str, api: str) -> str:
+    prefix = TENSOR_PREFIXES[framework]
+    return "Tensor." + api[len(prefix):] if api.startswith(prefix) else api
+
+
+def _by_name(framework: str, api: str) -> Maker:
+    spelled = case_spelling(framework, api)
+    return lambda resolve: resolve(spelled)
+
+
+def _named(framework: str, api: str, args: tuple, kwargs: tuple = (),
+           fallbacks: tuple[Route, ...] = ()) -> Route:
+    return Route(api, _by_name(framework, api), args, kwargs, fallbacks)
+
+
+def _kw(call: Call) -> dict[str, Any]:
+    return dict(call.kwargs)
+
+
+def _lit(value: Any, default: Any = None) -> Any:
+    return value.value if isinstance(value, Lit) else default
+
+
+# -- torch -> MindSpore rules ---------------------------------------------------------------
+
+def _ms_layer_norm(call: Call) -> Route | Unmapped:
+    args, kw = list(call.args), _kw(call)
+    names = ["input", "normalized_shape", "weight", "bias", "eps"]
+    values = {n: (args[i] if i < len(args) else kw.get(n)) for i, n in enumerate(names)}
+    shape = values["normalized_shape"]
+    dims = len(shape.items) if isinstance(shape, Seq) else 1
+    eps = _lit(values["eps"], 1e-5)
+    if values["weight"] is None or values["bias"] is None \
+            or _lit(values["weight"], 0) is None or _lit(values["bias"], 0) is None:
+        return Unmapped("layer_norm without weight and bias: MindSpore's CPU LayerNorm "
+                        "takes both")
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        primitive = resolve("mindspore.ops.LayerNorm")(begin_norm_axis=-dims,
+                                                       begin_params_axis=-dims,
+                                                       epsilon=float(eps))
+
+        def layer_norm(x: Any, weight: Any, bias: Any) -> Any:
+            return primitive(x, weight, bias)[0]
+        return layer_norm
+
+    primary = _named("mindspore", "mindspore.mint.nn.functional.layer_norm",
+                     (values["input"], shape, values["weight"], values["bias"], Lit(eps)))
+    return Route("mindspore.ops.LayerNorm", make,
+                 (values["input"], values["weight"], values["bias"]),
+                 fallbacks=(primary,))
+
+
+def _ms_embedding(call: Call) -> Route | Unmapped:
+    kw = _kw(call)
+    if any(k not in ("padding_idx",) for k in kw):
+        return Unmapped(f"embedding with {', '.join(sorted(kw))}: not replayed in MindSpore")
+    ids, weight = call.args[0], call.args[1]
+    gather = _named("mindspore", "mindspore.ops.gather", (weight, ids, Lit(0)))
+    return Route(gather.api, gather.make, gather.args,
+                 fallbacks=(_named("mindspore", "mindspore.mint.nn.functional.embedding",
+                                   (ids, weight)),))
+
+
+def _ms_gelu(call: Call) -> Route | Unmapped:
+    approximate = _lit(_kw(call).get("approximate"), "none")
+    x = call.args[0]
+    kwargs = (("approximate", Lit(approximate)),)
+    return _named("mindspore", "mindspore.ops.gelu", (x,), kwargs,
+                  fallbacks=(_named("mindspore", "mindspore.mint.nn.functional.gelu", (x,),
+                                    kwargs),))
+
+
+def _ms_sdpa(call: Call) -> Route | Unmapped:
+    """softmax(q @ k^T * scale + mask) @ v, composed as the case library composes attention
+    (cases/attention.yaml): MindSpore's fused attention is Ascend-only."""
+    names = ["query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale"]
+    kw = _kw(call)
+    values = {n: (call.args[i] if i < len(call.args) else kw.get(n)) for i, n in enumerate(names)}
+    if _lit(values["dropout_p"], 0.0):
+        return Unmapped("attention with dropout: random, not replayed")
+    causal = bool(_lit(values["is_causal"], False))
+    scale = _lit(values["scale"], None)
+    mask = values["attn_mask"]
+    has_mask = mask is not None and not (isinstance(mask, Lit) and mask.value is None)
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        matmul = resolve("mindspore.mint.matmul")
+        softmax = resolve("mindspore.mint.softmax")
+        where = resolve("mindspore.mint.where")
+        ones = resolve("mindspore.mint.ones")
+        triu = resolve("mindspore.mint.triu")
+
+        def attention(q: Any, k: Any, v: Any, m: Any = None) -> Any:
+            factor = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+            scores = matmul(q, k.swapaxes(-2, -1)) * factor
+            if causal:
+                length, source = scores.shape[-2], scores.shape[-1]
+                upper = triu(ones((length, source), dtype=q.dtype), 1) > 0
+                scores = where(upper, float("-inf"), scores)
+            if m is not None:
+                if str(m.dtype).lower().startswith("bool"):
+                    scores = where(m, scores, float("-inf"))
+                else:
+                    scores = scores + m
+            return matmul(softmax(scores, -1), v)
+        return attention
+
+    args = (values["query"], values["key"], values["value"]) + ((mask,) if has_mask else ())
+    return Route("softmax(q @ k^T * scale + mask) @ v (mindspore.mint)", make, args)
+
+
+def _ms_conv2d(call: Call) -> Route | Unmapped:
+    primary = _named("mindspore", "mindspore.mint.nn.functional.conv2d", call.args,
+                     call.kwargs)
+    names = ["input", "weight", "bias", "stride", "padding", "dilation", "groups"]
+    kw = _kw(call)
+    v = {n: (call.args[i] if i < len(call.args) else kw.get(n)) for i, n in enumerate(names)}
+    padding = _lit(v["padding"], None) if isinstance(v["padding"], Lit) else v["padding"]
+    if isinstance(padding, str):
+        ops_padding: tuple = (("pad_mode", Lit(padding)),)
+    else:
+        pads = (tuple(_lit(p, 0) for p in padding.items) if isinstance(padding, Seq)
+                else (padding or 0, padding or 0))
+        ops_padding = (("pad_mode", Lit("pad")),
+                       ("padding", Seq("tuple", tuple(Lit(int(p)) for p in pads))))
+    extra = tuple((n, v[n]) for n in ("stride", "dilation", "groups") if v[n] is not None)
+    bias = v["bias"]
+    ops_route = _named("mindspore", "mindspore.ops.conv2d",
+                       (v["input"], v["weight"]) + ((bias,) if bias is not None else ()),
+                       ops_padding + extra)
+    return Route(primary.api, primary.make, primary.args, primary.kwargs,
+                 fallbacks=(ops_route,))
+
+
+def _ms_same_method(method: str) -> Callable[[Call], Route | Unmapped]:
+    def rule(call: Call) -> Route | Unmapped:
+        return _named("mindspore", f"mindspore.Tensor.{method}", call.args, call.kwargs)
+    return rule
+
+
+def _ms_transpose(call: Call) -> Route | Unmapped:
+    return _named("mindspore", "mindspore.mint.transpose", call.args, call.kwargs)
+
+
+def _ms_contiguous(call: Call) -> Route | Unmapped:
+    return Route("identity (MindSpore tensors are contiguous)", lambda resolve: _identity,
+                 call.args[:1])
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
+    "torch.nn.functional.layer_norm": _ms_layer_norm,
+    "torch.nn.functional.embedding": _ms_embedding,
+    "torch.nn.functional.gelu": _ms_gelu,
+    "torch.nn.functional.scaled_dot_product_attention": _ms_sdpa,
+    "torch.nn.functional.conv2d": _ms_conv2d,
+    "torch.Tensor.transpose": _ms_transpose,
+    "torch.transpose": _ms_transpose,
+    "torch.Tensor.view": _ms_same_method("view"),
+    "torch.Tensor.reshape": _ms_same_method("reshape"),
+    "torch.Tensor.contiguous": _ms_contiguous,
+}
+
+
+def _via_mapping(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped:
+    api = call.replay_api or call.api
+    entry = mapping.lookup(call.framework, api)
+    if entry is None:
+        return Unmapped(f"no entry in the API mapping for {api}")
+    other = entry.mindspore if target == "mindspore" else entry.torch
+    if entry.status == "none" or not other:
+        return Unmapped(f"no {target} equivalent: {entry.note}")
+    if entry.status == "differs" and call.kwargs:
+        return Unmapped(f"{other} takes its arguments differently ({entry.note}) and the "
+                        f"call passes keywords")
+    alternatives = tuple(entry.alternatives) if target == "mindspore" else ()
+    return _named(target, other, call.args, call.kwargs,
+                  fallbacks=tuple(_named(target, alt, call.args, call.kwargs)
+                                  for alt in alternatives))
+
+
+def route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped:
+    """The route that replays `call` in framework `target`."""
+    if call.replay_api is None:
+        return Unmapped(call.problem or "not replayable")
+    if call.framework == target:
+        return _named(target, call.replay_api, call.args, call.kwargs)
+    if call.framework == "torch" and target == "mindspore":
+        rule = TORCH_TO_MINDSPORE.get(call.replay_api)
+        if rule is not None:
+            return rule(call)
+    return _via_mapping(call, target, mapping)

@@ -1,0 +1,232 @@
+"""The steady state of a captured program: which calls are the repeated steps, not the
+set-up (building the model, initialising weights, the first, cold step).
+
+Three rules, in this order:
+- markers: the script called opbench.model.step() before each step; the steps are the
+  stretches between marks, and the first is left out as the warm-up when there are several;
+- --skip-first-calls N: the calls from N on, as one step each period found in them (or as
+  one step when none repeats);
+- automatic: the longest stretch in which the calls repeat with one period (same API, same
+  argument shapes and dtypes, call by call); its first period is the warm-up step, the rest
+  are the steady steps. A script that never repeats itself has no steady state.
+
+A replay needs one step: the last steady step's calls (StepProgram), with every tensor
+that comes from outside the step (parameters, the step's input, the previous step's state)
+made an external tensor, and with each call's traced time as the median over the steady
+steps.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from opbench.model.program import Call, Ext, ExternalTensor, Lit, Program, Ref, Seq
+
+__all__ = ["Region", "RegionError", "StepProgram", "find_region", "step_program"]
+
+# Automatic detection looks at the last this many calls (a longer capture keeps its set-up
+# at the front); the period may be up to half of them.
+MAX_AUTO_CALLS = 50_000
+RULE_MARKERS, RULE_SKIP, RULE_AUTO = "markers", "skip-first-calls", "automatic"
+
+
+class RegionError(Exception):
+    """No steady state can be found; the message says why and what the user can do."""
+
+
+@dataclass(frozen=True)
+class Region:
+    rule: str
+    steps: tuple[tuple[int, int], ...]     # [start, end) of each steady step
+    warmup: tuple[int, int] | None          # the step left out as warm-up
+    excluded_calls: int                     # captured calls outside the steady steps
+    excluded_ns: int                        # their traced time
+    note: str = ""
+
+    @property
+    def calls(self) -> int:
+        return sum(end - start for start, end in self.steps)
+
+
+def _key(call: Call) -> tuple[Any, ...]:
+    """What must be equal for two calls to be the same call of two steps: the API, the
+    arguments but for where their tensors came from, and the outputs' shapes and dtypes
+    (not an integer output's observed range, which differs from batch to batch)."""
+    return (call.api, _shape_key(call), _without_ranges(call.outputs))
+
+
+def _without_ranges(outputs: Any) -> Any:
+    if isinstance(outputs, tuple) and outputs[:1] == ("tensor",):
+        return outputs[:3]
+    if isinstance(outputs, tuple) and outputs[:1] == ("seq",):
+        return ("seq", tuple(_without_ranges(o) for o in outputs[1]))
+    return outputs
+
+
+def _shape_key(call: Call) -> str:
+    """The arguments without where tensors came from (a Ref's call index differs from step
+    to step): literals and kinds only; tensor shapes are in the outputs of their makers."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return tuple(strip(v) for v in value)
+        if isinstance(value, (Ref, Ext)):
+            return "tensor"
+        if isinstance(value, Seq):
+            return (value.kind, tuple(strip(v) for v in value.items))
+        if isinstance(value, Lit):
+            return ("lit", value.value)
+        return value
+    return repr((strip(call.args), tuple((k, strip(v)) for k, v in call.kwargs)))
+
+
+def _codes(calls: Sequence[Call]) -> np.ndarray:
+    table: dict[Any, int] = {}
+    return np.array([table.setdefault(_key(c), len(table)) for c in calls], dtype=np.int64)
+
+
+def _longest_periodic_run(codes: np.ndarray) -> tuple[int, int, int] | None:
+    """(start, period, length) of the longest stretch where codes[i] == codes[i + period],
+    at least two periods long; the smallest period wins ties."""
+    n = len(codes)
+    best: tuple[int, int, int] | None = None
+    for period in range(1, n // 2 + 1):
+        equal = codes[:-period] == codes[period:]
+        if not equal.any():
+            continue
+        padded = np.concatenate(([0], equal.astype(np.int8), [0]))
+        edges = np.flatnonzero(np.diff(padded))
+        starts, ends = edges[::2], edges[1::2]
+        runs = ends - starts
+        i = int(np.argmax(runs))
+        covered = int(runs[i]) + period
+        if covered >= 2 * period and (best is None or covered > best[2]):
+            best = (int(starts[i]), period, covered)
+        if best is not None and best[2] >= n - period:     # cannot be beaten any more
+            break
+    return best
+
+
+def _excluded(program: Program, steps: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    inside = set()
+    for start, end in steps:
+        inside.update(range(start, end))
+    outside = [c for c in program.calls if c.index not in inside]
+    return len(outside), sum(c.duration_ns for c in outside)
+
+
+def _periods(start: int, period: int, covered: int) -> list[tuple[int, int]]:
+    return [(start + k * period, start + (k + 1) * period) for k in range(covered // period)]
+
+
+def find_region(program: Program, skip_first_calls: int | None = None) -> Region:
+    calls = program.calls
+    if not calls:
+        raise RegionError("the script made no framework call that was recorded")
+    if program.markers and skip_first_calls is None:
+        bounds = [m.at for m in program.markers if m.at < len(calls)] + [len(calls)]
+        steps = [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+        if not steps:
+            raise RegionError("the step markers enclose no framework call")
+        warmup = steps[0] if len(steps) > 1 else None
+        steady = steps[1:] if len(steps) > 1 else steps
+        count, ns = _excluded(program, steady)
+        note = "" if warmup else "one marked step only: it is measured cold"
+        return Region(RULE_MARKERS, tuple(steady), warmup, count, ns, note)
+    first = skip_first_calls or 0
+    if first >= len(calls):
+        raise RegionError(f"--skip-first-calls {first} skips all {len(calls)} calls")
+    tail_start = max(first, len(calls) - MAX_AUTO_CALLS)
+    codes = _codes(calls[tail_start:])
+    found = _longest_periodic_run(codes)
+    rule = RULE_SKIP if skip_first_calls is not None else RULE_AUTO
+    if found is None:
+        if skip_first_calls is None:
+            raise RegionError(
+                "no repeated step found: the script's calls never repeat with one period. "
+                "Run several steps, mark them with opbench.model.step(), or give "
+                "--skip-first-calls N")
+        steps = [(first, len(calls))]
+        count, ns = _excluded(program, steps)
+        return Region(rule, tuple(steps), None, count, ns,
+                      "no repeated step in the calls kept: they are replayed as one step")
+    start, period, covered = found
+    periods = _periods(tail_start + start, period, covered)
+    warmup = periods[0] if rule == RULE_AUTO else None
+    steady = periods[1:] if rule == RULE_AUTO else periods
+    count, ns = _excluded(program, steady)
+    return Region(rule, tuple(steady), warmup, count, ns)
+
+
+@dataclass(frozen=True)
+class StepProgram:
+    """One steady step, ready to replay: calls renumbered from 0, refs inside the step,
+    everything else external."""
+    framework: str
+    calls: tuple[Call, ...]
+    externals: tuple[ExternalTensor, ...]
+    steps: int                         # steady steps the region holds
+    traced_ns: tuple[int, ...]         # per call: median traced time over the steady steps
+    step_traced_ns: tuple[int, ...]    # per steady step: its calls' traced time, summed
+    source_index: tuple[int, ...]      # per call: its index in the captured program
+
+    @property
+    def traced_step_ns(self) -> float:
+        return float(statistics.median(self.step_traced_ns))
+
+
+def step_program(program: Program, region: Region) -> StepProgram:
+    start, end = region.steps[-1]
+    inside = {old: new for new, old in enumerate(range(start, end))}
+    externals = list(program.externals)
+    made: dict[tuple[int, tuple[int, ...]], int] = {}
+
+    def external_for(ref: Ref) -> Ext:
+        key = (ref.call, ref.path)
+        if key not in made:
+            made[key] = len(externals)
+            externals.append(_external_from_output(len(externals),
+                                                   program.calls[ref.call].outputs, ref.path,
+                                                   program.calls[ref.call].api))
+        return Ext(made[key])
+
+    def remap(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return tuple(remap(v) for v in value)
+        if isinstance(value, Ref):
+            if value.call in inside:
+                return Ref(inside[value.call], value.path)
+            return external_for(value)
+        if isinstance(value, Seq):
+            return Seq(value.kind, tuple(remap(v) for v in value.items))
+        return value
+
+    calls = []
+    for old in range(start, end):
+        c = program.calls[old]
+        calls.append(replace(c, index=inside[old], args=remap(c.args),
+                             kwargs=tuple((k, remap(v)) for k, v in c.kwargs),
+                             alias_of=remap(c.alias_of) if c.alias_of is not None else None))
+    per_call = []
+    for offset in range(end - start):
+        times = [program.calls[s + offset].duration_ns for s, e in region.steps
+                 if s + offset < e]
+        per_call.append(int(statistics.median(times)))
+    step_totals = tuple(sum(c.duration_ns for c in program.calls[s:e]) for s, e in region.steps)
+    return StepProgram(program.framework, tuple(calls), tuple(externals), len(region.steps),
+                       tuple(per_call), step_totals, tuple(range(start, end)))
+
+
+def _external_from_output(new_id: int, outputs: Any, path: tuple[int, ...],
+                          api: str) -> ExternalTensor:
+    node = outputs
+    for i in path:
+        if node and node[0] == "seq":
+            node = node[1][i]
+    if not node or node[0] != "tensor":
+        raise RegionError(f"a step uses a non-tensor output of {api} from before the step")
+    shape, dtype = tuple(node[1]), node[2]
+    low, high = (node[3], node[4]) if len(node) >= 5 else (None, None)
+    return ExternalTensor(new_id, shape, dtype, "input", f"from {api}", low, high)
