@@ -185,14 +185,17 @@ def report(results, markdown_path, html_path, worst_first):
         Path(html_path).write_text(render_html(record))
 
 
-@cli.command(short_help="Print the JSON Schema of case files or of results files.")
-@click.argument("which", type=click.Choice(["case", "results"]), default="case")
+@cli.command(short_help="Print the JSON Schema of case, results or model files.")
+@click.argument("which", type=click.Choice(["case", "results", "model"]), default="case")
 def schema(which):
-    """Print the JSON Schema of case files (for editors) or of results files."""
+    """Print the JSON Schema of case files (for editors), of results files or of the model
+    records `opbench model --json` writes."""
     from opbench.cases.case_files import load_schema
+    from opbench.model.record import model_schema
     from opbench.results.io import results_schema
 
-    click.echo(json.dumps(load_schema() if which == "case" else results_schema(), indent=2))
+    found = {"case": load_schema, "results": results_schema, "model": model_schema}[which]()
+    click.echo(json.dumps(found, indent=2))
 
 
 # The instruments and the gate keep their commands next to their code.

@@ -6,16 +6,23 @@ steps of the captured run. Per API and per signature rows give per-call times in
 """
 from __future__ import annotations
 
+import json
 import math
+from importlib import resources
 from typing import Any
 
 from opbench.model.impact import ModelImpact
 
-__all__ = ["MODEL_FORMAT", "impact_json"]
+__all__ = ["MODEL_FORMAT", "impact_json", "model_schema"]
 
 # Version of the `model` object: bump and say what changed when its shape changes.
 #   1  first format
 MODEL_FORMAT = 1
+
+
+def model_schema() -> dict[str, Any]:
+    text = resources.files("opbench").joinpath("schema/model.schema.json").read_text()
+    return json.loads(text)
 
 
 def _num(value: float | None) -> float | None:
