@@ -199,6 +199,8 @@ class Capture:
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(value, torch.Size):
             return Seq("tuple", tuple(Lit(int(v)) for v in value))
+        if torch is not None and isinstance(value, torch.device):
+            return Lit(str(value))      # "cpu": a replay on one device can take its name
         return Opaque(type(value).__name__, "")
 
     def _external(self, tensor: Any) -> int:

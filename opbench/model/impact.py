@@ -75,6 +75,7 @@ class ModelImpact:
     step_time: dict[str, Estimate] = field(default_factory=dict)
     step_ratio: dict[str, Any] = field(default_factory=dict)
     scale: dict[str, float] = field(default_factory=dict)
+    call_sum_s: dict[str, float] = field(default_factory=dict)   # per step, synced calls
     signatures: list[Any] = field(default_factory=list)
     apis: list[Any] = field(default_factory=list)
     uncovered: list[dict[str, Any]] = field(default_factory=list)
@@ -92,8 +93,9 @@ class ModelImpact:
 
     @property
     def traced_s(self) -> float:
-        """Traced time of the measured region (the steady steps), every call."""
-        return sum(self.step.step_traced_ns) / 1e9
+        """Traced time of the measured region (the steady steps), every call: steps x the
+        per-call medians over the steps (one step hit by a pause does not count double)."""
+        return self.steps * sum(self.step.traced_ns) / 1e9
 
     @property
     def covered_traced_s(self) -> float:
@@ -113,11 +115,14 @@ class ModelImpact:
 
     @property
     def self_check(self) -> float | None:
-        """The traced framework's projection against its own traced time (covered calls):
-        (projected - traced) / traced."""
-        p = self.projected_s(self.traced_framework)
+        """The traced framework's replay against its own traced time, like for like: the
+        covered calls' latencies in the replay (each synced, as the capture synced them)
+        summed, against the same calls' traced times; (replay - traced) / traced."""
+        replayed = self.call_sum_s.get(self.traced_framework)
         traced = self.covered_traced_s
-        return (p.value - traced) / traced if p and traced > 0 else None
+        if replayed is None or traced <= 0:
+            return None
+        return (replayed * self.steps - traced) / traced
 
 
 def _signature_text(step: StepProgram, index: int) -> str:
@@ -308,6 +313,8 @@ def _project(impact: ModelImpact, timing: dict[str, list[dict[str, Any]]]) -> No
     times = {fw: call_times(frameworks[fw], impact.step_time[fw].value, impact.covered)
              for fw in frameworks}
     impact.scale = {fw: t.scale for fw, t in times.items()}
+    impact.call_sum_s = {fw: impact.step_time[fw].value / t.scale if t.scale else 0.0
+                         for fw, t in times.items()}
     groups: dict[tuple[str, str, str], list[int]] = {}
     other = impact.other
     for i, call in enumerate(step.calls):

@@ -66,6 +66,7 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
         "ratio": {k: _num(v) if isinstance(v, float) else v
                   for k, v in impact.step_ratio.items()},
         "self_check": _num(impact.self_check),
+        "replayed_calls_s": {fw: s * impact.steps for fw, s in impact.call_sum_s.items()},
         "coverage": impact.coverage,
         "region": {"rule": region.rule, "steps": impact.steps,
                    "calls_per_step": len(step.calls),

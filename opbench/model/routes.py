@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
-from opbench.model.program import Call, Lit, Seq
+from opbench.model.program import Call, Dtype, Lit, Seq
 
 __all__ = ["Route", "Unmapped", "route_for", "TENSOR_PREFIXES"]
 
@@ -172,13 +172,37 @@ def _ms_conv2d(call: Call) -> Route | Unmapped:
                 else (padding or 0, padding or 0))
         ops_padding = (("pad_mode", Lit("pad")),
                        ("padding", Seq("tuple", tuple(Lit(int(p)) for p in pads))))
-    extra = tuple((n, v[n]) for n in ("stride", "dilation", "groups") if v[n] is not None)
+    extra = tuple((n, _as_tuple(v[n])) for n in ("stride", "dilation", "groups")
+                  if v[n] is not None)
     bias = v["bias"]
     ops_route = _named("mindspore", "mindspore.ops.conv2d",
                        (v["input"], v["weight"]) + ((bias,) if bias is not None else ()),
                        ops_padding + extra)
     return Route(primary.api, primary.make, primary.args, primary.kwargs,
                  fallbacks=(ops_route,))
+
+
+def _as_tuple(value: Any) -> Any:
+    """ops.conv2d takes stride and dilation as an int or a tuple, not a list."""
+    return Seq("tuple", value.items) if isinstance(value, Seq) else value
+
+
+def _ms_arange(call: Call) -> Route | Unmapped:
+    primary = _named("mindspore", "mindspore.mint.arange", call.args, call.kwargs)
+    return Route(primary.api, primary.make, primary.args, primary.kwargs,
+                 fallbacks=(_named("mindspore", "mindspore.ops.arange", call.args,
+                                   call.kwargs),))
+
+
+def _ms_to(call: Call) -> Route | Unmapped:
+    """x.to(dtype) is astype; x.to(device) on the replay's one device does nothing."""
+    rest = list(call.args[1:]) + [v for _, v in call.kwargs]
+    dtypes = [v for v in rest if isinstance(v, Dtype)]
+    if len(dtypes) > 1 or any(not isinstance(v, (Dtype, Lit)) for v in rest):
+        return Unmapped("Tensor.to with arguments other than a dtype or a device")
+    if dtypes:
+        return _named("mindspore", "mindspore.Tensor.astype", (call.args[0], dtypes[0]))
+    return Route("identity (one device)", lambda resolve: _identity, call.args[:1])
 
 
 def _ms_same_method(method: str) -> Callable[[Call], Route | Unmapped]:
@@ -211,6 +235,8 @@ TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.Tensor.view": _ms_same_method("view"),
     "torch.Tensor.reshape": _ms_same_method("reshape"),
     "torch.Tensor.contiguous": _ms_contiguous,
+    "torch.arange": _ms_arange,
+    "torch.Tensor.to": _ms_to,
 }
 
 

@@ -68,8 +68,9 @@ def model_lines(record: Mapping[str, Any]) -> list[str]:
                      f" (below 1: {tgt} slower)")
     check = record.get("self_check")
     if check is not None:
-        lines.append(f"self-check: {traced}'s replay is {check * 100:+.0f}% against its traced "
-                     f"time ({fmt_time(record['covered_traced_s'])} of covered calls)")
+        lines.append(f"self-check: {traced}'s replayed calls take {check * 100:+.0f}% against "
+                     f"their traced time ({fmt_time(record['covered_traced_s'])}; each call "
+                     f"synced in both, as traced)")
     lines.append(f"coverage: {record['coverage'] * 100:.0f}% of the region's traced time "
                  f"({fmt_time(record['traced_s'])}) was replayed in both frameworks")
     for row in record["not_covered"][:8]:
