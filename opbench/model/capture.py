@@ -126,6 +126,9 @@ class Capture:
             return
         position = len(self._raw)
         call = self._describe(position, site, args, kwargs, result)
+        torch = sys.modules.get("torch")
+        if site.framework == "torch" and torch is not None and not torch.is_grad_enabled():
+            call = replace(call, grad_enabled=False)
         self._raw.append((index, call))
         self._remember_outputs(position, call, result)
 

@@ -126,6 +126,26 @@ def _adaptive_avg_pool(dims: int) -> Callable[[Any, tuple, dict], Lowered]:
     return lowered
 
 
+def _cross_entropy(m: Any, args: tuple, kwargs: dict) -> Lowered:
+    extra = []
+    if m.weight is not None:
+        extra.append(("weight", m.weight))
+    if m.ignore_index != -100:
+        extra.append(("ignore_index", m.ignore_index))
+    if m.reduction != "mean":
+        extra.append(("reduction", m.reduction))
+    if m.label_smoothing:
+        extra.append(("label_smoothing", float(m.label_smoothing)))
+    target = args[1] if len(args) > 1 else kwargs["target"]
+    return Lowered(F + "cross_entropy", (_first(args, kwargs), target), tuple(extra))
+
+
+def _mse(m: Any, args: tuple, kwargs: dict) -> Lowered:
+    target = args[1] if len(args) > 1 else kwargs["target"]
+    extra = (("reduction", m.reduction),) if m.reduction != "mean" else ()
+    return Lowered(F + "mse_loss", (_first(args, kwargs), target), extra)
+
+
 def _flatten(m: Any, args: tuple, kwargs: dict) -> Lowered:
     return Lowered("torch.flatten", (_first(args, kwargs), m.start_dim, m.end_dim))
 
@@ -173,6 +193,8 @@ LOWERINGS: dict[str, Callable[[Any, tuple, dict], Lowered | str]] = {
     "torch.nn.AdaptiveAvgPool1d": _adaptive_avg_pool(1),
     "torch.nn.AdaptiveAvgPool2d": _adaptive_avg_pool(2),
     "torch.nn.Flatten": _flatten,
+    "torch.nn.CrossEntropyLoss": _cross_entropy,
+    "torch.nn.MSELoss": _mse,
     "mindspore.nn.Dense": _ms_dense,
     "mindspore.nn.Identity": _ms_identity,
     "mindspore.nn.Dropout": _ms_dropout,

@@ -99,6 +99,7 @@ class Call:
     problem: str | None = None     # why it cannot be replayed
     alias_of: Ref | Ext | None = None   # a no-op call (eval dropout): its output is this
     backward: bool = False         # a Tensor.backward() call (training step)
+    grad_enabled: bool = True      # torch's grad mode when called (an optimizer step: off)
 
     @property
     def replayable(self) -> bool:
@@ -177,6 +178,8 @@ def _call_to_json(c: Call) -> dict[str, Any]:
         out["alias"] = args_to_json(c.alias_of)
     if c.backward:
         out["backward"] = True
+    if not c.grad_enabled:
+        out["no_grad"] = True
     return out
 
 
@@ -187,7 +190,7 @@ def _call_from_json(d: dict[str, Any]) -> Call:
                 outputs=_tuples(d["out"]), duration_ns=d["ns"], start_ns=d["t"],
                 problem=d.get("problem"),
                 alias_of=args_from_json(d["alias"]) if "alias" in d else None,
-                backward=d.get("backward", False))
+                backward=d.get("backward", False), grad_enabled=not d.get("no_grad", False))
 
 
 def _tuples(value: Any) -> Any:

@@ -25,7 +25,7 @@ import numpy as np
 
 from opbench.frameworks.apimap import ApiMapping
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
-                                   SliceOf)
+                                   SliceOf, exts_in, refs_in)
 from opbench.model.routes import Route, Unmapped, route_for
 from opbench.model.steady import StepProgram
 
@@ -109,16 +109,26 @@ class Replayer:
         self.clock = clock
         self._skip = set(skip)
         self._chosen = dict(routes_chosen or {})
-        self._externals = {e.id: self._tensor(external_array(e), e.dtype)
-                           for e in step.externals}
+        self.training = any(c.backward for c in step.calls)
+        self._externals = {e.id: self._external(e) for e in step.externals}
         self._results: list[Any] = [None] * len(step.calls)
         self._plan: list[tuple[Callable[..., Any], Callable[[], tuple], Callable[[], dict]]
                          | None] = []
+        # A MindSpore training step: the forward calls the loss depends on run inside one
+        # value_and_grad call (differentiation.py); the per-call pass still times them one
+        # by one, and the backward call is that call's time less theirs.
+        self._differentiated: Any = None
         self.status: list[CallStatus] = []
 
     # -- values ------------------------------------------------------------------------------
     def _tensor(self, array: Any, dtype: str) -> Any:
         return self.adapter.from_numpy(np.asarray(array), dtype)
+
+    def _external(self, ext: ExternalTensor) -> Any:
+        tensor = self._tensor(external_array(ext), ext.dtype)
+        if self.training and ext.role == "parameter" and ext.dtype in FLOAT_DTYPES:
+            tensor = make_trainable(self.framework, tensor, f"w{ext.id}")
+        return tensor
 
     def _stand_in(self, call: Call) -> Any:
         def convert(value: Any, node: Any) -> Any:
@@ -183,14 +193,36 @@ class Replayer:
         prints: list[dict[str, Any] | None] = []
         self._plan, self.status = [], []
         for call in self.step.calls:
-            entry, status, value = self._first_working(call, resolve)
+            if call.backward and self.framework != call.framework:
+                entry, status, value = None, CallStatus(call.index, DIFFERENTIATED, True), None
+            else:
+                entry, status, value = self._first_working(call, resolve)
             self._plan.append(entry)
             self.status.append(status)
             self._results[call.index] = value
             prints.append(self._fingerprints(value) if status.ok and not status.stand_in
-                          else None)
+                          and not call.backward else None)
         self.adapter.sync()
+        self._differentiate()
         return prints
+
+    def _differentiate(self) -> None:
+        """The other framework's training step: value_and_grad over the forward calls the
+        loss depends on (only MindSpore needs it; torch replays its own backward call)."""
+        for call in self.step.calls:
+            if not (call.backward and self.framework != call.framework):
+                continue
+            try:
+                self._differentiated = differentiate(self, call)
+                self._differentiated.run()
+                self.adapter.sync()
+            except Exception as exc:     # the forward still runs; the backward is left out
+                self._differentiated = None
+                self.status[call.index] = CallStatus(
+                    call.index, DIFFERENTIATED, False, stand_in=True,
+                    problem=f"value_and_grad over the replayed forward failed: "
+                            f"{type(exc).__name__}: {str(exc).strip()[:200]}")
+            return
 
     def _first_working(self, call: Call, resolve: Callable[[str], Any]):
         if call.index in self._skip:
@@ -213,6 +245,8 @@ class Replayer:
         for position, candidate in enumerate(candidates):
             try:
                 fn = candidate.make(resolve)
+                if not call.grad_enabled and self.framework == "torch":
+                    fn = without_grad(fn)
                 get_args, get_kwargs = self._binder(candidate)
                 value = fn(*get_args(), **get_kwargs())
                 self.adapter.sync()
@@ -239,9 +273,18 @@ class Replayer:
 
     # -- timing ------------------------------------------------------------------------------
     def _run(self) -> None:
-        results = self._results
+        results, grad = self._results, self._differentiated
+        if grad is None:
+            for i, entry in enumerate(self._plan):
+                if entry is not None:
+                    fn, get_args, get_kwargs = entry
+                    results[i] = fn(*get_args(), **get_kwargs())
+            return
+        inside, first = grad.inside, grad.first
         for i, entry in enumerate(self._plan):
-            if entry is not None:
+            if i == first:
+                grad.run()          # the forward calls of the loss, and their gradients
+            elif entry is not None and i not in inside:
                 fn, get_args, get_kwargs = entry
                 results[i] = fn(*get_args(), **get_kwargs())
 
@@ -262,6 +305,7 @@ class Replayer:
         (stand-ins, aliases) read 0."""
         clock, sync, results = self.clock, self.adapter.sync, self._results
         times = [[0.0] * passes for _ in self._plan]
+        grad = self._differentiated
         for p in range(passes):
             sync()
             for i, entry in enumerate(self._plan):
@@ -273,6 +317,12 @@ class Replayer:
                 results[i] = fn(*args, **kwargs)
                 sync()
                 times[i][p] = clock() - start
+            if grad is not None:
+                start = clock()
+                grad.run()
+                sync()
+                forward = sum(times[i][p] for i in grad.inside)
+                times[grad.backward][p] = max(0.0, clock() - start - forward)
         return times
 
     def warm_up(self, min_runs: int, min_time_s: float) -> int:
@@ -287,6 +337,73 @@ class Replayer:
 def _identity(x: Any) -> Any:
     return x
 
+
+DIFFERENTIATED = "value_and_grad over the replayed forward, less the forward"
+
+
+def make_trainable(framework: str, tensor: Any, name: str) -> Any:
+    """A weight the step differentiates: torch tracks it (requires_grad), MindSpore takes
+    it as a Parameter, the weights value_and_grad differentiates with respect to."""
+    if framework == "torch":
+        return tensor.requires_grad_(True)
+    if framework == "mindspore":
+        import mindspore
+        return mindspore.Parameter(tensor, name=name)
+    return tensor
+
+
+def without_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A call the script made with torch's grad mode off (an optimizer's update)."""
+    import torch
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with torch.no_grad():
+            return fn(*args, **kwargs)
+    return call
+
+
+@dataclass
+class Differentiated:
+    inside: frozenset[int]       # the forward calls the loss depends on
+    first: int                   # where the differentiated call runs in the step
+    backward: int                # the backward call it stands for
+    run: Callable[[], Any]
+
+
+def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
+    """value_and_grad(forward, None, weights) over the calls the loss depends on, with the
+    trainable weights they read; the forward writes every result it makes, so the calls
+    after it read them as in the step."""
+    import mindspore
+
+    loss_ref = backward.args[0]
+    if not isinstance(loss_ref, Ref):
+        raise ValueError("the backward call's tensor is not made inside the step")
+    inside: set[int] = set()
+    stack = [loss_ref.call]
+    while stack:
+        i = stack.pop()
+        if i in inside:
+            continue
+        inside.add(i)
+        stack.extend(r.call for r in refs_in(replayer.step.calls[i]))
+    order = sorted(inside)
+    plan, results = replayer._plan, replayer._results
+    if any(plan[i] is None and replayer.step.calls[i].alias_of is None for i in order):
+        raise ValueError("a call the loss depends on does not run in MindSpore")
+    weights = [t for e, t in replayer._externals.items()
+               if isinstance(t, mindspore.Parameter)
+               and any(x.id == e for i in order for x in exts_in(replayer.step.calls[i]))]
+    loss_index = loss_ref.call
+
+    def forward() -> Any:
+        for i in order:
+            fn, get_args, get_kwargs = plan[i]
+            results[i] = fn(*get_args(), **get_kwargs())
+        return results[loss_index]
+
+    grad_fn = mindspore.value_and_grad(forward, None, weights)
+    return Differentiated(frozenset(order), order[0], backward.index, lambda: grad_fn())
 
 def _is_constant(arg: Any) -> bool:
     if isinstance(arg, (Ref, Ext)):
