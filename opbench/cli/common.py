@@ -89,13 +89,19 @@ def _click_option(spec):
     kind = click.Choice(spec.kind) if isinstance(spec.kind, tuple) else spec.kind
     # the help text states the default ("Default: X."), so click does not repeat it
     return click.option(f"--{spec.flag}", spec.field, type=kind, default=spec.default,
-                        help=spec.help)
+                        metavar=spec.metavar, help=spec.help)
+
+
+def _declare(f, options):
+    for option in reversed(options):
+        f = option(f)
+    return f
 
 
 def timing_options(f):
     from opbench.config.options import OPTIONS
 
-    options = [_click_option(spec) for spec in OPTIONS] + [
+    return _declare(f, [_click_option(spec) for spec in OPTIONS] + [
         click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
                      help="Results file (written after every instance). Default: "
                           "out/opbench-<time>.json."),
@@ -106,10 +112,37 @@ def timing_options(f):
         click.option("--history-db", "history_db", type=click.Path(dir_okay=False),
                      default=None, help="Also record the run in this SQLite history database "
                                         "(see `opbench history`)."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    ])
+
+
+def check_options(f):
+    """The run options a correctness-only run uses (options.CHECK_OPTIONS), and --json."""
+    from opbench.config.options import CHECK_OPTIONS
+
+    return _declare(f, [_click_option(spec) for spec in CHECK_OPTIONS] + [
+        click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+                     help="Results file (written after every instance). Default: "
+                          "out/opbench-<time>.json."),
+    ])
+
+
+def limit_options(f):
+    """--max-instances and --input-budget (options.LIMIT_OPTIONS, shared with pytest's
+    --opbench-max-instances / --opbench-input-budget)."""
+    from opbench.config.options import LIMIT_OPTIONS
+
+    return _declare(f, [_click_option(spec) for spec in LIMIT_OPTIONS])
+
+
+def apply_limits(max_instances, input_budget) -> None:
+    """The limit options, checked and applied before any case is read; a bad value is a
+    usage error naming the option."""
+    from opbench.config.options import OptionError, apply_limit_options
+
+    try:
+        apply_limit_options(max_instances, input_budget)
+    except OptionError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def shard_option(f):

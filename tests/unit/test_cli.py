@@ -342,6 +342,15 @@ def test_the_gate_measures_like_its_baseline(fake_frameworks, cases_dir, tmp_pat
     assert "gate: PASS" in result.stdout
 
 
+def test_check_takes_its_options_from_the_table(fake_frameworks, cases_dir, tmp_path):
+    out = tmp_path / "check.json"
+    result = invoke("check", str(cases_dir), "--threads", "3", "--reference", "torch", "-q",
+                    "--json", str(out))
+    assert result.exit_code == 0, result.output
+    config = read_results(out)["config"]
+    assert (config["threads"], config["timing"]) == (3, False)
+
+
 def test_a_gate_option_given_on_the_command_line_wins_and_is_listed(fake_frameworks,
                                                                     cases_dir, tmp_path):
     base = tmp_path / "base.json"
