@@ -30,18 +30,9 @@ from opbench.cli.common import (
     timing_options,
 )
 from opbench.cli.selection_options import selection_options
-from opbench.gate.settings import GATE_SETTINGS, with_gate_settings
+from opbench.gate.settings import GATE_DEFAULT_ROUNDS, GATE_SETTINGS
 from opbench.results.safe_write import ResultsNotSaved
 from opbench.verdicts.rules import DEFAULT_MIN_EFFECT, EXIT_USAGE
-
-# The gate's rounds per measurement when its baseline records none, higher than `opbench
-# run`'s 15. On the simulated shared machine (tests/unit/timing_simulation.py) an identical
-# pair of runs at 15/15 rounds ends INCONCLUSIVE for 8.3% of instances even after the second
-# stage, at 25/25 for 0.4%, at 35/35 for none; the real machine's per-process offsets need
-# the margin (docs/gate.md). The interval is only as narrow as the smaller
-# side allows, hence `opbench run --for-gate`, which records the baseline with the same
-# settings (gate/settings.py), and the gate's habit of measuring like its baseline.
-GATE_DEFAULT_ROUNDS = GATE_SETTINGS["rounds"]
 
 
 def _parse_overrides(values: Sequence[str]) -> tuple[tuple[str, float], ...]:
@@ -253,7 +244,7 @@ def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effe
     case_paths = [os.path.abspath(p) for p in paths or [default_cases_path()]]
     instances = load_instances(case_paths, ops, keyword, tags)
     timing, inherited = inherit_settings(timing, baseline.get("config") or {})
-    timing = with_gate_settings(timing)   # only what neither the user nor the baseline set
+    timing = GATE_SETTINGS.fill(timing)   # only what neither the user nor the baseline set
     config = build_config(**timing)
     if inherited:
         # Printed even with -q: it is what this gate measured with, not progress.

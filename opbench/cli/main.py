@@ -61,9 +61,9 @@ def run(paths, keyword, ops, tags, quiet, for_gate, shard_text, workers, json_pa
     """Time every selected case instance in both frameworks (PATHS: case files or
     directories; default: the shipped case library, or $OPBENCH_CASES)."""
     if for_gate:
-        from opbench.gate.settings import with_gate_settings
+        from opbench.gate.settings import GATE_SETTINGS
 
-        timing = with_gate_settings(timing)
+        timing = GATE_SETTINGS.fill(timing)
     config = build_config(**timing)    # bad options fail before the cases are read
     shard = parse_shard(shard_text)
     whole = load_instances(paths or [default_cases_path()], ops, keyword, tags)
