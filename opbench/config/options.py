@@ -4,9 +4,9 @@
 prefix) declare their run options from OPTIONS below (`opbench check` the CHECK_OPTIONS
 among them; both doors the LIMIT_OPTIONS and SHARD_OPTION beside them), and both map what
 the user gave onto `RunOptions`, whose `to_config()` is the one place where defaults are
-filled in and values are checked. What comes out is a `RunConfig` (opbench/config/__init__.py):
-typed, immutable, and
-what a worker process or the gate's second stage receives (pickled), never option names.
+filled in and values are checked. What comes out is a `RunConfig` (opbench/config/
+__init__.py): typed, immutable, and what a worker process or the gate's second stage
+receives (pickled), never option names.
 Each row also says where a results record keeps its value, so `opbench gate` can measure
 like its baseline without a list of its own. The idea is pytest-benchmark's
 `add_display_options(addoption, prefix)`, which serves its plugin and its CLI alike, and
