@@ -1,6 +1,7 @@
 """Case files and what they select: the case model, YAML read with the position of every key,
-validation, sweep expansion, limits, `-k/--op/--tag` selection, `--shard K/N` slicing, the
-shipped case library and its coverage. Imports only opbench.config.
+validation, sweep expansion (within opbench/config/limits.py), `-k/--op/--tag` selection,
+`--shard K/N` slicing, the shipped case library and its coverage. Imports only
+opbench.config.
 
   api_guard    Which objects a case file's API path may reach: only the framework's own
   case_files   Case files: schema validation, line-accurate errors, sweep expansion
@@ -8,7 +9,6 @@ shipped case library and its coverage. Imports only opbench.config.
   ids          Short instance ids for tables: `reshape[1x128x768,float16]` for
                `reshape[shape=1x128x768,dtype=float16]`
   library      Where the shipped case library is, and how user case directories add to it
-  limits       How much one case may ask of the machine: instances in a sweep, bytes of inputs
   selection    Which case instances a command runs: `-k EXPR`, `--op OP`, `--tag TAG`, the same
                in every `opbench` command and with the same meaning as in `pytest cases/`
   shard        `--shard K/N`: a stable slice of a selection, so a CI matrix of N jobs covers it

@@ -29,10 +29,10 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import yaml
 
-from opbench.cases import limits
 from opbench.cases.api_guard import UnknownAPI, check_path_text, check_tensor_method
 from opbench.cases.selection import Selection, as_tuple
 from opbench.cases.yaml_source import RECURSIVE_ALIAS, YamlDocument, YamlLimitError, read_yaml
+from opbench.config import limits
 
 __all__ = [
     "CaseError", "Location", "InputSpec", "FrameworkCall", "Ref", "Case", "CaseInstance",

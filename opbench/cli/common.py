@@ -89,13 +89,19 @@ def _click_option(spec):
     kind = click.Choice(spec.kind) if isinstance(spec.kind, tuple) else spec.kind
     # the help text states the default ("Default: X."), so click does not repeat it
     return click.option(f"--{spec.flag}", spec.field, type=kind, default=spec.default,
-                        help=spec.help)
+                        metavar=spec.metavar, help=spec.help)
+
+
+def _declare(f, options):
+    for option in reversed(options):
+        f = option(f)
+    return f
 
 
 def timing_options(f):
     from opbench.config.options import OPTIONS
 
-    options = [_click_option(spec) for spec in OPTIONS] + [
+    return _declare(f, [_click_option(spec) for spec in OPTIONS] + [
         click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
                      help="Results file (written after every instance). Default: "
                           "out/opbench-<time>.json."),
@@ -106,10 +112,37 @@ def timing_options(f):
         click.option("--history-db", "history_db", type=click.Path(dir_okay=False),
                      default=None, help="Also record the run in this SQLite history database "
                                         "(see `opbench history`)."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    ])
+
+
+def check_options(f):
+    """The run options a correctness-only run uses (options.CHECK_OPTIONS), and --json."""
+    from opbench.config.options import CHECK_OPTIONS
+
+    return _declare(f, [_click_option(spec) for spec in CHECK_OPTIONS] + [
+        click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+                     help="Results file (written after every instance). Default: "
+                          "out/opbench-<time>.json."),
+    ])
+
+
+def limit_options(f):
+    """--max-instances and --input-budget (options.LIMIT_OPTIONS, shared with pytest's
+    --opbench-max-instances / --opbench-input-budget)."""
+    from opbench.config.options import LIMIT_OPTIONS
+
+    return _declare(f, [_click_option(spec) for spec in LIMIT_OPTIONS])
+
+
+def apply_limits(max_instances, input_budget) -> None:
+    """The limit options, checked and applied before any case is read; a bad value is a
+    usage error naming the option."""
+    from opbench.config.options import OptionError, apply_limit_options
+
+    try:
+        apply_limit_options(max_instances, input_budget)
+    except OptionError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def shard_option(f):
@@ -203,24 +236,42 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
             quiet=False, worst_first=False, history_db=None) -> None:
     """Run, save, print, exit with the verdict code. Never shows a traceback for the
     user's mistakes or a missing framework/device."""
+    from opbench.report.terminal import render_terminal
+
+    def not_saved(exc):
+        # what was measured is shown before the error that it could not be kept
+        render_terminal(exc.record, out, worst_first=worst_first)
+        fail(str(exc))
+
+    json_path = json_path or default_json_path()
+    record = run_and_record(instances, config, json_path, quiet=quiet, on_not_saved=not_saved)
+    show_and_exit(record, json_path, markdown_path, html_path, worst_first, history_db)
+
+
+def run_and_record(instances, config, json_path, *, quiet=False, stage="", injection=None,
+                   on_not_saved=None) -> dict[str, Any]:
+    """The one way a command measures (`run`, `compare`, `check`, the gate's first stage):
+    open the session (worker processes or this one), run every instance through
+    results.recorded_run with progress on stderr, the record saved to json_path after each,
+    and close. Returns the record. An unwritable results file, a missing framework or
+    device and an unknown API are usage errors before anything is timed; an interrupt says
+    what was saved and exits 130/143. When the finished record cannot be saved,
+    on_not_saved(ResultsNotSaved) decides (default: a usage error)."""
     from opbench.frameworks import DeviceUnavailable, FrameworkUnavailable
     from opbench.report.progress import RunProgress
-    from opbench.report.terminal import render_terminal
     from opbench.results.recorded_run import open_session, run
     from opbench.results.safe_write import ResultsNotSaved
     from opbench.runner.session import ApiError
     from opbench.runner.workers import WorkerError
 
-    if json_path is None:
-        json_path = default_json_path()
-    progress = RunProgress(err, quiet,
+    progress = RunProgress(err, quiet, stage=stage,
                            passes=config.passes * config.processes if config.timing else 1)
     check_results_path(json_path)
     try:
         with progress.starting(f"setting up {config.reference} and {config.target}"
                                + (f" in {config.processes} worker processes"
                                   if config.processes > 1 else "")):
-            session = open_session(config)
+            session = open_session(config, injection=injection)
     except (FrameworkUnavailable, DeviceUnavailable, ValueError, WorkerError) as exc:
         fail(str(exc))
     if not quiet:
@@ -233,9 +284,8 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
                   highlight=False)
     try:
         with progress:
-            record = run(instances, config, json_path=json_path, session=session,
-                         on_progress=reclaiming(progress.on_progress),
-                         on_pass=progress.on_pass)
+            return run(instances, config, json_path=json_path, session=session,
+                       on_progress=reclaiming(progress.on_progress), on_pass=progress.on_pass)
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
     except KeyboardInterrupt as exc:
@@ -244,17 +294,16 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
                   f"saved in {escape(str(json_path))}", highlight=False)
         sys.exit(exit_status(exc))
     except ResultsNotSaved as exc:
-        render_terminal(exc.record, out, worst_first=worst_first)
-        fail(str(exc))
+        if on_not_saved is None:
+            fail(str(exc))
+        return on_not_saved(exc)
     finally:
-        if session is not None:
-            session.close()
-    show_and_exit(record, json_path, markdown_path, html_path, worst_first, history_db)
+        session.close()
 
 
-def default_json_path() -> str:
+def default_json_path(name: str = "opbench") -> str:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return os.path.join("out", f"opbench-{stamp}.json")
+    return os.path.join("out", f"{name}-{stamp}.json")
 
 
 def show_and_exit(record, json_path, markdown_path=None, html_path=None, worst_first=False,

@@ -10,38 +10,28 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
 from opbench.cli.common import (
-    build_config,
-    check_results_path,
     default_cases_path,
+    default_json_path,
     err,
     exit_status,
     fail,
     load_instances,
     out,
     pass_printer,
+    run_and_record,
     signal_name_of,
     timing_options,
 )
 from opbench.cli.selection_options import selection_options
-from opbench.gate.settings import GATE_SETTINGS, with_gate_settings
-from opbench.results.safe_write import ResultsNotSaved
+from opbench.gate.settings import GATE_DEFAULT_ROUNDS   # named here by older scripts and tests
 from opbench.verdicts.rules import DEFAULT_MIN_EFFECT, EXIT_USAGE
-
-# The gate's rounds per measurement when its baseline records none, higher than `opbench
-# run`'s 15. On the simulated shared machine (tests/unit/timing_simulation.py) an identical
-# pair of runs at 15/15 rounds ends INCONCLUSIVE for 8.3% of instances even after the second
-# stage, at 25/25 for 0.4%, at 35/35 for none; the real machine's per-process offsets need
-# the margin (docs/gate.md). The interval is only as narrow as the smaller
-# side allows, hence `opbench run --for-gate`, which records the baseline with the same
-# settings (gate/settings.py), and the gate's habit of measuring like its baseline.
-GATE_DEFAULT_ROUNDS = GATE_SETTINGS["rounds"]
 
 
 def _parse_overrides(values: Sequence[str]) -> tuple[tuple[str, float], ...]:
@@ -110,46 +100,6 @@ def progress_printer(quiet: bool, stage: str):
                   f"{ratios}",
                   highlight=False)
     return report
-
-
-def _remeasure_here(session, instances, ids: Sequence[str], quiet: bool) -> dict[str, Any]:
-    """Stage 2 in this process: the instances that did not pass, measured again the same
-    way (all passes)."""
-    from dataclasses import replace
-
-    from opbench.results.recorded_run import run_passes
-    from opbench.runner.worker_main import default_session_factory
-
-    if session.config.processes > 1:
-        # stage 1 ran in worker processes, now closed: measure in this process instead
-        # (a self-test's injection applies here too)
-        session = default_session_factory(replace(session.config, processes=1))
-        session.open()
-        session.measure_overheads()
-    wanted = set(ids)
-    subset = [inst for inst in instances if inst.id in wanted]
-    records = run_passes(session, subset, [], on_progress=progress_printer(quiet, "stage 2"),
-                         on_pass=pass_printer(quiet))
-    return {inst.id: record for inst, record in zip(subset, records)}
-
-
-def _remeasure(session, instances, ids: Sequence[str], quiet: bool, config):
-    """Stage 2 in fresh worker processes (gate/fresh_stage.py says why), or, when they
-    fail, with stage 1's session, with a note saying so: (records by id, extra notes)."""
-    from opbench.gate.baseline import KIND_STAGE2, HygieneNote
-    from opbench.gate.fresh_stage import FreshStageError, remeasure_in_fresh_processes
-
-    try:
-        return remeasure_in_fresh_processes(
-            instances, ids, config, on_progress=progress_printer(quiet, "stage 2"),
-            on_pass=pass_printer(quiet)), ()
-    except FreshStageError as exc:
-        err.print(f"[yellow]stage 2: the fresh processes failed; re-measuring with stage 1's[/] "
-                  f"({escape(str(exc))})", highlight=False)
-        note = HygieneNote(KIND_STAGE2, f"re-measured in the first stage's processes, which "
-                                      f"share their offsets, because the fresh processes "
-                                      f"failed: {exc}")
-        return _remeasure_here(session, instances, ids, quiet), (note,)
 
 
 def _pct_cell(inst, attribute: str) -> str:
@@ -245,108 +195,84 @@ def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effe
     both measurements fails the gate. Missing, renamed and new cases, another machine
     and other framework versions are listed in every output. (The Markdown file is the
     gate's summary, fit for a CI job summary.)"""
-    from opbench.gate.baseline import inherit_settings
-    from opbench.gate.evaluate import GateSettings, evaluate
-    from opbench.runner.injection import injection_from_env
+    from opbench.gate.evaluate import GateSettings
+    from opbench.gate.run_gate import GateRequest, GateSetupError, run_gate
 
     baseline = _read_baselines(baseline_paths)
-    baseline_path = " + ".join(baseline_paths)
     case_paths = [os.path.abspath(p) for p in paths or [default_cases_path()]]
     instances = load_instances(case_paths, ops, keyword, tags)
-    timing, inherited = inherit_settings(timing, baseline.get("config") or {})
-    timing = with_gate_settings(timing)   # only what neither the user nor the baseline set
-    config = build_config(**timing)
-    if inherited:
-        # Printed even with -q: it is what this gate measured with, not progress.
-        err.print(f"[dim]measuring like the baseline: {', '.join(inherited)}[/]",
-                  highlight=False)
-    b_cfg = baseline.get("config") or {}
-    if (b_cfg.get("reference"), b_cfg.get("target")) != (config.reference, config.target):
-        fail(f"{baseline_path} compares {b_cfg.get('reference')} with {b_cfg.get('target')}; "
-             f"this run compares {config.reference} with {config.target}")
     try:
         settings = GateSettings(min_effect=min_effect,
                                 min_effect_overrides=_parse_overrides(min_effect_for),
                                 fail_on_slow=fail_on_slow, ops=tuple(ops), keyword=keyword,
                                 tags=tuple(tags), noise=_read_noise(noise_path))
-        injection = injection_from_env()
     except ValueError as exc:
         fail(str(exc))
-
-    if history_db and not injection:   # a self-test's run is never recorded (below)
-        _check_history(history_db)   # before measuring: a bad database must not cost a run
-    _check_baseline_covers(baseline, baseline_path, instances, config, ops, keyword, tags)
-    record, second, session = _measure(instances, config, json_path, injection, quiet)
-    session.close()   # stage 1's workers: stage 2 starts fresh ones
-    from opbench.gate.baseline import HygieneNote
-
-    extra = (HygieneNote("self-test", injection.describe()),) if injection else ()
-    result = evaluate(baseline, record, settings=settings, extra_notes=extra)
-    if result.compared == 0:
-        fail(f"{baseline_path} shares no instance with this run (baseline ids: "
-             f"{', '.join(i['id'] for i in baseline['instances'][:5])} ...); a gate needs a "
-             f"baseline of the same cases")
-    ids = result.to_remeasure()
-    if ids:
-        if not quiet:
-            err.print(f"[dim]stage 2: re-measuring {len(ids)} instance(s) that did not pass, "
-                      f"in fresh processes[/]",
-                      highlight=False)
-        try:
-            second, stage2_notes = _remeasure(session, instances, ids, quiet, config)
-        except KeyboardInterrupt as exc:
-            err.print(f"\n[bold]interrupted[/] ({signal_name_of(exc)}) during the second "
-                      f"stage")
-            sys.exit(exit_status(exc))
-        extra += stage2_notes
-        result = evaluate(baseline, record, remeasured=second, settings=settings,
-                          extra_notes=extra)
-    _write_outputs(result, record, second, baseline_path, json_path, junit_path,
-                   markdown_path, html_path, report_path)
-    if history_db:
-        _record_history(history_db, record, json_path, injection is not None)
-    _print_result(result)
-    sys.exit(result.exit_code)
-
-
-def _measure(instances, config, json_path, injection, quiet):
-    import datetime as _dt
-
-    from opbench.frameworks import DeviceUnavailable, FrameworkUnavailable
-    from opbench.report.progress import RunProgress
-    from opbench.results.recorded_run import open_session, run
-    from opbench.runner.session import ApiError
-    from opbench.runner.workers import WorkerError
-
-    progress = RunProgress(err, quiet, passes=config.passes * config.processes,
-                           stage="stage 1")
+    request = GateRequest(baseline=baseline, baseline_path=" + ".join(baseline_paths),
+                          instances=instances, options=timing, settings=settings,
+                          json_path=json_path or default_json_path("opbench-gate"),
+                          history_db=history_db)
+    console = _GateConsole(quiet)
     try:
-        with progress.starting(f"setting up {config.reference} and {config.target}"):
-            session = open_session(config, injection=injection)
-    except (FrameworkUnavailable, DeviceUnavailable, ValueError, WorkerError) as exc:
+        gate = run_gate(request, console.hooks())
+    except GateSetupError as exc:
         fail(str(exc))
-    if json_path is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        json_path = os.path.join("out", f"opbench-gate-{stamp}.json")
-    check_results_path(json_path)
-    if not quiet:
-        err.print(f"[dim]{len(instances)} instances, {config.settings.rounds} rounds; "
-                  f"results -> {json_path}[/]", highlight=False)
-    try:
-        with progress:
-            record = run(instances, config, json_path=json_path, session=session,
-                         on_progress=progress.on_progress, on_pass=progress.on_pass)
-    except ApiError as exc:
-        fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
     except KeyboardInterrupt as exc:
-        err.print(f"\n[bold]interrupted[/] ({signal_name_of(exc)}): partial results in "
-                  f"{json_path}")
+        if not console.in_stage2:
+            raise   # stage 1 says what it saved (run_and_record); before it, nothing was
+        err.print(f"\n[bold]interrupted[/] ({signal_name_of(exc)}) during the second stage")
         sys.exit(exit_status(exc))
-    except ResultsNotSaved as exc:
-        # The gate decides from the record in memory; the failed write is said at the end.
+    _write_outputs(gate.result, gate.record, gate.remeasured, request.baseline_path,
+                   request.json_path, junit_path, markdown_path, html_path, report_path)
+    if gate.history is not None:
+        style = "dim" if gate.history.recorded else "yellow"
+        err.print(f"[{style}]{escape(gate.history.message)}[/]", highlight=False)
+    _print_result(gate.result)
+    sys.exit(gate.result.exit_code)
+
+
+class _GateConsole:
+    """The gate's front door on the terminal: stage 1 through the one run path of every
+    command (common.run_and_record), stage 2's progress as lines on stderr."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.in_stage2 = False
+
+    def hooks(self):
+        from opbench.gate.run_gate import GateHooks
+
+        return GateHooks(measure=self.measure, inherited=self.inherited,
+                         stage2_starting=self.stage2_starting,
+                         stage2_progress=progress_printer(self.quiet, "stage 2"),
+                         stage2_pass=pass_printer(self.quiet), stage2_here=self.stage2_here)
+
+    def measure(self, instances, config, json_path, injection):
+        return run_and_record(instances, config, json_path, quiet=self.quiet, stage="stage 1",
+                              injection=injection, on_not_saved=self.decide_unsaved)
+
+    @staticmethod
+    def decide_unsaved(exc):
+        # The gate decides from the record in memory; the failed write is said, not fatal.
         err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-        record = exc.record
-    return record, {}, session
+        return exc.record
+
+    @staticmethod
+    def inherited(options):
+        # Printed even with -q: it is what this gate measured with, not progress.
+        err.print(f"[dim]measuring like the baseline: {', '.join(options)}[/]",
+                  highlight=False)
+
+    def stage2_starting(self, count):
+        self.in_stage2 = True
+        if not self.quiet:
+            err.print(f"[dim]stage 2: re-measuring {count} instance(s) that did not pass, "
+                      f"in fresh processes[/]", highlight=False)
+
+    @staticmethod
+    def stage2_here(reason):
+        err.print(f"[yellow]stage 2: the fresh processes failed; re-measuring with stage 1's[/] "
+                  f"({escape(reason)})", highlight=False)
 
 
 def _write_outputs(result, record, second, baseline_path, json_path, junit_path,
@@ -372,52 +298,6 @@ def _write_outputs(result, record, second, baseline_path, json_path, junit_path,
         write_json_atomic(report_path, result_as_dict(
             result, baseline=str(baseline_path), current=json_path,
             stage2_records=second))
-
-
-def _check_history(db_path: str) -> None:
-    """Open the history database once before measuring: a garbage file, a newer schema or
-    a lock held past LOCK_WAIT_S is a set-up error (exit 2) while nothing is lost yet."""
-    from opbench.results.history import HistoryError, HistoryStore
-
-    try:
-        HistoryStore(db_path).close()
-    except HistoryError as exc:
-        fail(str(exc))
-
-
-def _check_baseline_covers(baseline, baseline_path, instances, config, ops, keyword,
-                           tags) -> None:
-    """A baseline of other cases is refused before measuring (it used to be found only
-    after the whole run): same rule as the gate's, by id or by what the instance is."""
-    from opbench.gate.baseline import match_instances, select_records
-    from opbench.runner.raw_records import instance_header
-
-    current = [instance_header(inst, config) for inst in instances]
-    selected = select_records(baseline.get("instances", []), ops, keyword, tags)
-    if not match_instances(selected, current).pairs:
-        fail(f"{baseline_path} shares no instance with the selected cases (baseline ids: "
-             f"{', '.join(str(i.get('id')) for i in baseline['instances'][:5])} ...); a gate "
-             f"needs a baseline of the same cases")
-
-
-def _record_history(db_path: str, record: Mapping[str, Any], json_path: str | None,
-                    injected: bool) -> None:
-    """Recording comes after the verdict is known: a failure is a warning, never a change
-    of the gate's exit code (a locked database used to turn a pass into exit 1)."""
-    from opbench.results.history import HistoryError, HistoryStore
-
-    if injected:
-        err.print("[yellow]history: not recording a self-test run with an injected "
-                  "slowdown[/]")
-        return
-    try:
-        with HistoryStore(db_path) as store:
-            run_id, added = store.record_run(dict(record), source=json_path, label="gate")
-    except HistoryError as exc:
-        err.print(f"[yellow]history: not recorded: {escape(str(exc))}[/]", highlight=False)
-        return
-    err.print(f"[dim]history: run #{run_id} {'recorded in' if added else 'already in'} "
-              f"{escape(db_path)}[/]", highlight=False)
 
 
 # --------------------------------------------------------------------------- history

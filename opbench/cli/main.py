@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -10,11 +9,14 @@ from typing import Sequence
 import click
 
 from opbench.cli.common import (
+    apply_limits,
     build_config,
+    check_options,
     default_cases_path,
     execute,
     execute_in_workers,
     fail,
+    limit_options,
     load_instances,
     out,
     parse_shard,
@@ -33,27 +35,12 @@ from opbench.cli.trace import trace_command
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="opbench", prog_name="opbench")
-@click.option("--max-instances", type=click.IntRange(min=1), default=None,
-              help="Most instances one case's sweep may make (default 100,000; also "
-                   "$OPBENCH_MAX_INSTANCES). A bigger sweep is refused before it is expanded.")
-@click.option("--input-budget", default=None, metavar="SIZE",
-              help="Most memory one instance's inputs may take, e.g. 8GiB (default: a "
-                   "quarter of this machine's memory; also $OPBENCH_INPUT_BUDGET). Bigger "
-                   "inputs are refused before they are allocated.")
+@limit_options
 def cli(max_instances, input_budget) -> None:
     """Which operators are slower in MindSpore than in PyTorch, by how much, with what
     confidence. Ratio = reference time / target time (below 1: the target is slower)."""
-    from opbench.cases import limits
-
     # Through the environment, so the gate's fresh second-stage process has them too.
-    if max_instances is not None:
-        os.environ[limits.MAX_INSTANCES_ENV] = str(max_instances)
-    if input_budget is not None:
-        try:
-            limits.parse_size(input_budget)
-        except limits.LimitError as exc:
-            raise click.BadParameter(str(exc), param_hint="--input-budget") from None
-        os.environ[limits.INPUT_BUDGET_ENV] = input_budget
+    apply_limits(max_instances, input_budget)
 
 
 @cli.command(short_help="Time every selected case instance in both frameworks.")
@@ -75,9 +62,9 @@ def run(paths, keyword, ops, tags, quiet, for_gate, shard_text, workers, json_pa
     """Time every selected case instance in both frameworks (PATHS: case files or
     directories; default: the shipped case library, or $OPBENCH_CASES)."""
     if for_gate:
-        from opbench.gate.settings import with_gate_settings
+        from opbench.gate.settings import GATE_SETTINGS
 
-        timing = with_gate_settings(timing)
+        timing = GATE_SETTINGS.fill(timing)
     config = build_config(**timing)    # bad options fail before the cases are read
     shard = parse_shard(shard_text)
     whole = load_instances(paths or [default_cases_path()], ops, keyword, tags)
@@ -117,23 +104,13 @@ def compare(operators, cases_dirs, keyword, ops, tags, quiet, json_path, markdow
 @cli.command(short_help="Check that both frameworks' outputs agree, without timing.")
 @click.argument("paths", nargs=-1, type=click.Path())
 @selection_options
-@click.option("--device", default="cpu", help="cpu, cuda[:N] or ascend[:N]. Default: cpu.")
-@click.option("--threads", type=int, default=None,
-              help="Intra-op threads, set equal in both frameworks. Default: cores - 1, at least 1.")
-@click.option("--reference", default="torch",
-              help="The framework whose outputs are the reference. Default: torch.")
-@click.option("--target", default="mindspore",
-              help="The framework under test. Default: mindspore.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Results file (written after every instance). Default: "
-                   "out/opbench-<time>.json.")
+@check_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
-def check(paths, keyword, ops, tags, device, threads, reference, target, json_path, quiet):
+def check(paths, keyword, ops, tags, json_path, quiet, **options):
     """Correctness only: run each instance once in both frameworks and compare outputs
     (and gradients for backward cases). No timing."""
+    config = build_config(timing=False, **options)   # bad options fail before the cases are read
     instances = load_instances(paths or [default_cases_path()], ops, keyword, tags)
-    config = build_config(device=device, threads=threads, reference=reference, target=target,
-                          timing=False)
     execute(instances, config, json_path, quiet=quiet)
 
 

@@ -4,7 +4,8 @@ What a run is asked to do, as frozen records: RunConfig (frameworks, device, thr
 threshold, launch mode, passes, processes), the timing modes and MeasureSettings with the
 reasons for their defaults, and the slice of the selection and of the machine a run owns
 (--shard K/N, a pytest-xdist worker's placement). The one table of run options every front
-door declares its flags from is options.py beside it.
+door declares its flags from is options.py beside it; limits.py beside it says how much one
+case may ask of the machine.
 
 Nothing here imports another opbench package (an import-linter contract holds it).
 """

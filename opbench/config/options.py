@@ -1,18 +1,23 @@
 """One definition of the run options, for every front door.
 
-`opbench run/compare/check/gate` (click) and `pytest --benchmark` (argparse, with an
-`--opbench-` prefix) declare their timing options from OPTIONS below, and both map what the
-user gave onto `RunOptions`, whose `to_config()` is the one place where defaults are filled
-in and values are checked. What comes out is a `RunConfig` (opbench/config/__init__.py): typed, immutable, and
-what a worker process or the gate's second stage receives (pickled), never option names.
-The idea is pytest-benchmark's `add_display_options(addoption, prefix)`, which serves its
-plugin and its CLI alike, and asv's shared `common_args`.
+`opbench run/compare/gate` (click) and `pytest --benchmark` (argparse, with an `--opbench-`
+prefix) declare their run options from OPTIONS below (`opbench check` the CHECK_OPTIONS
+among them; both doors the LIMIT_OPTIONS and SHARD_OPTION beside them), and both map what
+the user gave onto `RunOptions`, whose `to_config()` is the one place where defaults are
+filled in and values are checked. What comes out is a `RunConfig` (opbench/config/
+__init__.py): typed, immutable, and what a worker process or the gate's second stage
+receives (pickled), never option names.
+Each row also says where a results record keeps its value, so `opbench gate` can measure
+like its baseline without a list of its own. The idea is pytest-benchmark's
+`add_display_options(addoption, prefix)`, which serves its plugin and its CLI alike, and
+asv's shared `common_args`.
 """
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, fields
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from opbench.config import (
     ASYNC,
@@ -23,14 +28,23 @@ from opbench.config import (
     DEFAULT_THRESHOLD,
     LAUNCH_BLOCKING,
     LAUNCH_MODES,
+    LAUNCH_QUEUED,
     SERIAL,
     MeasureSettings,
     RunConfig,
     default_threads,
 )
+from opbench.config.limits import (
+    DEFAULT_MAX_INSTANCES,
+    INPUT_BUDGET_ENV,
+    MAX_INSTANCES_ENV,
+    LimitError,
+    parse_size,
+)
 
-__all__ = ["BOTH_MODES", "MODE_CHOICES", "OPTIONS", "SHARD_OPTION", "OptionSpec", "RunOptions",
-           "OptionError", "parse_shard_option"]
+__all__ = ["BOTH_MODES", "CHECK_OPTIONS", "INPUT_BUDGET_OPTION", "LIMIT_OPTIONS",
+           "MAX_INSTANCES_OPTION", "MODE_CHOICES", "OPTIONS", "SHARD_OPTION", "OptionSpec",
+           "RunOptions", "OptionError", "apply_limit_options", "parse_shard_option"]
 
 BOTH_MODES = "both"
 MODE_CHOICES = (SERIAL, ASYNC, BOTH_MODES)
@@ -40,60 +54,146 @@ class OptionError(ValueError):
     """A bad option value; the message names the option as the user typed it."""
 
 
+def _mode_of(modes: Any) -> str | None:
+    """--mode as a recorded run's `modes` list implies it."""
+    modes = list(modes or [])
+    if sorted(modes) == sorted((SERIAL, ASYNC)):
+        return BOTH_MODES
+    return modes[0] if modes else None
+
+
+def _negated(value: Any) -> bool:
+    """A --no-X flag from the recorded X (--no-backward from `backward`)."""
+    return not value
+
+
 @dataclass(frozen=True)
 class OptionSpec:
     """One run option: its field in RunOptions, its flag (without the front door's prefix),
-    its type (a callable, or a tuple of choices; bool means a flag) and its help text."""
+    its type (a callable, or a tuple of choices; bool means a flag) and its help text; and
+    what the rest of opbench needs to know about it, so that a new row is all a new option
+    takes: where a run's results record keeps its value, whether the gate measures like its
+    baseline on it, and whether a correctness-only run (`opbench check`) offers it."""
 
     field: str
     flag: str
     kind: Any
     help: str
     default: Any = None
+    metavar: str | None = None
+    # Where a results record's `config` (RunConfig.as_dict()) keeps the value: a key, or
+    # "settings.<key>" for MeasureSettings. None: no run records it (the global limits).
+    recorded_as: str | None = None
+    # The option's value from the recorded one, where they are spelt differently (--mode
+    # from `modes`, --no-backward from `backward`).
+    from_recorded: Callable[[Any], Any] | None = None
+    # What a results file written before the key existed implies: it was measured that way
+    # (queued launches, one pass, in one process).
+    recorded_default: Any = None
+    # `opbench gate` takes the baseline's value when the user leaves the option out
+    # (gate/baseline.py inherit_settings), so both runs are measured alike. False where a
+    # baseline's value must not be followed; the row says why.
+    inherited: bool = True
+    # Only a timing run uses it; `opbench check` (correctness only) does not offer it.
+    timing_only: bool = True
+
+    def recorded_value(self, config: Mapping[str, Any]) -> Any:
+        """The option's value in a results record's `config`; None when it records none."""
+        if self.recorded_as is None:
+            return None
+        *parents, key = self.recorded_as.split(".")
+        holder: Mapping[str, Any] = config
+        for parent in parents:
+            holder = holder.get(parent) or {}
+        value = holder.get(key, self.recorded_default)
+        if value is None or self.from_recorded is None:
+            return value
+        return self.from_recorded(value)
+
+    def as_typed(self, value: Any) -> str:
+        """The option as a user types it for `value` (a flag: just its name)."""
+        return f"--{self.flag}" if self.kind is bool else f"--{self.flag} {value}"
 
 
+# The order is the order of `--help` and of the gate's "measuring like the baseline" line:
+# how each side is measured first, then what is compared with what.
 OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("mode", "mode", MODE_CHOICES,
                "serial: sync after every call (latency); async: one sync per sample "
-               "(throughput); both: each, side by side. Default: serial."),
+               "(throughput); both: each, side by side. Default: serial.",
+               recorded_as="modes", from_recorded=_mode_of),
+    OptionSpec("threads", "threads", int,
+               "Intra-op threads, set equal in both frameworks (one core is left for the "
+               "frameworks' dispatch threads). Default: cores - 1, at least 1.",
+               recorded_as="threads", timing_only=False),
     OptionSpec("launch", "launch", LAUNCH_MODES,
                "blocking: every operator runs to completion in its call, so a serial time is "
                "the op's own cost; queued: each framework launches operators its own way "
                "(MindSpore through PyNative's launch queue, what a user waiting on each "
-               "result sees). Default: blocking."),
-    OptionSpec("processes", "processes", int,
-               f"Fresh worker processes each instance's rounds are spread over, so a "
-               f"process's own offset lands inside the interval (1: measure in this "
-               f"process). Default: {DEFAULT_PROCESSES}."),
+               "result sees). Default: blocking.",
+               recorded_as="launch", recorded_default=LAUNCH_QUEUED),
     OptionSpec("passes", "passes", int,
                "Spread each instance's rounds over this many passes through the selection "
                "in each process, so slow drift of the machine lands inside every measurement. "
-               "Default: 1."),
+               "Default: 1.",
+               recorded_as="passes", recorded_default=1),
+    OptionSpec("processes", "processes", int,
+               f"Fresh worker processes each instance's rounds are spread over, so a "
+               f"process's own offset lands inside the interval (1: measure in this "
+               f"process). Default: {DEFAULT_PROCESSES}.",
+               recorded_as="processes", recorded_default=1),
     OptionSpec("no_quiesce", "no-quiesce", bool,
                "Do not wait before each sample until the other framework's threads are idle "
-               "(for studying the interference the wait prevents; detection still runs)."),
-    OptionSpec("threshold", "threshold", float,
-               f"Ratio threshold for cases that set none. Default: {DEFAULT_THRESHOLD}."),
-    OptionSpec("device", "device", str, "cpu, cuda[:N] or ascend[:N]. Default: cpu.", "cpu"),
-    OptionSpec("threads", "threads", int,
-               "Intra-op threads, set equal in both frameworks (one core is left for the "
-               "frameworks' dispatch threads). Default: cores - 1, at least 1."),
-    OptionSpec("reference", "reference", str,
-               "The reference framework (the ratio's numerator). Default: torch.",
-               "torch"),
-    OptionSpec("target", "target", str, "The framework under test. Default: mindspore.",
-               "mindspore"),
+               "(for studying the interference the wait prevents; detection still runs).",
+               recorded_as="quiesce", from_recorded=_negated),
     OptionSpec("rounds", "rounds", int,
                f"Interleaved rounds per instance (>= 6 for a 95% interval). Default: "
-               f"{DEFAULT_ROUNDS}."),
+               f"{DEFAULT_ROUNDS}.",
+               recorded_as="settings.rounds"),
     OptionSpec("min_sample_time_s", "min-sample-time", float,
                f"Seconds each timed sample lasts at least. Default: "
-               f"{DEFAULT_MIN_SAMPLE_TIME_S:g}."),
+               f"{DEFAULT_MIN_SAMPLE_TIME_S:g}.",
+               recorded_as="settings.min_sample_time_s"),
     OptionSpec("max_time_s", "max-time", float,
                f"Budget per measurement for the timed rounds, seconds. Default: "
-               f"{DEFAULT_MAX_TIME_S:g}."),
-    OptionSpec("no_backward", "no-backward", bool, "Skip forward+backward timing."),
+               f"{DEFAULT_MAX_TIME_S:g}.",
+               recorded_as="settings.max_time_s"),
+    OptionSpec("no_backward", "no-backward", bool, "Skip forward+backward timing.",
+               recorded_as="backward", from_recorded=_negated),
+    # Not inherited: a threshold moves only the cross-framework verdict, not what a sample
+    # means, so the gate's own (or the user's) stands.
+    OptionSpec("threshold", "threshold", float,
+               f"Ratio threshold for cases that set none. Default: {DEFAULT_THRESHOLD}.",
+               recorded_as="threshold", inherited=False),
+    # Not inherited: a gate measures on the device it is given; a baseline from another
+    # device is listed as a difference (gate/baseline.py environment_notes), not followed.
+    OptionSpec("device", "device", str, "cpu, cuda[:N] or ascend[:N]. Default: cpu.", "cpu",
+               recorded_as="device", inherited=False, timing_only=False),
+    # Not inherited: a baseline of other frameworks is refused by the gate, not followed.
+    OptionSpec("reference", "reference", str,
+               "The reference framework (the ratio's numerator). Default: torch.",
+               "torch", recorded_as="reference", inherited=False, timing_only=False),
+    OptionSpec("target", "target", str, "The framework under test. Default: mindspore.",
+               "mindspore", recorded_as="target", inherited=False, timing_only=False),
 )
+# What a correctness-only run uses: the options `opbench check` offers.
+CHECK_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in OPTIONS if not spec.timing_only)
+
+
+# How much one case may ask of the machine (limits.py). Global, not part of a run's
+# configuration: `opbench --max-instances N <command>` and pytest's --opbench-max-instances
+# put them in the environment (apply_limit_options), where the case loader and child
+# processes read them.
+MAX_INSTANCES_OPTION = OptionSpec(
+    "max_instances", "max-instances", int,
+    f"Most instances one case's sweep may make (also ${MAX_INSTANCES_ENV}); a bigger sweep "
+    f"is refused before it is expanded. Default: {DEFAULT_MAX_INSTANCES:,}.")
+INPUT_BUDGET_OPTION = OptionSpec(
+    "input_budget", "input-budget", str,
+    f"Most memory one instance's inputs may take, e.g. 8GiB (also ${INPUT_BUDGET_ENV}); "
+    f"bigger inputs are refused before they are allocated. Default: a quarter of this "
+    f"machine's memory.", metavar="SIZE")
+LIMIT_OPTIONS: tuple[OptionSpec, ...] = (MAX_INSTANCES_OPTION, INPUT_BUDGET_OPTION)
 
 
 # Which slice of the selection to run (shard.py). Not a timing option (the gate and
@@ -118,6 +218,21 @@ def parse_shard_option(text: str | None, flag: str = "--shard"):
         return parse_shard(text)
     except ShardError as exc:
         raise OptionError(f"{flag}: {exc}") from None
+
+
+def apply_limit_options(max_instances: Any = None, input_budget: Any = None) -> None:
+    """The limits a front door was given (None: not given), checked before any case is read
+    and put in the environment, for the case loader and child processes. Raises OptionError
+    naming the option."""
+    if max_instances is not None:
+        _positive_int(MAX_INSTANCES_OPTION.flag, max_instances)
+        os.environ[MAX_INSTANCES_ENV] = str(max_instances)
+    if input_budget is not None:
+        try:
+            parse_size(input_budget)
+        except LimitError as exc:
+            raise OptionError(f"--{INPUT_BUDGET_OPTION.flag}: {exc}") from None
+        os.environ[INPUT_BUDGET_ENV] = str(input_budget)
 
 
 def _positive_int(name: str, value: Any) -> int:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from opbench.config import LAUNCH_QUEUED
+from opbench.config.options import OPTIONS, OptionSpec
 from opbench.results.io import MIXED_MACHINES_PREFIX
 
 __all__ = [
@@ -46,12 +47,10 @@ NOTE_ORDER = (KIND_SETUP, KIND_STAGE2, KIND_POOLED, KIND_MACHINE, KIND_VERSION, 
 # Run settings whose difference changes what a sample means. A different threshold does
 # not (it only moves the cross-framework verdict), so it is not listed.
 _COMPARED_CONFIG = ("device", "threads", "modes", "backward")
-# Compared (and inherited by the gate) with the value an older results file implies when it
-# lacks the key: it was measured with queued launches in one pass, in one process.
+# Compared with the value an older results file implies when it lacks the key: it was
+# measured with queued launches in one pass, in one process (the options table's
+# recorded_default, by which the gate inherits them too).
 _COMPARED_CONFIG_DEFAULTS = {"launch": LAUNCH_QUEUED, "passes": 1, "processes": 1}
-# The `opbench gate` options (build_config's keywords) a baseline's config can supply.
-_INHERITED_SETTINGS = ("rounds", "min_sample_time_s", "max_time_s")
-_OPTION_NAMES = {"min_sample_time_s": "min-sample-time", "max_time_s": "max-time"}
 _COMPARED_SETTINGS = ("min_sample_time_s", "warmup_time_s")
 
 
@@ -233,32 +232,28 @@ def environment_notes(baseline: Mapping[str, Any],
     return notes
 
 
-def inherit_settings(options: Mapping[str, Any],
-                     baseline_config: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The gate measures the way its baseline was measured: every timing option the user
-    left unset (None) is taken from the baseline's config (mode, threads, launch, passes,
-    rounds, sample time, budget; backward off when the baseline had it off). Options the
-    user set win and are compared like any other difference (environment_notes).
+def inherit_settings(options: Mapping[str, Any], baseline_config: Mapping[str, Any],
+                     table: Sequence[OptionSpec] = OPTIONS) -> tuple[dict[str, Any], list[str]]:
+    """The gate measures the way its baseline was measured: every run option the user left
+    unset (None; a flag: not given) is taken from the baseline's config, for each row of the
+    options table that is `inherited` and that the record keeps (the row's `recorded_as`):
+    mode, threads, launch, passes, processes, rounds, sample time, budget, and the --no-X
+    flags when the baseline ran without X. Options the user set win and are compared like any
+    other difference (environment_notes).
 
-    options: build_config's keywords as the command line gave them. Returns the completed
-    keywords and one line per inherited value, for the gate to print."""
+    options: RunOptions keywords as the command line gave them. Returns the completed
+    keywords and the inherited options as a user would type them, for the gate to print."""
     done = dict(options)
     inherited: list[str] = []
-
-    def take(key: str, value: Any) -> None:
-        if done.get(key) is None and value is not None:
-            done[key] = value
-            inherited.append(f"--{_OPTION_NAMES.get(key, key)} {value}")
-
-    modes = list(baseline_config.get("modes") or [])
-    take("mode", "both" if sorted(modes) == ["async", "serial"] else (modes[0] if modes else None))
-    take("threads", baseline_config.get("threads"))
-    for key, default in _COMPARED_CONFIG_DEFAULTS.items():
-        take(key, baseline_config.get(key, default))
-    settings = baseline_config.get("settings") or {}
-    for key in _INHERITED_SETTINGS:
-        take(key, settings.get(key))
-    if baseline_config.get("backward") is False and not done.get("no_backward"):
-        done["no_backward"] = True
-        inherited.append("--no-backward")
+    for spec in table:
+        value = spec.recorded_value(baseline_config)
+        if spec.inherited and not _set(spec, done.get(spec.field)) and _set(spec, value):
+            done[spec.field] = value
+            inherited.append(spec.as_typed(value))
     return done, inherited
+
+
+def _set(spec: OptionSpec, value: Any) -> bool:
+    """A value that sets the option: for a flag, only True (a flag off is a flag not
+    given), for any other option anything but None."""
+    return bool(value) if spec.kind is bool else value is not None

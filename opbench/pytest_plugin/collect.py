@@ -46,23 +46,17 @@ def is_case_file(path: Path, given_on_command_line: bool) -> bool:
 
 
 def apply_limits(config: pytest.Config) -> None:
-    """--opbench-max-instances / --opbench-input-budget, for the loader (opbench/limits.py
+    """--opbench-max-instances / --opbench-input-budget, for the loader (opbench/config/limits.py
     reads them from the environment)."""
-    from opbench.cases import limits
+    from opbench.config.options import OptionError, apply_limit_options
 
-    max_instances = config.getoption("opbench_max_instances")
-    budget = config.getoption("opbench_input_budget")
     try:
-        if max_instances is not None:
-            if max_instances < 1:
-                raise limits.LimitError(f"--opbench-max-instances must be a positive integer, "
-                                        f"not {max_instances}")
-            os.environ[limits.MAX_INSTANCES_ENV] = str(max_instances)
-        if budget is not None:
-            limits.parse_size(budget)
-            os.environ[limits.INPUT_BUDGET_ENV] = budget
-    except limits.LimitError as exc:
-        raise pytest.UsageError(f"opbench: {exc}") from None
+        apply_limit_options(config.getoption("opbench_max_instances"),
+                            config.getoption("opbench_input_budget"))
+    except OptionError as exc:
+        # name the option as pytest spells it
+        raise pytest.UsageError(f"opbench: {str(exc).replace('--', '--opbench-', 1)}") \
+            from None
 
 
 def display_path(path: Path, base: Path) -> str:

@@ -31,8 +31,23 @@ class PluginOptions:
     shard: Any = None            # --opbench-shard: a shard.Shard, or None (every case)
 
 
+def _add_option(group: Any, spec: Any) -> None:
+    """An argparse option from an options.OptionSpec (same flag, type and help as click's)."""
+    kwargs: dict[str, Any] = {"dest": f"opbench_{spec.field}", "default": spec.default,
+                              "help": spec.help.replace("%", "%%")}
+    if spec.kind is bool:
+        kwargs.update(action="store_true", default=None)
+    elif isinstance(spec.kind, tuple):
+        kwargs["choices"] = spec.kind
+    else:
+        kwargs["type"] = spec.kind
+    if spec.metavar:
+        kwargs["metavar"] = spec.metavar
+    group.addoption(f"--opbench-{spec.flag}", **kwargs)
+
+
 def add_options(parser: pytest.Parser) -> None:
-    from opbench.config.options import OPTIONS, SHARD_OPTION
+    from opbench.config.options import LIMIT_OPTIONS, OPTIONS, SHARD_OPTION
 
     group = parser.getgroup(GROUP, "opbench: YAML operator cases as tests")
     group.addoption(
@@ -42,26 +57,13 @@ def add_options(parser: pytest.Parser) -> None:
              "it, case items only check that both frameworks' outputs agree.")
     # The run options of `opbench run`, from the one definition (opbench/config/options.py).
     for spec in OPTIONS:
-        kwargs: dict[str, Any] = {"dest": f"opbench_{spec.field}", "default": spec.default,
-                                  "help": spec.help.replace("%", "%%")}
-        if spec.kind is bool:
-            kwargs.update(action="store_true", default=None)
-        elif isinstance(spec.kind, tuple):
-            kwargs["choices"] = spec.kind
-        else:
-            kwargs["type"] = spec.kind
-        group.addoption(f"--opbench-{spec.flag}", **kwargs)
+        _add_option(group, spec)
     group.addoption(f"--opbench-{SHARD_OPTION.flag}", dest="opbench_shard", default=None,
                     metavar="K/N", help=SHARD_OPTION.help + " Only case items are sharded.")
-    # Limits on what one case may ask of the machine (opbench/limits.py), applied when case
-    # files are collected.
-    group.addoption(
-        "--opbench-max-instances", type=int, default=None, dest="opbench_max_instances",
-        help="Most instances one case's sweep may make. Default: 100,000.")
-    group.addoption(
-        "--opbench-input-budget", default=None, dest="opbench_input_budget", metavar="SIZE",
-        help="Most memory one instance's inputs may take, e.g. 8GiB. Default: a quarter of "
-             "the machine's memory.")
+    # Limits on what one case may ask of the machine (opbench/config/limits.py), applied when
+    # case files are collected.
+    for spec in LIMIT_OPTIONS:
+        _add_option(group, spec)
     group.addoption(
         "--opbench-json", default=None, dest="opbench_json", metavar="PATH",
         help="Also write the opbench results record (what `opbench run --json` writes; "

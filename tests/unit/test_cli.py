@@ -389,6 +389,35 @@ def test_the_gate_measures_like_its_baseline(fake_frameworks, cases_dir, tmp_pat
     assert "gate: PASS" in result.stdout
 
 
+def test_the_gates_first_stage_is_the_run_path_of_every_command(fake_frameworks, tmp_path,
+                                                                  monkeypatch):
+    """Stage 1 goes through common.run_and_record like `opbench run`: SIGINT is taken back
+    from MindSpore after each instance (the gate's own copy of the path did not), and an
+    interrupt says how many instances were saved."""
+    base = tmp_path / "base.json"
+    assert invoke("run", str(case_file(tmp_path, binary_case("first"), binary_case("second"))),
+                  *FAST, "--processes", "1", "-q", "--json", str(base)).exit_code == 0
+    reclaimed = []
+    monkeypatch.setattr("opbench.cli.interrupts.reclaim", lambda: reclaimed.append(1))
+    now = case_file(tmp_path, binary_case("first"),
+                    binary_case("second", mindspore_api="mindspore.interrupt"), name="now.yaml")
+    out = tmp_path / "current.json"
+    result = invoke("gate", str(now), "--baseline", str(base), "--json", str(out))
+    assert result.exit_code == 130, result.output
+    assert reclaimed
+    assert f"1 finished instances saved in {out}" in " ".join(result.stderr.split())
+    assert json.loads(out.read_text())["interrupted"] is True
+
+
+def test_check_takes_its_options_from_the_table(fake_frameworks, cases_dir, tmp_path):
+    out = tmp_path / "check.json"
+    result = invoke("check", str(cases_dir), "--threads", "3", "--reference", "torch", "-q",
+                    "--json", str(out))
+    assert result.exit_code == 0, result.output
+    config = read_results(out)["config"]
+    assert (config["threads"], config["timing"]) == (3, False)
+
+
 def test_a_gate_option_given_on_the_command_line_wins_and_is_listed(fake_frameworks,
                                                                     cases_dir, tmp_path):
     base = tmp_path / "base.json"

@@ -2,6 +2,9 @@
 in launch mode or passes is listed like any other configuration difference."""
 from __future__ import annotations
 
+from dataclasses import replace
+
+from opbench.config.options import OPTIONS, OptionSpec, RunOptions
 from opbench.gate.baseline import environment_notes, inherit_settings
 from opbench.verdicts.explain import explain_modes
 
@@ -82,3 +85,44 @@ def test_blocking_launches_are_never_suggested_for_torch_on_the_cpu():
     assert ms_note.startswith("mindspore:") and "--launch blocking" in ms_note
     # on a device CUDA_LAUNCH_BLOCKING does change torch's launches
     assert all("--launch blocking" in n for n in explain_modes(medians, "queued", "cuda:0"))
+
+
+# -- the inheritance is derived from the options table ------------------------------------
+
+def test_a_new_row_in_the_options_table_is_inherited_without_touching_the_gate():
+    warmup = OptionSpec("warmup_time_s", "warmup-time", float,
+                        "Warm-up per measurement, seconds.", recorded_as="settings.warmup_time_s")
+    table = (*OPTIONS, warmup)
+    done, inherited = inherit_settings(UNSET, BASELINE_CONFIG, table)
+    assert done["warmup_time_s"] == 0.1 and inherited[-1] == "--warmup-time 0.1"
+    done, inherited = inherit_settings(dict(UNSET, warmup_time_s=0.5), BASELINE_CONFIG, table)
+    assert done["warmup_time_s"] == 0.5 and "--warmup-time 0.1" not in inherited
+    # a row the gate must not follow says so, and is not
+    done, inherited = inherit_settings(UNSET, BASELINE_CONFIG, (replace(warmup, inherited=False),))
+    assert "warmup_time_s" not in done and inherited == []
+
+
+def test_every_row_reads_back_from_a_record_what_the_option_asked_for():
+    given = RunOptions(mode="both", threads=3, launch="queued", passes=2, processes=2,
+                       no_quiesce=True, rounds=9, min_sample_time_s=0.02, max_time_s=2.0,
+                       no_backward=True, threshold=0.7, device="cpu", reference="torch",
+                       target="mindspore")
+    recorded = given.to_config().as_dict()
+    for spec in OPTIONS:
+        assert spec.recorded_value(recorded) == getattr(given, spec.field), spec.field
+
+
+def test_a_baseline_measured_without_quiescing_is_followed_like_any_row():
+    done, inherited = inherit_settings(UNSET, dict(BASELINE_CONFIG, quiesce=False))
+    assert done["no_quiesce"] is True and "--no-quiesce" in inherited
+    done, inherited = inherit_settings(UNSET, dict(BASELINE_CONFIG, quiesce=True))
+    assert not done.get("no_quiesce") and "--no-quiesce" not in inherited
+
+
+def test_threshold_device_and_frameworks_are_not_taken_from_the_baseline():
+    config = dict(BASELINE_CONFIG, threshold=0.5, device="cuda:0", reference="numpy")
+    unset = dict(UNSET, threshold=None, device=None, reference=None, target=None)
+    done, inherited = inherit_settings(unset, config)
+    assert (done["threshold"], done["device"], done["reference"]) == (None, None, None)
+    assert not any(item.startswith(("--threshold", "--device", "--reference", "--target"))
+                   for item in inherited)

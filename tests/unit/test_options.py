@@ -10,7 +10,13 @@ from click.testing import CliRunner
 
 from opbench.cli.main import cli
 from opbench.config import DEFAULT_PROCESSES, default_threads
-from opbench.config.options import OPTIONS, OptionError, RunOptions
+from opbench.config.options import (
+    CHECK_OPTIONS,
+    LIMIT_OPTIONS,
+    OPTIONS,
+    OptionError,
+    RunOptions,
+)
 
 pytest_plugins = ["pytester"]
 
@@ -70,3 +76,43 @@ def test_every_timing_option_is_on_the_command_line_and_in_pytest(pytester):
     text = result.stdout.str()
     for spec in OPTIONS:
         assert f"--opbench-{spec.flag}" in text
+
+
+def test_check_offers_the_rows_a_correctness_run_uses_and_no_timing_option():
+    flags = {opt for p in cli.commands["check"].params for opt in getattr(p, "opts", [])}
+    for spec in OPTIONS:
+        assert (f"--{spec.flag}" in flags) == (spec in CHECK_OPTIONS), spec.flag
+    assert {spec.flag for spec in CHECK_OPTIONS} == {"device", "threads", "reference", "target"}
+    help_of = {p.name: p.help for p in cli.commands["check"].params}
+    assert all(help_of[spec.field] == spec.help for spec in CHECK_OPTIONS)
+
+
+def test_check_refuses_a_timing_option_and_a_bad_value_names_the_option(tmp_path):
+    assert "No such option '--rounds'" in CliRunner().invoke(
+        cli, ["check", str(tmp_path), "--rounds", "6"]).output
+    result = CliRunner().invoke(cli, ["check", str(tmp_path), "--threads", "0"])
+    assert result.exit_code == 2 and "--threads must be a positive integer" in result.output
+
+
+def test_the_limits_are_one_row_each_for_both_front_doors(pytester):
+    group = {p.name: p for p in cli.params}
+    for spec in LIMIT_OPTIONS:
+        assert group[spec.field].opts == [f"--{spec.flag}"]
+        assert group[spec.field].help == spec.help
+    text = "".join(pytester.runpytest("--help").stdout.str().split())
+    for spec in LIMIT_OPTIONS:
+        assert f"--opbench-{spec.flag}" in text
+        assert "".join(spec.help.split()) in text      # the same help, wrapped differently
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("max-instances", "0", "max-instances must be a positive integer, not 0"),
+    ("input-budget", "8 parsecs", "input-budget: '8 parsecs' is not a size"),
+])
+def test_both_front_doors_refuse_a_bad_limit_naming_their_option(pytester, tmp_path, flag,
+                                                                   value, message):
+    result = CliRunner().invoke(cli, [f"--{flag}", value, "list", str(tmp_path)])
+    assert result.exit_code == 2 and f"--{message}" in result.output
+    run = pytester.runpytest(f"--opbench-{flag}", value)
+    assert run.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"opbench: --opbench-{message}" in run.stderr.str()

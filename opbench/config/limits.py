@@ -6,8 +6,13 @@ case is loaded, before anything is expanded or allocated, with a message naming 
 the key and the size, and a way to raise the limit for a case that really needs it.
 
 Each limit is read from an environment variable, which `opbench --max-instances` /
-`--input-budget` and pytest's `--opbench-max-instances` / `--opbench-input-budget` set, so a
+`--input-budget` and pytest's `--opbench-max-instances` / `--opbench-input-budget` set (one
+row each in options.LIMIT_OPTIONS; options.apply_limit_options checks and sets them), so a
 child process (the gate's fresh second stage) inherits the same limits.
+
+Part of the configuration leaf: the options table states these defaults in its help, and
+the case loader (cases/case_files.py) applies them; like the rest of opbench.config it
+imports nothing of opbench.
 """
 from __future__ import annotations
 
