@@ -25,6 +25,23 @@ DEFAULT_OUTPUT_DIR = "opbench-model"
 EXIT_INCOMPLETE = 3
 
 
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    """'90s', '5m', '1h' or plain seconds -> seconds."""
+    text = str(value).strip().lower()
+    unit = _UNITS.get(text[-1:]) if text[-1:] in _UNITS else 1.0
+    number = text[:-1] if text[-1:] in _UNITS else text
+    try:
+        seconds = float(number) * unit
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a duration: write e.g. 90s, 5m or 0")
+    if seconds < 0 or seconds != seconds:
+        raise click.BadParameter(f"{value!r} is not a duration: it must be 0 or more")
+    return seconds
+
+
 @click.command("model", context_settings={"ignore_unknown_options": True,
                                           "allow_interspersed_args": False},
                short_help="Which APIs cost a script's model how much of its step time.")
@@ -40,6 +57,9 @@ EXIT_INCOMPLETE = 3
 @click.option("--skip-first-calls", type=click.IntRange(0), default=None,
               help="Take the steady state from this call on instead of finding the repeated "
                    "step.")
+@click.option("--budget", "budget", default="3m", show_default=True, callback=_duration,
+              help="Time for measuring the heaviest call signatures alone (e.g. 90s, 5m; "
+                   "0: none), heaviest traced time first.")
 @click.option("--top", type=click.IntRange(1), default=DEFAULT_TOP, show_default=True,
               help="APIs shown in the tables.")
 @click.option("-o", "--output", "output_dir", default=DEFAULT_OUTPUT_DIR, show_default=True,
@@ -52,7 +72,7 @@ EXIT_INCOMPLETE = 3
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def model_command(reference: str, target: str, processes: int, launch: str | None,
-                  skip_first_calls: int | None, top: int, output_dir: str,
+                  skip_first_calls: int | None, budget: float, top: int, output_dir: str,
                   json_path: str | None, markdown_path: str | None, html_path: str | None,
                   quiet: bool, command: tuple[str, ...]) -> None:
     """Run a script unchanged under the tracer, keep its steady state, replay its framework
@@ -64,7 +84,8 @@ def model_command(reference: str, target: str, processes: int, launch: str | Non
     if reference == target:
         fail("--reference and --target must be different frameworks")
     options = ModelOptions(reference=reference, target=target, processes=processes,
-                           launch=launch, skip_first_calls=skip_first_calls)
+                           launch=launch, skip_first_calls=skip_first_calls,
+                           isolated_budget_s=budget)
 
     def progress(message: str) -> None:
         if not quiet:

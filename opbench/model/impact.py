@@ -41,6 +41,9 @@ CHECK_RTOL = 2e-3
 CHECK_ATOL = 1e-4
 
 Progress = Callable[[str], None]
+# Three minutes: the measuring processes' start-up (~15 s) and, at ~2.5 s per signature and
+# process, the dozen heaviest signatures of a small model.
+DEFAULT_ISOLATED_BUDGET_S = 180.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ class ModelOptions:
     launch: str | None = None      # the other framework's launch mode (default: its own)
     skip_first_calls: int | None = None
     max_calls: int = DEFAULT_MAX_CALLS
+    # Time for measuring the heaviest signatures alone (isolated.py); 0: none.
+    isolated_budget_s: float = DEFAULT_ISOLATED_BUDGET_S
 
 
 @dataclass
@@ -81,6 +86,10 @@ class ModelImpact:
     uncovered: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     measuring_s: float = 0.0
+    # signature key -> (isolated row, cause, why, context factor per framework)
+    isolated: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    isolated_share: float = 0.0    # of the region's traced time measured alone
+    isolated_s: float = 0.0
 
     # -- figures -------------------------------------------------------------------------
     @property
@@ -297,7 +306,47 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
             + "; ".join(impact.errors))
     impact.measuring_s = time.perf_counter() - started
     _project(impact, timing)
+    if options.isolated_budget_s > 0 and impact.signatures:
+        _measure_alone(impact, options, work, on_progress)
     return impact
+
+
+def _measure_alone(impact: ModelImpact, options: ModelOptions, work: Path,
+                   on_progress: Progress) -> None:
+    from opbench.config import DEFAULT_THRESHOLD
+    from opbench.model.isolated import cause_of, measure_isolated
+
+    started = time.perf_counter()
+    try:
+        rows, record, share = measure_isolated(impact, options.isolated_budget_s, work,
+                                               min(options.processes, 3), on_progress)
+    except Exception as exc:     # the projection stands without it; the report says why
+        impact.errors.append(f"measuring the signatures alone failed: "
+                             f"{type(exc).__name__}: {exc}")
+        return
+    impact.isolated_share = share
+    impact.isolated_s = time.perf_counter() - started
+    floor = None
+    if record is not None:
+        floor = ((record.get("overhead") or {}).get(impact.target) or {}).get(
+            "dispatch_floor_serial_s")
+    by_key = {(r.api, r.signature, r.mapped_api): r for r in impact.signatures}
+    for iso in rows:
+        row = by_key.get(iso.key)
+        if row is None:
+            continue
+        cause, why = (cause_of(row, iso, floor, DEFAULT_THRESHOLD) if row.lost_s > 0
+                      else ("", ""))
+        context = {}
+        if iso.reference_s:
+            context[impact.reference] = row.reference_s / iso.reference_s
+        if iso.target_s:
+            context[impact.target] = row.target_s / iso.target_s
+        impact.isolated[iso.key] = {"instance": iso.instance_id, "verdict": iso.verdict,
+                                    "ratio": iso.ratio, "ratio_ci": iso.ratio_ci,
+                                    "reference_s": iso.reference_s, "target_s": iso.target_s,
+                                    "context": context, "cause": cause, "why": why,
+                                    "reason": iso.reason}
 
 
 def _project(impact: ModelImpact, timing: dict[str, list[dict[str, Any]]]) -> None:

@@ -120,6 +120,7 @@ class SignatureRow:
     reference_high: float = 0.0
     target_low: float = 0.0
     target_high: float = 0.0
+    members: tuple[int, ...] = ()  # the step's calls of this signature
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,8 @@ def signature_rows(groups: Mapping[tuple[str, str, str], Sequence[int]], steps: 
             ratio_high=r_hi / t_lo if t_lo > 0 else math.nan, lost_s=calls * (t - r),
             lost_low=calls * (t_lo - r_hi), lost_high=calls * (t_hi - r_lo),
             traced_s=steps * sum(traced_ns[i] for i in members) / 1e9,
-            reference_low=r_lo, reference_high=r_hi, target_low=t_lo, target_high=t_hi))
+            reference_low=r_lo, reference_high=r_hi, target_low=t_lo, target_high=t_hi,
+            members=tuple(members)))
     return sorted(rows, key=lambda row: row.lost_s, reverse=True)
 
 

@@ -40,6 +40,48 @@ def _row(row: Any, other: str, reference: str) -> dict[str, Any]:
     }
 
 
+def _isolated(found: dict[str, Any] | None) -> dict[str, Any]:
+    if not found:
+        return {}
+    return {"isolated_ratio": _num(found["ratio"]),
+            "isolated_ratio_ci": [_num(v) for v in found["ratio_ci"]] if found["ratio_ci"]
+            else None,
+            "verdict": found["verdict"], "cause": found["cause"] or None,
+            "cause_detail": found["why"] or found["reason"] or None,
+            "context_factor": {k: _num(v) for k, v in found["context"].items()}}
+
+
+def _api_isolated(impact: ModelImpact, api_row: Any) -> dict[str, Any]:
+    """An API row takes its heaviest measured signature's isolated figures."""
+    for sig in impact.signatures:                  # sorted by time lost
+        if sig.api == api_row.api and sig.mapped_api == api_row.mapped_api:
+            found = impact.isolated.get((sig.api, sig.signature, sig.mapped_api))
+            if found and found["ratio"] is not None:
+                return {**_isolated(found), "isolated_signature": sig.signature}
+    for sig in impact.signatures:
+        if sig.api == api_row.api and sig.mapped_api == api_row.mapped_api:
+            found = impact.isolated.get((sig.api, sig.signature, sig.mapped_api))
+            if found:
+                return {"cause": found["cause"] or None,
+                        "cause_detail": found["why"] or found["reason"] or None}
+    return {}
+
+
+def _training(impact: ModelImpact) -> dict[str, Any] | None:
+    backward = [c.index for c in impact.step.calls if c.backward]
+    if not backward:
+        return None
+    traced = impact.steps * sum(impact.step.traced_ns[i] for i in backward) / 1e9
+    covered = all(impact.covered[i] for i in backward)
+    return {"backward_calls": len(backward) * impact.steps, "backward_traced_s": traced,
+            "backward_share": traced / impact.traced_s if impact.traced_s else 0.0,
+            "covered": covered,
+            "how": {impact.traced_framework: "the script's own backward call, replayed",
+                    impact.other: "value_and_grad over the replayed forward, less the "
+                                  "forward's in-context time"
+                    if impact.other == "mindspore" else "its backward call, replayed"}}
+
+
 def impact_json(impact: ModelImpact) -> dict[str, Any]:
     program, step = impact.program, impact.step
     projected = {}
@@ -76,10 +118,14 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
                    "captured_calls": len(program.calls),
                    "dropped_calls": program.dropped_calls},
         "apis": [{**_row(r, impact.other, impact.reference), "share": r.share,
-                  "signatures": r.signatures} for r in impact.apis],
+                  "signatures": r.signatures, **_api_isolated(impact, r)}
+                 for r in impact.apis],
         "signatures": [{**_row(r, impact.other, impact.reference),
-                        "signature": r.signature, "traced_s": r.traced_s}
+                        "signature": r.signature, "traced_s": r.traced_s,
+                        **_isolated(impact.isolated.get((r.api, r.signature, r.mapped_api)))}
                        for r in impact.signatures],
+        "isolated": {"share": impact.isolated_share, "seconds": impact.isolated_s},
+        "training": _training(impact),
         "not_covered": impact.uncovered,
         "mismatches": impact.mismatches,
         "errors": impact.errors,

@@ -83,6 +83,18 @@ def model_lines(record: Mapping[str, Any]) -> list[str]:
                      f"{m['detail']}")
     for e in record["errors"]:
         lines.append(f"  error: {e}")
+    training = record.get("training")
+    if training:
+        lines.append(f"training step: backward {fmt_time(training['backward_traced_s'])} traced "
+                     f"({training['backward_share'] * 100:.0f}% of the region), "
+                     + ("projected: " + "; ".join(f"{fw}: {how}" for fw, how in
+                                                  training["how"].items())
+                        if training["covered"] else "NOT projected (see not covered)"))
+    isolated = record.get("isolated") or {}
+    if isolated.get("seconds"):
+        lines.append(f"measured alone: signatures holding {isolated['share'] * 100:.0f}% of "
+                     f"the region's traced time ({isolated['seconds']:.0f} s, heaviest first "
+                     f"within --budget); context = time in the model / time alone")
     lost = sum(max(0.0, r["lost_s"] or 0.0) for r in record["apis"])
     lines.append(f"time {tgt} loses where it is slower: "
                  f"{fmt_time(lost)} over the region; APIs by time lost:")
@@ -92,7 +104,7 @@ def model_lines(record: Mapping[str, Any]) -> list[str]:
 def _headers(record: Mapping[str, Any]) -> list[str]:
     ref, tgt = record["reference"], record["target"]
     return ["api", "replayed as", "calls", f"{ref} /call", f"{tgt} /call",
-            "ratio [95% CI]", "lost [95% CI]", "share"]
+            "ratio [95% CI]", "lost [95% CI]", "share", "alone", f"{tgt} context", "cause"]
 
 
 def _cells(record: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
@@ -101,7 +113,12 @@ def _cells(record: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
             f"{_ratio(row['ratio'])} [{_ratio(row['ratio_ci'][0])}, {_ratio(row['ratio_ci'][1])}]",
             f"{_signed(row['lost_s'])} [{_signed(row['lost_ci'][0])}, "
             f"{_signed(row['lost_ci'][1])}]",
-            f"{row['share'] * 100:.1f}%"]
+            f"{row['share'] * 100:.1f}%",
+            (f"{_ratio(row['isolated_ratio'])} {row.get('verdict') or ''}".strip()
+             if row.get("isolated_ratio") is not None else "-"),
+            (f"{row['context_factor'][record['target']]:.2g}x"
+             if (row.get("context_factor") or {}).get(record["target"]) else "-"),
+            row.get("cause") or "-"]
 
 
 def render_model_terminal(record: Mapping[str, Any], console: Console,
@@ -115,6 +132,10 @@ def render_model_terminal(record: Mapping[str, Any], console: Console,
     for row in record["apis"][:top]:
         table.add_row(*_cells(record, row))
     console.print(table)
+    for row in record["apis"][:top]:
+        if row.get("cause_detail") and row.get("lost_s", 0) > 0:
+            console.print(Text(f"  {row['api']}: {row.get('cause') or 'cause'}: "
+                               f"{row['cause_detail']}", style="dim"))
     if len(record["apis"]) > top:
         console.print(Text(f"{len(record['apis']) - top} more APIs in the JSON "
                            f"(--top to show more)", style="dim"))

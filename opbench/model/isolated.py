@@ -1,0 +1,255 @@
+"""The model's heaviest call signatures measured alone, with opbench's own protocol
+(interleaved rounds, blocking launches, equal threads, worker processes): the isolated
+ratio and verdict, each framework's context factor (time in the model / time alone) and a
+cause.
+
+A signature becomes a case (docs/case-format.md) when both frameworks' calls are named
+APIs with arguments a case can hold: its tensors become seeded inputs of the same shapes
+(integer tensors within their traced range), its other arguments literals. A LayerNorm over
+the last dimension is measured on rows [tokens, hidden], the MindSpore route of the case
+library (cases/norm.yaml: group_norm with one group), the same work. Composed routes
+(attention) and calls with slices or dtype arguments are not measured alone; the row says
+so.
+
+Cause of a row where the target is slower (in this order):
+  overhead  the target's isolated call is within DISPATCH_BOUND_FACTOR of its per-call floor
+  context   alone, the target is on par (isolated ratio at or above the threshold), but in
+            the model it is CONTEXT_FACTOR_BOUND x slower than alone: the launch queue,
+            caches or the ops around it, not the kernel
+  kernel    slower alone too, well above the per-call floor
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from opbench.cases.case_files import expand, load_cases
+from opbench.config import DEFAULT_PROCESSES, RunConfig
+from opbench.frameworks.apimap import load_mapping
+from opbench.model.program import Dtype, Ext, Lit, Opaque, Ref, Seq, SliceOf
+from opbench.model.routes import Route, Unmapped, case_spelling, route_for
+from opbench.results.recorded_run import run
+
+__all__ = ["IsolatedRow", "measure_isolated", "case_for", "DISPATCH_BOUND_FACTOR",
+           "CONTEXT_FACTOR_BOUND"]
+
+# A call within this factor of its framework's per-call floor is dominated by dispatch (the
+# gap map's rule, gapmap/attribute.py).
+DISPATCH_BOUND_FACTOR = 3.0
+# In-context time this many times the isolated time is the context's doing, not noise: the
+# replay's per-call spread between processes here is 10-45% (docs/measurement.md).
+CONTEXT_FACTOR_BOUND = 1.5
+# Start-up of the measuring processes (both frameworks imported) and time per instance,
+# measured on this machine class (docs/figures.md): ~13 s per worker, ~1.5 s per instance.
+SETUP_ESTIMATE_S = 15.0
+INSTANCE_ESTIMATE_S = 2.5
+INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
+
+
+@dataclass(frozen=True)
+class IsolatedRow:
+    key: tuple[str, str, str]         # the signature row's (api, signature, mapped api)
+    instance_id: str | None
+    verdict: str | None
+    ratio: float | None
+    ratio_ci: tuple[float, float] | None
+    reference_s: float | None          # alone, per call (median)
+    target_s: float | None
+    reason: str = ""                   # why it was not measured alone
+
+
+def _spec(node: Any) -> tuple[tuple[int, ...], str, Any, Any] | None:
+    if node and node[0] == "tensor":
+        low, high = (node[3], node[4]) if len(node) >= 5 else (None, None)
+        return tuple(node[1]), node[2], low, high
+    return None
+
+
+class _CaseBuilder:
+    """Program arguments -> case-file arguments, with one input per tensor."""
+
+    def __init__(self, step: Any):
+        self.step = step
+        self.inputs: dict[str, dict[str, Any]] = {}
+        self._names: dict[Any, str] = {}
+
+    def tensor_spec(self, arg: Any) -> tuple[tuple[int, ...], str, Any, Any] | None:
+        if isinstance(arg, Ext):
+            e = self.step.externals[arg.id]
+            return tuple(e.shape), e.dtype, e.low, e.high
+        node = self.step.calls[arg.call].outputs
+        for p in arg.path:
+            node = node[1][p] if node and node[0] == "seq" else None
+        return _spec(node)
+
+    def value(self, arg: Any) -> Any:
+        if isinstance(arg, (Ref, Ext)):
+            if arg not in self._names:
+                spec = self.tensor_spec(arg)
+                if spec is None:
+                    raise ValueError("an argument is not a tensor of a known shape")
+                shape, dtype, low, high = spec
+                name = f"x{len(self.inputs)}"
+                entry: dict[str, Any] = {"shape": list(shape), "dtype": dtype}
+                if dtype in INT_DTYPES:
+                    entry.update(dist="randint", low=int(low or 0),
+                                 high=int(high or 0) + 1)
+                elif dtype == "bool":
+                    entry["dist"] = "mask"
+                self.inputs[name] = entry
+                self._names[arg] = name
+            return f"${self._names[arg]}"
+        if isinstance(arg, Lit):
+            if isinstance(arg.value, str) and arg.value.startswith("$"):
+                raise ValueError("a string argument that a case file would read as an input")
+            return arg.value
+        if isinstance(arg, Seq):
+            return [self.value(v) for v in arg.items]
+        if isinstance(arg, (Dtype, SliceOf, Opaque)):
+            raise ValueError(f"a {type(arg).__name__} argument a case file cannot hold")
+        raise ValueError(f"an argument a case file cannot hold: {arg!r}")
+
+    def call(self, api: str, args: Sequence[Any], kwargs: Sequence[tuple[str, Any]]
+             ) -> dict[str, Any]:
+        out: dict[str, Any] = {"api": api, "args": [self.value(a) for a in args]}
+        if kwargs:
+            out["kwargs"] = {k: self.value(v) for k, v in kwargs}
+        return out
+
+
+def _layer_norm_rows(builder: _CaseBuilder, call: Any) -> dict[str, Any] | None:
+    """layer_norm over the last dimension of x [..., H] as rows [tokens, H]."""
+    args = list(call.args)
+    if len(args) < 4 or not isinstance(args[1], Seq) or len(args[1].items) != 1:
+        return None
+    spec = builder.tensor_spec(args[0])
+    if spec is None or len(spec[0]) < 2:
+        return None
+    shape, dtype = spec[0], spec[1]
+    hidden = shape[-1]
+    builder.inputs["x"] = {"shape": [int(math.prod(shape[:-1])), hidden], "dtype": dtype}
+    builder.inputs["weight"] = {"shape": [hidden], "dtype": dtype}
+    builder.inputs["bias"] = {"shape": [hidden], "dtype": dtype}
+    eps = args[4].value if len(args) > 4 and isinstance(args[4], Lit) else 1e-5
+    return {"torch": {"api": "torch.nn.functional.layer_norm",
+                      "args": ["$x", [hidden], "$weight", "$bias", eps]},
+            "mindspore": {"api": "mindspore.mint.nn.functional.group_norm",
+                          "args": ["$x", 1, "$weight", "$bias", eps]}}
+
+
+def case_for(impact: Any, key: tuple[str, str, str], members: Sequence[int],
+             number: int) -> tuple[dict[str, Any] | None, str]:
+    """A case for one signature row, or None and why not."""
+    step = impact.step
+    call = step.calls[members[0]]
+    if call.framework != "torch" or call.replay_api is None:
+        return None, "only calls traced in torch are measured alone"
+    builder = _CaseBuilder(step)
+    sections: dict[str, Any] | None = None
+    if call.replay_api == "torch.nn.functional.layer_norm":
+        sections = _layer_norm_rows(builder, call)
+    if sections is None:
+        mapping = load_mapping()
+        route = route_for(call, impact.other, mapping)
+        if isinstance(route, Unmapped):
+            return None, route.reason
+        chosen = impact.status[impact.other][members[0]].route
+        candidates: list[Route] = [route, *route.fallbacks]
+        route = candidates[chosen] if chosen < len(candidates) else route
+        try:
+            spelled = case_spelling(impact.other, route.api)
+            if not spelled.startswith((impact.other + ".", "Tensor.")):
+                return None, f"its {impact.other} route is composed ({route.api})"
+            sections = {"torch": builder.call(case_spelling("torch", call.replay_api),
+                                              call.args, call.kwargs),
+                        impact.other: builder.call(spelled, route.args, route.kwargs)}
+        except ValueError as exc:
+            return None, str(exc)
+    op = call.replay_api.rsplit(".", 1)[-1].strip("_") or "op"
+    return ({"name": f"model_{number}_{op}", "op": op, "tags": ["model"],
+             "description": f"{key[0]}({key[1]}) from a model step",
+             "inputs": builder.inputs, **sections}, "")
+
+
+def _measured(record: dict[str, Any], instance_id: str, reference: str, target: str
+              ) -> tuple[str | None, float | None, tuple[float, float] | None,
+                         float | None, float | None]:
+    for inst in record.get("instances", []):
+        if inst.get("id") != instance_id:
+            continue
+        m = (inst.get("measurements") or {}).get("serial")
+        if not m:
+            return inst.get("verdict"), None, None, None, None
+        return (inst.get("verdict"), m.get("ratio"), (m.get("ci_low"), m.get("ci_high")),
+                m["summary"][reference]["median_s"], m["summary"][target]["median_s"])
+    return None, None, None, None, None
+
+
+def measure_isolated(impact: Any, budget_s: float, workdir: Path,
+                     processes: int = DEFAULT_PROCESSES,
+                     on_progress: Any = lambda message: None
+                     ) -> tuple[list[IsolatedRow], dict[str, Any] | None, float]:
+    """Measure the signature rows alone, heaviest traced time first, within budget_s.
+    Returns the rows, the run record, and the share of the region's traced time measured."""
+    rows = sorted(impact.signatures, key=lambda r: r.traced_s, reverse=True)
+    cases: list[dict[str, Any]] = []
+    out: list[IsolatedRow] = []
+    planned: list[tuple[tuple[str, str, str], str]] = []
+    estimate = SETUP_ESTIMATE_S
+    for row in rows:
+        key = (row.api, row.signature, row.mapped_api)
+        if estimate + INSTANCE_ESTIMATE_S * processes > budget_s:
+            out.append(IsolatedRow(key, None, None, None, None, None, None,
+                                   "left out: over the --budget"))
+            continue
+        case, reason = case_for(impact, key, row.members, len(cases) + 1)
+        if case is None:
+            out.append(IsolatedRow(key, None, None, None, None, None, None, reason))
+            continue
+        cases.append(case)
+        planned.append((key, case["name"]))
+        estimate += INSTANCE_ESTIMATE_S * processes
+    if not cases:
+        return out, None, 0.0
+    path = workdir / "isolated_cases.yaml"
+    path.write_text(yaml.safe_dump({"cases": cases}, sort_keys=False), encoding="utf-8")
+    instances = [i for c in load_cases([path]) for i in expand(c)]
+    config = RunConfig(reference=impact.reference, target=impact.target,
+                       threads=impact.threads or 1, processes=processes, backward=False)
+    on_progress(f"measuring {len(instances)} call signatures alone "
+                f"({processes} worker processes)")
+    record = run(instances, config, json_path=workdir / "isolated_run.json")
+    by_case = {i.case.name: i.id for i in instances}
+    measured_s = 0.0
+    traced = {(r.api, r.signature, r.mapped_api): r.traced_s for r in impact.signatures}
+    for key, name in planned:
+        iid = by_case[name]
+        verdict, ratio, ci, ref_s, tgt_s = _measured(record, iid, impact.reference,
+                                                      impact.target)
+        out.append(IsolatedRow(key, iid, verdict, ratio, ci, ref_s, tgt_s,
+                               "" if ratio is not None else "the measurement failed"))
+        if ratio is not None:
+            measured_s += traced.get(key, 0.0)
+    share = measured_s / impact.traced_s if impact.traced_s else 0.0
+    return out, record, share
+
+
+def cause_of(row: Any, isolated: IsolatedRow | None, floor_s: float | None,
+             threshold: float) -> tuple[str, str]:
+    """(cause, one line why) for a signature row the target loses time on."""
+    if isolated is None or isolated.target_s is None:
+        reason = isolated.reason if isolated is not None else "not measured alone"
+        return "unknown", f"not measured alone ({reason})"
+    if floor_s and isolated.target_s < DISPATCH_BOUND_FACTOR * floor_s:
+        return "overhead", (f"alone it takes {isolated.target_s * 1e6:.3g} us, within "
+                            f"{DISPATCH_BOUND_FACTOR:g}x of the per-call floor")
+    factor = row.target_s / isolated.target_s if isolated.target_s else None
+    if (isolated.ratio is not None and isolated.ratio >= threshold and factor
+            and factor >= CONTEXT_FACTOR_BOUND):
+        return "context", (f"on par alone (ratio {isolated.ratio:.2g}) but {factor:.2g}x "
+                           f"slower in the model than alone")
+    return "kernel", "slower alone too, well above the per-call floor"
