@@ -45,30 +45,34 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
 @click.command("model", context_settings={"ignore_unknown_options": True,
                                           "allow_interspersed_args": False},
                short_help="Which APIs cost a script's model how much of its step time.")
-@click.option("--reference", type=click.Choice(FRAMEWORKS), default="torch", show_default=True,
-              help="The framework the ratio divides by.")
+@click.option("--reference", type=click.Choice(FRAMEWORKS), default="torch",
+              help="The framework the ratio divides by. Default: torch.")
 @click.option("--target", type=click.Choice(FRAMEWORKS), default="mindspore",
-              show_default=True, help="The framework whose lost time is counted.")
+              help="The framework whose lost time is counted. Default: mindspore.")
 @click.option("--processes", type=click.IntRange(1, 20), default=DEFAULT_PROCESSES,
-              show_default=True, help="Replay processes per framework (interleaved).")
+              help=f"Replay processes per framework (interleaved). Default: "
+                   f"{DEFAULT_PROCESSES}.")
 @click.option("--launch", type=click.Choice(["queued", "blocking"]), default=None,
               help="The projected framework's launch mode (default: its own; the traced one "
                    "keeps the script's).")
 @click.option("--skip-first-calls", type=click.IntRange(0), default=None,
               help="Take the steady state from this call on instead of finding the repeated "
                    "step.")
-@click.option("--budget", "budget", default="3m", show_default=True, callback=_duration,
+@click.option("--budget", "budget", default="3m", callback=_duration,
               help="Time for measuring the heaviest call signatures alone (e.g. 90s, 5m; "
-                   "0: none), heaviest traced time first.")
-@click.option("--top", type=click.IntRange(1), default=DEFAULT_TOP, show_default=True,
-              help="APIs shown in the tables.")
-@click.option("-o", "--output", "output_dir", default=DEFAULT_OUTPUT_DIR, show_default=True,
+                   "0: none), heaviest traced time first. Default: 3m.")
+@click.option("--top", type=click.IntRange(1), default=DEFAULT_TOP,
+              help=f"APIs shown in the tables. Default: {DEFAULT_TOP}.")
+@click.option("-o", "--output", "output_dir", default=DEFAULT_OUTPUT_DIR,
               type=click.Path(file_okay=False),
-              help="Directory for the captured program and the replay files.")
+              help=f"Directory for the captured program and the replay files. Default: "
+                   f"{DEFAULT_OUTPUT_DIR}.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the model record (schema: opbench schema model).")
-@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None)
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None)
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the tables as Markdown.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Write one offline HTML page with the time-lost chart.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def model_command(reference: str, target: str, processes: int, launch: str | None,

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import math
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from opbench.model.impact import ModelImpact
+if TYPE_CHECKING:      # the record reads the impact; nothing here runs it
+    from opbench.model.impact import ModelImpact
 
 __all__ = ["MODEL_FORMAT", "impact_json", "model_schema"]
 
