@@ -279,6 +279,14 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
             impact.mismatches.append({"call": i, "api": step.calls[i].api,
                                       "mapped_api": impact.status[other][i].api,
                                       "detail": found})
+    if not any(impact.covered[i] for i, c in enumerate(step.calls) if c.alias_of is None):
+        reasons = {}
+        for fw in (traced, other):
+            for s in impact.status[fw]:
+                if not s.ok:
+                    reasons.setdefault(f"{step.calls[s.index].api}: {s.problem}", None)
+        raise ModelError(f"no call of the step replays in both {traced} and {other}: "
+                         + "; ".join(list(reasons)[:5]))
     skip = [i for i, covered in enumerate(impact.covered) if not covered]
     routes = {fw: {s.index: s.route for s in impact.status[fw] if s.ok}
               for fw in (traced, other)}

@@ -53,14 +53,22 @@ class FrameworkTiming:
 def estimate_time(groups: Sequence[Sequence[float]],
                   confidence: float = DEFAULT_CONFIDENCE) -> Estimate:
     """A time from samples grouped by process (see the module doc)."""
-    usable = [list(g) for g in groups if len(g) and all(v > 0 for v in g)]
+    usable = [list(g) for g in groups if len(g) and all(v >= 0 for v in g)]
     if not usable:
         return Estimate(0.0, 0.0, 0.0, 0, "no samples")
     if len(usable) == 1:
         values = usable[0]
         return Estimate(float(statistics.median(values)), float(min(values)),
                         float(max(values)), 1, "one process: min..max of its samples")
-    logs = np.log([statistics.median(g) for g in usable])
+    medians = [statistics.median(g) for g in usable]
+    if min(medians) <= 0:
+        # a difference of two times (a backward: value_and_grad less the forward) can be 0
+        # in a process; no log scale then
+        everything = [v for g in usable for v in g]
+        return Estimate(float(statistics.median(everything)), float(min(medians)),
+                        float(max(medians)), len(usable),
+                        "median of all samples, min..max of the process medians")
+    logs = np.log(medians)
     mean, sd, k = float(logs.mean()), float(logs.std(ddof=1)), len(logs)
     half = student_t_quantile(0.5 + confidence / 2, k - 1) * sd / math.sqrt(k)
     return Estimate(float(math.exp(mean)), float(math.exp(mean - half)),

@@ -318,10 +318,16 @@ class Replayer:
                 sync()
                 times[i][p] = clock() - start
             if grad is not None:
+                # the backward: value_and_grad's call less the same forward calls run back
+                # to back (both synced once at the end: each call synced alone would
+                # overstate a queued forward and leave the backward nothing)
+                start = clock()
+                grad.forward()
+                sync()
+                forward = clock() - start
                 start = clock()
                 grad.run()
                 sync()
-                forward = sum(times[i][p] for i in grad.inside)
                 times[grad.backward][p] = max(0.0, clock() - start - forward)
         return times
 
@@ -367,7 +373,8 @@ class Differentiated:
     inside: frozenset[int]       # the forward calls the loss depends on
     first: int                   # where the differentiated call runs in the step
     backward: int                # the backward call it stands for
-    run: Callable[[], Any]
+    run: Callable[[], Any]       # forward and gradients
+    forward: Callable[[], Any]   # the same forward calls alone
 
 
 def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
@@ -403,7 +410,8 @@ def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
         return results[loss_index]
 
     grad_fn = mindspore.value_and_grad(forward, None, weights)
-    return Differentiated(frozenset(order), order[0], backward.index, lambda: grad_fn())
+    return Differentiated(frozenset(order), order[0], backward.index, lambda: grad_fn(),
+                          forward)
 
 def _is_constant(arg: Any) -> bool:
     if isinstance(arg, (Ref, Ext)):

@@ -1,0 +1,162 @@
+"""`opbench model` on real torch and MindSpore: small scripts captured, replayed in both
+frameworks, projected; the record validates against its schema. Structure and coverage are
+checked here; accuracy is a benchmark (docs/model.md), not a timed test."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("mindspore")
+
+from opbench.model.record import model_schema  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+
+INFERENCE = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 32)
+        self.ln = nn.LayerNorm(32)
+        self.fc = nn.Linear(32, 64)
+        self.drop = nn.Dropout(0.1)
+        self.out = nn.Linear(64, 32)
+
+    def forward(self, ids):
+        x = self.emb(ids)
+        h = torch.nn.functional.gelu(self.fc(self.ln(x)))
+        y = self.out(self.drop(h)) + x
+        return torch.softmax(y[:, 0], dim=-1)
+
+model = Block().eval()
+ids = torch.randint(0, 100, (2, 8))
+with torch.no_grad():
+    for _ in range(STEPS):
+        out = model(ids)
+print(tuple(out.shape))
+"""
+
+TRAINING = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+loss_fn = nn.CrossEntropyLoss()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+for _ in range(5):
+    opt.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+print(float(loss))
+"""
+
+
+def _script(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def _model(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GLOG_v": "3",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH"))
+                                         if p)}
+    return subprocess.run([sys.executable, "-m", "opbench.cli", "model", "-q",
+                           "-o", str(tmp_path / "work"), *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=1200)
+
+
+def test_an_inference_script_is_projected_with_every_call_covered(tmp_path):
+    script = _script(tmp_path, "infer.py", INFERENCE.replace("STEPS", "5"))
+    out = tmp_path / "model.json"
+    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--json", str(out),
+                  "--", sys.executable, str(script))
+    assert done.returncode == 0, done.stdout + done.stderr
+    record = json.loads(out.read_text())
+    jsonschema.validate(record, model_schema())
+    model = record["model"]
+    assert model["traced_framework"] == "torch"
+    assert model["region"]["rule"] == "automatic" and model["region"]["steps"] == 4
+    assert model["coverage"] == pytest.approx(1.0)
+    assert model["mismatches"] == [] and model["errors"] == []
+    apis = {row["api"]: row for row in model["apis"]}
+    assert {"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Embedding",
+            "torch.nn.functional.gelu", "torch.softmax"} <= set(apis)
+    linear = apis["torch.nn.Linear"]
+    assert linear["calls"] == 8 and linear["mapped_api"].startswith("mindspore.")
+    assert linear["lost_s"] == pytest.approx(
+        linear["calls"] * (linear["target_s"] - linear["reference_s"]), rel=1e-9)
+    for fw in ("torch", "mindspore"):
+        p = model["projected_s"][fw]
+        assert 0 < p["ci_low"] <= p["estimate"] <= p["ci_high"]
+    assert "self-check" in done.stdout and "coverage: 100%" in done.stdout
+
+
+def test_a_training_step_is_differentiated_in_both_frameworks(tmp_path):
+    script = _script(tmp_path, "train.py", TRAINING)
+    out = tmp_path / "model.json"
+    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--json", str(out),
+                  "--", sys.executable, str(script))
+    assert done.returncode == 0, done.stdout + done.stderr
+    model = json.loads(out.read_text())["model"]
+    assert model["training"]["covered"] is True
+    assert model["coverage"] > 0.9, model["not_covered"]
+    backward = [r for r in model["apis"] if r["api"] == "torch.Tensor.backward"]
+    assert backward and backward[0]["target_s"] > 0 and backward[0]["reference_s"] > 0
+
+
+def test_the_heaviest_signatures_are_measured_alone(tmp_path):
+    script = _script(tmp_path, "infer.py", INFERENCE.replace("STEPS", "4"))
+    out = tmp_path / "model.json"
+    done = _model(tmp_path, "--processes", "1", "--budget", "60s", "--json", str(out),
+                  "--", sys.executable, str(script))
+    assert done.returncode == 0, done.stdout + done.stderr
+    model = json.loads(out.read_text())["model"]
+    measured = [s for s in model["signatures"] if s.get("isolated_ratio") is not None]
+    assert measured, model["signatures"]
+    for s in measured:
+        assert s["verdict"] in ("PASS", "SLOW", "INCONCLUSIVE")
+        assert s["context_factor"]["mindspore"] > 0
+    assert model["isolated"]["share"] > 0
+
+
+def test_a_script_calling_only_unmapped_apis_says_so(tmp_path):
+    script = _script(tmp_path, "odd.py", """
+        import torch
+        x = torch.randn(64, 64)
+        for _ in range(5):
+            y = torch.nanmedian(x, dim=0)
+        """)
+    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--", sys.executable,
+                  str(script))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "replays in both" in done.stderr and "nanmedian" in done.stderr
+
+
+def test_a_script_that_fails_after_its_steps_keeps_what_was_measured(tmp_path):
+    script = _script(tmp_path, "fails.py", INFERENCE.replace("STEPS", "4")
+                     + "\nraise RuntimeError('after the loop')\n")
+    out = tmp_path / "model.json"
+    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--json", str(out),
+                  "--", sys.executable, str(script))
+    assert done.returncode == 3, done.stdout + done.stderr
+    model = json.loads(out.read_text())["model"]
+    assert model["script"]["status"] == 1 and "after the loop" in model["script"]["error"]
+    assert model["coverage"] == pytest.approx(1.0)
+    assert "exited with status 1" in done.stdout
