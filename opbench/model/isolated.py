@@ -12,10 +12,11 @@ library (cases/norm.yaml: group_norm with one group), the same work. Composed ro
 so.
 
 Cause of a row where the target is slower (in this order):
-  overhead  the target's isolated call is within DISPATCH_BOUND_FACTOR of its per-call floor
-  context   alone, the target is on par (isolated ratio at or above the threshold), but in
-            the model it is CONTEXT_FACTOR_BOUND x slower than alone: the launch queue,
-            caches or the ops around it, not the kernel
+  context   most of the gap in the model is the target's context factor (time in the model
+            / time alone) beyond the reference's: the launch queue, caches, the ops around
+            it; the target's factor is at least CONTEXT_FACTOR_BOUND x the reference's
+  overhead  otherwise, when the target's isolated call is within DISPATCH_BOUND_FACTOR of
+            its per-call floor
   kernel    slower alone too, well above the per-call floor
 """
 from __future__ import annotations
@@ -241,15 +242,21 @@ def measure_isolated(impact: Any, budget_s: float, workdir: Path,
 def cause_of(row: Any, isolated: IsolatedRow | None, floor_s: float | None,
              threshold: float) -> tuple[str, str]:
     """(cause, one line why) for a signature row the target loses time on."""
-    if isolated is None or isolated.target_s is None:
+    if isolated is None or isolated.target_s is None or not isolated.reference_s:
         reason = isolated.reason if isolated is not None else "not measured alone"
-        return "unknown", f"not measured alone ({reason})"
+        return "unknown", f"not measured alone ({reason or 'no result'})"
+    ctx_target = row.target_s / isolated.target_s
+    ctx_reference = row.reference_s / isolated.reference_s
+    alone = (f"alone {isolated.ratio:.3g} ({isolated.verdict})"
+             if isolated.ratio is not None else "alone: no ratio")
+    factors = (f"in the model {ctx_target:.3g}x its time alone ({row.api.split('.')[0]} "
+               f"{ctx_reference:.3g}x)")
+    gap = row.target_s - row.reference_s
+    from_context = (ctx_target - ctx_reference) * isolated.target_s
+    if (ctx_target >= CONTEXT_FACTOR_BOUND * max(ctx_reference, 1e-12) and gap > 0
+            and from_context >= 0.5 * gap):
+        return "context", f"{factors}; {alone}"
     if floor_s and isolated.target_s < DISPATCH_BOUND_FACTOR * floor_s:
         return "overhead", (f"alone it takes {isolated.target_s * 1e6:.3g} us, within "
-                            f"{DISPATCH_BOUND_FACTOR:g}x of the per-call floor")
-    factor = row.target_s / isolated.target_s if isolated.target_s else None
-    if (isolated.ratio is not None and isolated.ratio >= threshold and factor
-            and factor >= CONTEXT_FACTOR_BOUND):
-        return "context", (f"on par alone (ratio {isolated.ratio:.2g}) but {factor:.2g}x "
-                           f"slower in the model than alone")
-    return "kernel", "slower alone too, well above the per-call floor"
+                            f"{DISPATCH_BOUND_FACTOR:g}x of the per-call floor; {factors}")
+    return "kernel", f"{alone}, above the per-call floor; {factors}"
