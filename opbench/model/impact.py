@@ -321,7 +321,6 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
 
 def _measure_alone(impact: ModelImpact, options: ModelOptions, work: Path,
                    on_progress: Progress) -> None:
-    from opbench.config import DEFAULT_THRESHOLD
     from opbench.model.isolated import cause_of, measure_isolated
 
     started = time.perf_counter()
@@ -343,8 +342,7 @@ def _measure_alone(impact: ModelImpact, options: ModelOptions, work: Path,
         row = by_key.get(iso.key)
         if row is None:
             continue
-        cause, why = (cause_of(row, iso, floor, DEFAULT_THRESHOLD) if row.lost_s > 0
-                      else ("", ""))
+        cause, why = cause_of(row, iso, floor) if row.lost_s > 0 else ("", "")
         context = {}
         if iso.reference_s:
             context[impact.reference] = row.reference_s / iso.reference_s

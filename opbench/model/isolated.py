@@ -239,8 +239,8 @@ def measure_isolated(impact: Any, budget_s: float, workdir: Path,
     return out, record, share
 
 
-def cause_of(row: Any, isolated: IsolatedRow | None, floor_s: float | None,
-             threshold: float) -> tuple[str, str]:
+def cause_of(row: Any, isolated: IsolatedRow | None,
+             floor_s: float | None) -> tuple[str, str]:
     """(cause, one line why) for a signature row the target loses time on."""
     if isolated is None or isolated.target_s is None or not isolated.reference_s:
         reason = isolated.reason if isolated is not None else "not measured alone"
