@@ -3,7 +3,9 @@ set-up (building the model, initialising weights, the first, cold step).
 
 Three rules, in this order:
 - markers: the script called opbench.model.step() before each step; the steps are the
-  stretches between marks, and the first is left out as the warm-up when there are several;
+  stretches between marks (the last one cut to the length of the one before it when it
+  starts with the same calls: what follows is the script's work after its loop), and the
+  first is left out as the warm-up when there are several;
 - --skip-first-calls N: the calls from N on, as one step each period found in them (or as
   one step when none repeats);
 - automatic: the longest stretch in which the calls repeat with one period (same API, same
@@ -121,6 +123,26 @@ def _periods(start: int, period: int, covered: int) -> list[tuple[int, int]]:
     return [(start + k * period, start + (k + 1) * period) for k in range(covered // period)]
 
 
+def _trim_last_step(calls: Sequence[Call], steps: list[tuple[int, int]]
+                    ) -> tuple[list[tuple[int, int]], int]:
+    """A marker opens a step but nothing closes the last one: it runs to the end of the
+    capture and holds whatever the script did after its loop (an evaluation, saving), which
+    the replay (of the last step) would count as part of every step. When the last stretch
+    starts with the calls of the step before it, it is cut to that step's length; the calls
+    after it are left out like the set-up. Returns the steps and how many calls were cut."""
+    if len(steps) < 2:
+        return steps, 0
+    (prev_start, prev_end), (last_start, last_end) = steps[-2], steps[-1]
+    length = prev_end - prev_start
+    if last_end - last_start <= length:
+        return steps, 0
+    same = all(_key(calls[prev_start + i]) == _key(calls[last_start + i])
+               for i in range(length))
+    if not same:
+        return steps, 0
+    return steps[:-1] + [(last_start, last_start + length)], last_end - last_start - length
+
+
 def find_region(program: Program, skip_first_calls: int | None = None) -> Region:
     calls = program.calls
     if not calls:
@@ -130,11 +152,14 @@ def find_region(program: Program, skip_first_calls: int | None = None) -> Region
         steps = [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
         if not steps:
             raise RegionError("the step markers enclose no framework call")
+        steps, after_loop = _trim_last_step(calls, steps)
         warmup = steps[0] if len(steps) > 1 else None
         steady = steps[1:] if len(steps) > 1 else steps
         count, ns = _excluded(program, steady)
-        note = "" if warmup else "one marked step only: it is measured cold"
-        return Region(RULE_MARKERS, tuple(steady), warmup, count, ns, note)
+        notes = ([] if warmup else ["one marked step only: it is measured cold"]) + (
+            [f"{after_loop} calls after the last marked step (after the loop) are left out"]
+            if after_loop else [])
+        return Region(RULE_MARKERS, tuple(steady), warmup, count, ns, "; ".join(notes))
     first = skip_first_calls or 0
     if first >= len(calls):
         raise RegionError(f"--skip-first-calls {first} skips all {len(calls)} calls")
