@@ -1,0 +1,403 @@
+"""How a captured call replays in each framework (opbench/model/routes.py): the call itself
+in the framework it was traced in; in MindSpore, the explicit rules for the calls models
+are made of (arguments rewritten, primitives built, attention composed) and otherwise the
+API mapping with its alternatives as fallbacks; what cannot be replayed says why.
+
+A route's callable is built with a fake `resolve` here (names -> recorder or numpy), so no
+framework is imported."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from opbench.frameworks.apimap import ApiMapping, MappingEntry, load_mapping
+from opbench.model.program import Call, Dtype, Ext, Lit, Ref, Seq
+from opbench.model.routes import Route, Unmapped, route_for
+
+X, W, B, IDS = Ref(0), Ext(1), Ext(2), Ext(3)
+
+
+def _call(api: str, args: tuple = (X,), kwargs: tuple = (), framework: str = "torch",
+          replay_api: str | None = "same", problem: str | None = None,
+          kind: str = "function") -> Call:
+    return Call(index=5, framework=framework, api=api, kind=kind,
+                replay_api=api if replay_api == "same" else replay_api, args=args,
+                kwargs=kwargs, outputs=("tensor", (2, 8), "float32"), duration_ns=1,
+                start_ns=0, problem=problem)
+
+
+class Resolver:
+    """resolve() as the replay's adapter offers it: names in case-file spelling."""
+
+    def __init__(self, functions: dict | None = None):
+        self.functions = functions or {}
+        self.asked: list[str] = []
+
+    def __call__(self, name: str):
+        self.asked.append(name)
+        return self.functions.get(name, lambda *args, **kwargs: (name, args, kwargs))
+
+
+def _names(route: Route) -> list[str]:
+    return [route.api] + [f.api for f in route.fallbacks]
+
+
+def _resolved_name(route: Route) -> str:
+    resolve = Resolver()
+    route.make(resolve)
+    return resolve.asked[-1]
+
+
+SMALL_MAPPING = ApiMapping([
+    MappingEntry("torch.relu", "mindspore.mint.relu", "function", "same",
+                 alternatives=("mindspore.ops.relu", "mindspore.nn.ReLU")),
+    MappingEntry("torch.softmax", "mindspore.ops.softmax", "function", "differs",
+                 note="dim vs axis"),
+    MappingEntry("torch.nn.functional.fractional_max_pool3d", None, "functional", "none",
+                 note="compose it from max_pool3d"),
+    MappingEntry("torch.Tensor.add", "mindspore.Tensor.add", "tensor_method", "same"),
+    MappingEntry("torch.nn.functional.linear", "mindspore.mint.nn.functional.linear",
+                 "functional", "same"),
+])
+
+
+# -- in the traced framework ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("framework", ["torch", "mindspore"])
+def test_in_the_traced_framework_the_call_replays_itself(framework):
+    api = f"{framework}.nn.functional.layer_norm"
+    kwargs = (("eps", Lit(1e-6)),)
+    route = route_for(_call(api, (X, Seq("list", (Lit(8),)), W, B), kwargs,
+                            framework=framework), framework, SMALL_MAPPING)
+    assert isinstance(route, Route)
+    assert route.api == api and route.fallbacks == ()
+    assert route.args == (X, Seq("list", (Lit(8),)), W, B) and route.kwargs == kwargs
+    assert _resolved_name(route) == api
+
+
+def test_a_tensor_method_resolves_in_case_file_spelling():
+    route = route_for(_call("torch.Tensor.add", (X, Ext(1)), kind="tensor_method"), "torch",
+                      SMALL_MAPPING)
+    assert route.api == "torch.Tensor.add" and _resolved_name(route) == "Tensor.add"
+
+
+def test_a_lowered_layer_replays_its_function():
+    call = _call("torch.nn.Linear", (X, W, B), replay_api="torch.nn.functional.linear",
+                 kind="module")
+    assert route_for(call, "torch", SMALL_MAPPING).api == "torch.nn.functional.linear"
+    other = route_for(call, "mindspore", SMALL_MAPPING)
+    assert other.api == "mindspore.mint.nn.functional.linear" and other.args == (X, W, B)
+
+
+def test_a_call_without_replay_api_is_unmapped_with_its_problem():
+    call = _call("torch.nn.Bilinear", replay_api=None,
+                 problem="no function form for the layer torch.nn.Bilinear here")
+    for target in ("torch", "mindspore"):
+        route = route_for(call, target, SMALL_MAPPING)
+        assert isinstance(route, Unmapped) and "torch.nn.Bilinear" in route.reason
+
+
+# -- torch -> MindSpore: explicit rules --------------------------------------------------------
+
+def _layer_norm_call(**kwargs) -> Call:
+    args = (X, Seq("list", (Lit(4), Lit(8))), W, B)
+    return _call("torch.nn.functional.layer_norm", args,
+                 tuple((k, Lit(v)) for k, v in kwargs.items()))
+
+
+def test_layer_norm_routes_to_the_layernorm_primitive_over_its_normalized_dims():
+    route = route_for(_layer_norm_call(eps=1e-6), "mindspore", load_mapping())
+    assert route.api == "mindspore.ops.LayerNorm"
+    assert route.args == (X, W, B)
+
+    built = {}
+
+    class LayerNorm:
+        def __init__(self, **attributes):
+            built.update(attributes)
+
+        def __call__(self, x, weight, bias):
+            return ("y", x, weight, bias), "mean", "variance"
+
+    fn = route.make(Resolver({"mindspore.ops.LayerNorm": LayerNorm}))
+    assert built == {"begin_norm_axis": -2, "begin_params_axis": -2, "epsilon": 1e-6}
+    assert fn("x", "w", "b") == ("y", "x", "w", "b")       # the output, not mean/variance
+
+
+def test_layer_norm_falls_back_to_mint_with_its_arguments_and_default_eps():
+    route = route_for(_layer_norm_call(), "mindspore", load_mapping())
+    (mint,) = route.fallbacks
+    assert mint.api == "mindspore.mint.nn.functional.layer_norm"
+    assert mint.args == (X, Seq("list", (Lit(4), Lit(8))), W, B, Lit(1e-5))
+    assert _resolved_name(mint) == "mindspore.mint.nn.functional.layer_norm"
+
+
+def test_layer_norm_with_keyword_weight_and_a_single_int_shape():
+    call = _call("torch.nn.functional.layer_norm", (X, Lit(8)),
+                 (("weight", W), ("bias", B), ("eps", Lit(1e-3))))
+    route = route_for(call, "mindspore", load_mapping())
+    assert route.args == (X, W, B)
+    built = {}
+
+    def layer_norm_primitive(**attributes):
+        built.update(attributes)
+        return lambda *a: (a, None, None)
+    route.make(Resolver({"mindspore.ops.LayerNorm": layer_norm_primitive}))
+    assert built["begin_norm_axis"] == -1 and built["epsilon"] == 1e-3
+
+
+@pytest.mark.parametrize("weight,bias", [(None, None), (Lit(None), B), (W, Lit(None))])
+def test_layer_norm_without_weight_or_bias_is_unmapped(weight, bias):
+    args = (X, Seq("list", (Lit(8),))) + tuple(v for v in (weight, bias) if v is not None)
+    route = route_for(_call("torch.nn.functional.layer_norm", args), "mindspore",
+                      load_mapping())
+    assert isinstance(route, Unmapped) and "weight and bias" in route.reason
+
+
+def test_embedding_is_a_gather_of_the_weight_with_the_arguments_swapped():
+    route = route_for(_call("torch.nn.functional.embedding", (IDS, W),
+                            (("padding_idx", Lit(0)),)), "mindspore", load_mapping())
+    assert route.api == "mindspore.ops.gather"
+    assert route.args == (W, IDS, Lit(0)) and route.kwargs == ()
+    assert _resolved_name(route) == "mindspore.ops.gather"
+    (mint,) = route.fallbacks
+    assert mint.api == "mindspore.mint.nn.functional.embedding" and mint.args == (IDS, W)
+
+
+def test_embedding_with_other_keywords_is_unmapped_naming_them():
+    route = route_for(_call("torch.nn.functional.embedding", (IDS, W),
+                            (("max_norm", Lit(1.0)), ("sparse", Lit(True)))),
+                      "mindspore", load_mapping())
+    assert isinstance(route, Unmapped) and "max_norm, sparse" in route.reason
+
+
+@pytest.mark.parametrize("kwargs,approximate", [((), "none"),
+                                                ((("approximate", Lit("tanh")),), "tanh")])
+def test_gelu_keeps_its_approximation_on_both_routes(kwargs, approximate):
+    route = route_for(_call("torch.nn.functional.gelu", (X,), kwargs), "mindspore",
+                      load_mapping())
+    assert _names(route) == ["mindspore.ops.gelu", "mindspore.mint.nn.functional.gelu"]
+    for r in (route, *route.fallbacks):
+        assert r.args == (X,) and r.kwargs == (("approximate", Lit(approximate)),)
+
+
+def _conv_call(*rest, **kwargs) -> Call:
+    return _call("torch.nn.functional.conv2d", (X, W) + rest,
+                 tuple((k, v) for k, v in kwargs.items()))
+
+
+def test_conv2d_goes_to_mint_with_its_arguments_then_ops_with_pad_mode():
+    call = _conv_call(B, Seq("list", (Lit(2), Lit(2))), Seq("list", (Lit(1), Lit(2))),
+                      Seq("list", (Lit(1), Lit(1))), Lit(1))
+    route = route_for(call, "mindspore", load_mapping())
+    assert route.api == "mindspore.mint.nn.functional.conv2d" and route.args == call.args
+    (ops,) = route.fallbacks
+    assert ops.api == "mindspore.ops.conv2d" and ops.args == (X, W, B)
+    # ops.conv2d takes stride and dilation as an int or a tuple, not a list
+    assert dict(ops.kwargs) == {"pad_mode": Lit("pad"),
+                                "padding": Seq("tuple", (Lit(1), Lit(2))),
+                                "stride": Seq("tuple", (Lit(2), Lit(2))),
+                                "dilation": Seq("tuple", (Lit(1), Lit(1))), "groups": Lit(1)}
+
+
+@pytest.mark.parametrize("padding,expected", [
+    (Lit("same"), {"pad_mode": Lit("same")}),
+    (Lit("valid"), {"pad_mode": Lit("valid")}),
+    (Lit(3), {"pad_mode": Lit("pad"), "padding": Seq("tuple", (Lit(3), Lit(3)))}),
+    (None, {"pad_mode": Lit("pad"), "padding": Seq("tuple", (Lit(0), Lit(0)))}),
+])
+def test_conv2d_padding_becomes_pad_mode(padding, expected):
+    call = _conv_call(padding=padding) if padding is not None else _conv_call()
+    (ops,) = route_for(call, "mindspore", load_mapping()).fallbacks
+    assert dict(ops.kwargs) == expected
+    assert ops.args == (X, W)          # no bias given: none passed
+
+
+def _attention_inputs(rng):
+    q = rng.standard_normal((2, 3, 4, 8)).astype(np.float32)
+    k = rng.standard_normal((2, 3, 5, 8)).astype(np.float32)
+    v = rng.standard_normal((2, 3, 5, 8)).astype(np.float32)
+    return q, k, v
+
+
+def _softmax(s, dim):
+    e = np.exp(s - s.max(axis=dim, keepdims=True))
+    return e / e.sum(axis=dim, keepdims=True)
+
+
+NUMPY_MINT = {"mindspore.mint.matmul": np.matmul, "mindspore.mint.softmax": _softmax,
+              "mindspore.mint.where": np.where,
+              "mindspore.mint.ones": lambda shape, dtype: np.ones(shape, dtype=dtype),
+              "mindspore.mint.triu": np.triu}
+
+
+def test_sdpa_is_composed_of_mint_calls_that_compute_attention():
+    q, k, v = _attention_inputs(np.random.default_rng(0))
+    route = route_for(_call("torch.nn.functional.scaled_dot_product_attention", (X, Ext(1),
+                                                                                 Ext(2))),
+                      "mindspore", load_mapping())
+    assert route.api.startswith("softmax(q @ k^T * scale + mask) @ v")
+    assert route.args == (X, Ext(1), Ext(2)) and route.fallbacks == ()
+    out = route.make(Resolver(NUMPY_MINT))(q, k, v)
+    expected = _softmax(q @ k.swapaxes(-2, -1) / math.sqrt(8), -1) @ v
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_sdpa_causal_with_a_scale_and_a_boolean_mask():
+    rng = np.random.default_rng(1)
+    q, k, v = _attention_inputs(rng)
+    mask = rng.random((4, 5)) < 0.8
+    mask[:, 0] = True                       # every row keeps one position
+    call = _call("torch.nn.functional.scaled_dot_product_attention",
+                 (X, Ext(1), Ext(2), Ext(3)), (("is_causal", Lit(True)), ("scale", Lit(0.5))))
+    route = route_for(call, "mindspore", load_mapping())
+    assert route.args == (X, Ext(1), Ext(2), Ext(3))
+    out = route.make(Resolver(NUMPY_MINT))(q, k, v, mask)
+    scores = q @ k.swapaxes(-2, -1) * 0.5
+    scores = np.where(np.triu(np.ones((4, 5)), 1) > 0, -np.inf, scores)
+    scores = np.where(mask, scores, -np.inf)
+    np.testing.assert_allclose(out, _softmax(scores, -1) @ v, rtol=1e-5, atol=1e-6)
+
+
+def test_sdpa_with_an_additive_mask_adds_it():
+    rng = np.random.default_rng(2)
+    q, k, v = _attention_inputs(rng)
+    bias = rng.standard_normal((4, 5)).astype(np.float32)
+    call = _call("torch.nn.functional.scaled_dot_product_attention",
+                 (X, Ext(1), Ext(2)), (("attn_mask", Ext(3)),))
+    out = route_for(call, "mindspore", load_mapping()).make(Resolver(NUMPY_MINT))(q, k, v, bias)
+    expected = _softmax(q @ k.swapaxes(-2, -1) / math.sqrt(8) + bias, -1) @ v
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_sdpa_without_a_mask_passes_none_and_with_dropout_is_unmapped():
+    call = _call("torch.nn.functional.scaled_dot_product_attention",
+                 (X, Ext(1), Ext(2), Lit(None)))
+    assert route_for(call, "mindspore", load_mapping()).args == (X, Ext(1), Ext(2))
+    dropout = _call("torch.nn.functional.scaled_dot_product_attention",
+                    (X, Ext(1), Ext(2)), (("dropout_p", Lit(0.1)),))
+    route = route_for(dropout, "mindspore", load_mapping())
+    assert isinstance(route, Unmapped) and "dropout" in route.reason
+
+
+@pytest.mark.parametrize("api", ["torch.Tensor.transpose", "torch.transpose"])
+def test_transpose_swaps_two_dims_with_mint_transpose_not_tensor_transpose(api):
+    """MindSpore's Tensor.transpose permutes all axes (the mapping's entry): the rule
+    routes torch's two-dim swap to mint.transpose(x, dim0, dim1)."""
+    route = route_for(_call(api, (X, Lit(1), Lit(2)), kind="tensor_method"), "mindspore",
+                      load_mapping())
+    assert route.api == "mindspore.mint.transpose"
+    assert route.args == (X, Lit(1), Lit(2))
+    assert _resolved_name(route) == "mindspore.mint.transpose"
+
+
+def test_arange_goes_to_mint_then_ops():
+    route = route_for(_call("torch.arange", (Lit(0), Lit(10)), (("dtype", Dtype("int64")),)),
+                      "mindspore", load_mapping())
+    assert _names(route) == ["mindspore.mint.arange", "mindspore.ops.arange"]
+    for r in (route, *route.fallbacks):
+        assert r.args == (Lit(0), Lit(10)) and r.kwargs == (("dtype", Dtype("int64")),)
+
+
+def test_tensor_to_a_dtype_is_astype_and_to_a_device_does_nothing():
+    mapping = load_mapping()
+    cast = route_for(_call("torch.Tensor.to", (X, Dtype("float16"))), "mindspore", mapping)
+    assert cast.api == "mindspore.Tensor.astype" and cast.args == (X, Dtype("float16"))
+    assert _resolved_name(cast) == "Tensor.astype"
+    keyword = route_for(_call("torch.Tensor.to", (X,), (("dtype", Dtype("float16")),
+                                                        ("device", Lit("cpu")))),
+                        "mindspore", mapping)
+    assert keyword.api == "mindspore.Tensor.astype" and keyword.args == (X, Dtype("float16"))
+    move = route_for(_call("torch.Tensor.to", (X, Lit("cpu"))), "mindspore", mapping)
+    assert move.args == (X,)
+    tensor = object()
+    assert move.make(Resolver())(tensor) is tensor
+
+
+def test_tensor_to_another_tensor_or_two_dtypes_is_unmapped():
+    for args in ((X, Ext(4)), (X, Dtype("float16"), Dtype("float32"))):
+        route = route_for(_call("torch.Tensor.to", args), "mindspore", load_mapping())
+        assert isinstance(route, Unmapped) and "dtype or a device" in route.reason
+
+
+def test_view_reshape_and_contiguous_rules():
+    mapping = load_mapping()
+    view = route_for(_call("torch.Tensor.view", (X, Lit(2), Lit(-1))), "mindspore", mapping)
+    assert view.api == "mindspore.Tensor.view" and _resolved_name(view) == "Tensor.view"
+    assert view.args == (X, Lit(2), Lit(-1))
+    contiguous = route_for(_call("torch.Tensor.contiguous", (X,)), "mindspore", mapping)
+    assert contiguous.args == (X,)
+    fn = contiguous.make(Resolver())
+    tensor = object()
+    assert fn(tensor) is tensor
+
+
+# -- through the API mapping --------------------------------------------------------------------
+
+def test_same_status_maps_with_the_arguments_and_alternatives_as_fallbacks():
+    call = _call("torch.relu", (X,), (("inplace", Lit(False)),))
+    route = route_for(call, "mindspore", SMALL_MAPPING)
+    assert _names(route) == ["mindspore.mint.relu", "mindspore.ops.relu", "mindspore.nn.ReLU"]
+    for r in (route, *route.fallbacks):
+        assert r.args == (X,) and r.kwargs == (("inplace", Lit(False)),)
+    assert [_resolved_name(r) for r in route.fallbacks] == ["mindspore.ops.relu",
+                                                            "mindspore.nn.ReLU"]
+
+
+def test_differs_status_maps_positional_calls_only():
+    positional = route_for(_call("torch.softmax", (X, Lit(-1))), "mindspore", SMALL_MAPPING)
+    assert positional.api == "mindspore.ops.softmax" and positional.args == (X, Lit(-1))
+    keyword = route_for(_call("torch.softmax", (X,), (("dim", Lit(-1)),)), "mindspore",
+                        SMALL_MAPPING)
+    assert isinstance(keyword, Unmapped)
+    assert "takes its arguments differently (dim vs axis)" in keyword.reason
+    assert "passes keywords" in keyword.reason
+
+
+def test_none_status_and_a_missing_entry_are_unmapped_with_a_reason():
+    none = route_for(_call("torch.nn.functional.fractional_max_pool3d"), "mindspore",
+                     SMALL_MAPPING)
+    assert isinstance(none, Unmapped)
+    assert none.reason == "no mindspore equivalent: compose it from max_pool3d"
+    missing = route_for(_call("torch.bucketize"), "mindspore", SMALL_MAPPING)
+    assert isinstance(missing, Unmapped)
+    assert missing.reason == "no entry in the API mapping for torch.bucketize"
+
+
+def test_a_mindspore_call_maps_to_torch_without_the_mindspore_alternatives():
+    call = _call("mindspore.mint.relu", (X,), framework="mindspore")
+    route = route_for(call, "torch", SMALL_MAPPING)
+    assert route.api == "torch.relu" and route.fallbacks == ()
+    # an alternative's name finds its entry too
+    via_alternative = route_for(_call("mindspore.ops.relu", framework="mindspore"), "torch",
+                                SMALL_MAPPING)
+    assert via_alternative.api == "torch.relu"
+    method = route_for(_call("mindspore.Tensor.add", (X, Ext(1)), framework="mindspore"),
+                       "torch", SMALL_MAPPING)
+    assert method.api == "torch.Tensor.add" and _resolved_name(method) == "Tensor.add"
+
+
+def test_the_explicit_rules_apply_only_from_torch_to_mindspore():
+    """A MindSpore script's calls go through the mapping, even where torch's name has a
+    rule (the rule reads torch's argument order)."""
+    mapping = ApiMapping([MappingEntry("torch.nn.functional.gelu",
+                                       "mindspore.ops.gelu", "functional", "same")])
+    route = route_for(_call("mindspore.ops.gelu", framework="mindspore"), "torch", mapping)
+    assert route.api == "torch.nn.functional.gelu" and route.fallbacks == ()
+
+
+def test_shipped_mapping_alternatives_become_fallbacks():
+    route = route_for(_call("torch.nn.functional.fold", (X, Lit(4), Lit(2))), "mindspore",
+                      load_mapping())
+    assert _names(route) == ["mindspore.mint.nn.functional.fold", "mindspore.ops.fold"]
+    relu = route_for(_call("torch.nn.functional.relu"), "mindspore", load_mapping())
+    assert _names(relu) == ["mindspore.mint.nn.functional.relu"]
+
+
+def test_shipped_mapping_none_entry_is_unmapped_with_its_note():
+    route = route_for(_call("torch.nn.functional.embedding_bag", (IDS, W)), "mindspore",
+                      load_mapping())
+    assert isinstance(route, Unmapped) and route.reason.startswith("no mindspore equivalent")
+    assert "embedding" in route.reason
