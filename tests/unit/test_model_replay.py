@@ -1,0 +1,384 @@
+"""Replaying one step (opbench/model/replay.py) with numpy fake adapters (runner_fakes.py:
+names resolve to numpy functions, each call advances a fake clock by its cost): external
+tensors are the same everywhere, the probe keeps the first route that runs, what cannot run
+is stood in for so the rest still runs, skipped calls and aliases, the timing passes'
+counts and sums, and the output fingerprints the frameworks are compared by
+(opbench/model/impact.py _compare)."""
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+from runner_fakes import FakeAdapter, FakeClock
+
+from opbench.frameworks.apimap import ApiMapping, MappingEntry
+from opbench.model.impact import _compare
+from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
+                                   SliceOf)
+from opbench.model.replay import (FINGERPRINT_POINTS, Replayer, external_array, fingerprint,
+                                  stand_in_arrays)
+from opbench.model.steady import StepProgram
+
+HIDDEN = ("tensor", (4, 8), "float32")
+COSTS = {"torch.matmul": 3e-4, "torch.relu": 1e-4, "Tensor.sum": 2e-4}
+EXTERNALS = (ExternalTensor(0, (4, 16), "float32", "input"),
+             ExternalTensor(1, (16, 8), "float32", "parameter", "w"),
+             ExternalTensor(2, (4,), "int64", "input", "ids", 1.0, 3.0))
+TORCH_FUNCTIONS = {
+    "torch.matmul": np.matmul,
+    "torch.relu": lambda x: np.maximum(x, 0.0),
+    "Tensor.sum": lambda x, dim=None: np.sum(x, axis=dim),
+    "torch.flip": lambda x, dims: np.flip(x, axis=tuple(dims)),
+    "torch.take_rows": lambda table, ids: table[ids],
+    "torch.split": lambda x, size, dim=0: tuple(np.split(x, x.shape[dim] // size, axis=dim)),
+    "torch.getitem": lambda x, index: x[index],
+    "torch.cast": lambda x, dtype: x.astype(dtype),
+}
+
+
+def _call(index: int, api: str, *args, outputs=HIDDEN, kwargs=(), replay_api="same",
+          alias_of=None, problem=None) -> Call:
+    return Call(index=index, framework="torch", api=api, kind="function",
+                replay_api=api if replay_api == "same" else replay_api, args=tuple(args),
+                kwargs=tuple(kwargs), outputs=outputs, duration_ns=1000, start_ns=0,
+                problem=problem, alias_of=alias_of)
+
+
+def _step(*calls: Call, externals=EXTERNALS) -> StepProgram:
+    n = len(calls)
+    return StepProgram("torch", tuple(calls), tuple(externals), steps=3,
+                       traced_ns=(1000,) * n, step_traced_ns=(1000 * n,) * 3,
+                       source_index=tuple(range(n)))
+
+
+def _mlp_step() -> StepProgram:
+    """matmul(x, w) -> relu -> sum(dim=1)"""
+    return _step(_call(0, "torch.matmul", Ext(0), Ext(1)),
+                 _call(1, "torch.relu", Ref(0)),
+                 _call(2, "torch.Tensor.sum", Ref(1), kwargs=(("dim", Lit(1)),),
+                       outputs=("tensor", (4,), "float32")))
+
+
+def _torch(clock: FakeClock | None = None, functions=None, costs=None) -> FakeAdapter:
+    return FakeAdapter("torch", clock or FakeClock(), costs={**COSTS, **(costs or {})},
+                       functions={**TORCH_FUNCTIONS, **(functions or {})})
+
+
+def _replayer(step: StepProgram, adapter: FakeAdapter, framework: str = "torch",
+              mapping: ApiMapping | None = None, **options) -> Replayer:
+    return Replayer(step, framework, adapter, mapping or ApiMapping([]), clock=adapter.clock,
+                    **options)
+
+
+# -- external tensors ---------------------------------------------------------------------------
+
+def test_external_arrays_depend_only_on_id_shape_and_dtype():
+    a = external_array(ExternalTensor(7, (3, 5), "float32", "input"))
+    again = external_array(ExternalTensor(7, (3, 5), "float32", "input", "renamed"))
+    other_id = external_array(ExternalTensor(8, (3, 5), "float32", "input"))
+    np.testing.assert_array_equal(a, again)
+    assert not np.array_equal(a, other_id)
+    assert a.dtype == np.float32 and a.shape == (3, 5)
+
+
+def test_every_replay_process_and_framework_gets_the_same_externals():
+    first = _replayer(_mlp_step(), _torch())
+    second = _replayer(_mlp_step(), FakeAdapter("mindspore", FakeClock()), "mindspore")
+    for ext in EXTERNALS:
+        np.testing.assert_array_equal(first._externals[ext.id], second._externals[ext.id])
+
+
+def test_integer_externals_stay_in_their_observed_range_and_reach_both_ends():
+    ids = external_array(ExternalTensor(0, (2000,), "int64", "input", "", 3.0, 7.0))
+    assert ids.dtype == np.int64
+    assert ids.min() == 3 and ids.max() == 7
+
+
+def test_bool_externals_are_booleans():
+    mask = external_array(ExternalTensor(0, (100,), "bool", "input"))
+    assert mask.dtype == np.bool_ and 0 < mask.sum() < 100
+
+
+def test_weights_are_scaled_by_their_fan_in_and_inputs_are_not():
+    weight = external_array(ExternalTensor(0, (64, 256), "float32", "parameter"))
+    data = external_array(ExternalTensor(0, (64, 256), "float32", "input"))
+    assert np.abs(weight).max() <= 1 / 16            # uniform(-1, 1) / sqrt(256)
+    assert np.abs(data).max() > 0.9
+    conv = external_array(ExternalTensor(1, (8, 4, 3, 3), "float32", "parameter"))
+    assert np.abs(conv).max() <= 1 / 6               # fan-in 4 x 3 x 3 = 36
+
+
+def test_one_dimensional_float_externals_are_positive_and_moderate():
+    """A norm's scale or a running variance: a sqrt or log of it stays finite."""
+    scale = external_array(ExternalTensor(0, (512,), "float32", "parameter"))
+    assert scale.min() >= 0.5 and scale.max() <= 1.5
+
+
+# -- the probe ---------------------------------------------------------------------------------
+
+def test_the_probe_runs_every_call_and_fingerprints_its_output():
+    adapter = _torch()
+    replayer = _replayer(_mlp_step(), adapter)
+    prints = replayer.probe()
+    assert [s.ok for s in replayer.status] == [True, True, True]
+    assert [s.api for s in replayer.status] == ["torch.matmul", "torch.relu", "torch.Tensor.sum"]
+    x, w = (external_array(e) for e in EXTERNALS[:2])
+    expected = np.maximum(x @ w, 0.0).sum(axis=1)
+    assert prints[2] == fingerprint(expected)
+    assert adapter.calls == {"torch.matmul": 1, "torch.relu": 1, "Tensor.sum": 1}
+
+
+GELU_MAPPING = ApiMapping([])        # gelu has an explicit rule: ops.gelu, then mint
+
+
+def _gelu_step() -> StepProgram:
+    return _step(_call(0, "torch.nn.functional.gelu", Ext(0)),
+                 _call(1, "torch.relu", Ref(0)))
+
+
+def _ms_adapter(functions: dict) -> FakeAdapter:
+    return FakeAdapter("mindspore", FakeClock(), functions={
+        "mindspore.mint.nn.functional.relu": lambda x: np.maximum(x, 0), **functions})
+
+
+def _relu_mapping() -> ApiMapping:
+    return ApiMapping([MappingEntry("torch.relu", "mindspore.mint.nn.functional.relu",
+                                    "function", "same")])
+
+
+def _no_cpu_kernel(*args, **kwargs):
+    raise RuntimeError("no CPU kernel for this op\n  C++ stack")
+
+
+def test_the_probe_keeps_the_first_fallback_that_works():
+    adapter = _ms_adapter({"mindspore.ops.gelu": _no_cpu_kernel,
+                           "mindspore.mint.nn.functional.gelu": lambda x, approximate: x * 2})
+    replayer = _replayer(_gelu_step(), adapter, "mindspore", _relu_mapping())
+    prints = replayer.probe()
+    gelu = replayer.status[0]
+    assert gelu.ok and gelu.route == 1 and not gelu.stand_in
+    assert gelu.api == "mindspore.mint.nn.functional.gelu"
+    assert prints[0] == fingerprint(external_array(EXTERNALS[0]) * 2)
+    assert replayer.status[1].ok
+
+
+def test_when_every_route_fails_their_messages_are_recorded_and_a_stand_in_runs():
+    adapter = _ms_adapter({"mindspore.ops.gelu": _no_cpu_kernel})    # mint gelu missing
+    replayer = _replayer(_gelu_step(), adapter, "mindspore", _relu_mapping())
+    prints = replayer.probe()
+    gelu = replayer.status[0]
+    assert not gelu.ok and gelu.stand_in and prints[0] is None
+    assert "mindspore.ops.gelu: RuntimeError: no CPU kernel for this op" in gelu.problem
+    assert "C++ stack" not in gelu.problem                     # the first line only
+    assert "mindspore.mint.nn.functional.gelu: UnknownAPI" in gelu.problem
+    # the call after it ran on the stand-in, shaped as the traced output
+    assert replayer.status[1].ok and prints[1]["shape"] == [4, 8]
+
+
+def test_chosen_routes_are_taken_without_trying_the_others():
+    adapter = _ms_adapter({"mindspore.ops.gelu": lambda x, approximate: x,
+                           "mindspore.mint.nn.functional.gelu": lambda x, approximate: x * 2})
+    replayer = _replayer(_gelu_step(), adapter, "mindspore", _relu_mapping(),
+                         routes_chosen={0: 1})
+    replayer.probe()
+    assert replayer.status[0].route == 1
+    assert adapter.calls["mindspore.ops.gelu"] == 0
+    assert adapter.calls["mindspore.mint.nn.functional.gelu"] == 1
+
+
+def test_an_unmapped_call_is_stood_in_for_and_the_calls_after_it_still_run():
+    step = _step(_call(0, "torch.special_thing", Ext(0), replay_api=None,
+                       problem="no function form for the layer torch.nn.Special here",
+                       outputs=("tensor", (4, 16), "float32")),
+                 _call(1, "torch.matmul", Ref(0), Ext(1)),
+                 _call(2, "torch.relu", Ref(1)))
+    replayer = _replayer(step, _torch())
+    prints = replayer.probe()
+    assert replayer.status[0].stand_in and not replayer.status[0].ok
+    assert replayer.status[0].problem.startswith("no function form")
+    assert prints[0] is None
+    assert [s.ok for s in replayer.status[1:]] == [True, True]
+    assert prints[2]["shape"] == [4, 8]
+
+
+def test_a_stand_in_for_a_tuple_result_can_be_indexed_and_keeps_integer_ranges():
+    outputs = ("seq", (("tensor", (4, 16), "float32"), ("tensor", (6,), "int64", 0.0, 3.0)))
+    step = _step(_call(0, "torch.unmappable", Ext(0), replay_api=None, problem="no",
+                       outputs=outputs),
+                 _call(1, "torch.take_rows", Ref(0, (0,)), Ref(0, (1,)),
+                       outputs=("tensor", (6, 16), "float32")))
+    replayer = _replayer(step, _torch())
+    prints = replayer.probe()
+    assert replayer.status[1].ok and prints[1]["shape"] == [6, 16]
+    table, ids = stand_in_arrays(outputs, 0)
+    assert table.shape == (4, 16) and ids.min() >= 0 and ids.max() <= 3
+
+
+def test_skipped_calls_are_left_out_of_every_run():
+    adapter = _torch()
+    replayer = _replayer(_mlp_step(), adapter, skip=[1])
+    replayer.probe()
+    replayer.time_step(3)
+    replayer.time_calls(2)
+    relu = replayer.status[1]
+    assert relu.stand_in and not relu.ok and "left out" in relu.problem
+    assert adapter.calls["torch.relu"] == 0
+    assert adapter.calls["Tensor.sum"] == 1 + 3 + 2
+
+
+def test_an_alias_passes_its_input_through():
+    step = _step(_call(0, "torch.matmul", Ext(0), Ext(1)),
+                 _call(1, "torch.nn.Dropout", Ref(0), replay_api=None, alias_of=Ref(0)),
+                 _call(2, "torch.relu", Ref(1)))
+    replayer = _replayer(step, _torch())
+    prints = replayer.probe()
+    assert replayer.status[1].ok and replayer.status[1].api == "alias"
+    assert replayer._results[1] is replayer._results[0]
+    assert prints[1] == prints[0]
+    times = replayer.time_calls(2)
+    assert times[1] == [0.0, 0.0]
+
+
+def test_an_alias_of_an_external_tensor_is_that_tensor():
+    step = _step(_call(0, "torch.nn.Identity", Ext(0), replay_api=None, alias_of=Ext(0)),
+                 _call(1, "torch.matmul", Ref(0), Ext(1)))
+    replayer = _replayer(step, _torch())
+    replayer.probe()
+    assert replayer._results[0] is replayer._externals[0]
+
+
+def test_literals_slices_sequences_and_dtypes_reach_the_call(monkeypatch):
+    """Dtype names resolve in the replay framework's module: a fake `torch` here."""
+    fake_torch = types.ModuleType("torch")
+    fake_torch.float16 = np.float16
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    step = _step(_call(0, "torch.getitem", Ext(0),
+                       Seq("tuple", (SliceOf(1, None, 2), Opaque("ellipsis", "..."))),
+                       outputs=("tensor", (2, 16), "float32")),
+                 _call(1, "torch.split", Ref(0), Lit(1), kwargs=(("dim", Lit(0)),),
+                       outputs=("seq", (("tensor", (1, 16), "float32"),) * 2)),
+                 _call(2, "torch.cast", Ref(1, (1,)), Dtype("float16"),
+                       outputs=("tensor", (1, 16), "float16")))
+    replayer = _replayer(step, _torch())
+    replayer.probe()
+    assert all(s.ok for s in replayer.status)
+    x = external_array(EXTERNALS[0])
+    np.testing.assert_array_equal(replayer._results[2], x[1::2][1:2].astype(np.float16))
+    assert replayer._results[2].dtype == np.float16
+
+
+def test_a_sequence_holding_tensors_is_rebuilt_on_every_run():
+    step = _step(_call(0, "torch.matmul", Ext(0), Ext(1)),
+                 _call(1, "torch.stack", Seq("list", (Ref(0), Ref(0))),
+                       outputs=("tensor", (2, 4, 8), "float32")))
+    adapter = _torch(functions={"torch.stack": lambda tensors: np.stack(tensors)})
+    replayer = _replayer(step, adapter)
+    replayer.probe()
+    replayer._results[0] = np.zeros((4, 8), np.float32)
+    replayer._run()
+    assert replayer._results[0].any()             # recomputed by the run
+    np.testing.assert_array_equal(replayer._results[1][0], replayer._results[0])
+
+
+# -- timing ------------------------------------------------------------------------------------
+
+STEP_COST = 3e-4 + 1e-4 + 2e-4
+TICK = 1e-9
+
+
+def test_time_step_returns_one_sample_per_request_each_the_whole_step():
+    replayer = _replayer(_mlp_step(), _torch())
+    replayer.probe()
+    samples = replayer.time_step(4)
+    assert len(samples) == 4
+    for sample in samples:
+        assert sample == pytest.approx(STEP_COST, abs=3 * TICK)
+
+
+def test_time_calls_returns_each_calls_latency_per_pass_and_they_add_up_to_the_step():
+    replayer = _replayer(_mlp_step(), _torch())
+    replayer.probe()
+    times = replayer.time_calls(3)
+    assert len(times) == 3 and all(len(t) == 3 for t in times)
+    for call_times, cost in zip(times, (3e-4, 1e-4, 2e-4)):
+        assert call_times == pytest.approx([cost] * 3, abs=3 * TICK)
+    step = replayer.time_step(1)[0]
+    for p in range(3):
+        assert sum(t[p] for t in times) == pytest.approx(step, abs=10 * TICK)
+
+
+def test_stand_ins_read_zero_in_the_per_call_pass_and_cost_nothing_in_a_step():
+    replayer = _replayer(_mlp_step(), _torch(), skip=[0])
+    replayer.probe()
+    times = replayer.time_calls(2)
+    assert times[0] == [0.0, 0.0]
+    assert replayer.time_step(1)[0] == pytest.approx(1e-4 + 2e-4, abs=3 * TICK)
+
+
+def test_warm_up_runs_until_both_its_minimum_runs_and_time_are_reached():
+    replayer = _replayer(_mlp_step(), _torch())
+    replayer.probe()
+    assert replayer.warm_up(min_runs=3, min_time_s=0.0) == 3
+    assert replayer.warm_up(min_runs=1, min_time_s=1e-3) == 2     # 2 x 6e-4 s > 1 ms
+
+
+# -- fingerprints ------------------------------------------------------------------------------
+
+def test_fingerprints_of_equal_arrays_agree():
+    x = np.random.default_rng(0).standard_normal((64, 48)).astype(np.float32)
+    assert _compare(fingerprint(x), fingerprint(x.copy())) is None
+    # float32 kernels differ in summation order: far below the tolerance
+    assert _compare(fingerprint(x), fingerprint(x * (1 + 1e-6))) is None
+
+
+def test_fingerprints_of_permuted_arrays_differ():
+    """A wrong transpose or axis keeps the values, the mean and the mean |x|: the sampled
+    points tell them apart."""
+    x = np.random.default_rng(1).standard_normal((48, 48)).astype(np.float32)
+    for permuted in (x.T, x[::-1], np.roll(x, 1, axis=1)):
+        found = _compare(fingerprint(x), fingerprint(np.ascontiguousarray(permuted)))
+        assert found and found.startswith("values differ"), found
+
+
+def test_fingerprints_of_other_shapes_differ_by_shape():
+    x = np.ones((4, 6))
+    assert _compare(fingerprint(x), fingerprint(x.reshape(6, 4))) == "shape [4, 6] against [6, 4]"
+
+
+def test_a_fingerprint_samples_a_fixed_number_of_points():
+    fp = fingerprint(np.arange(10_000, dtype=np.float32))
+    assert len(fp["points"]) == FINGERPRINT_POINTS
+    assert fp["points"][0] == 0.0 and fp["points"][-1] == 9999.0
+    assert fingerprint(np.zeros((0, 3))) == {"shape": [0, 3], "n": 0}
+
+
+def test_the_probes_of_two_frameworks_agree_for_the_same_op_and_not_for_a_wrong_one():
+    step = _step(_call(0, "torch.matmul", Ext(0), Ext(1)),
+                 _call(1, "torch.flip", Ref(0), Seq("list", (Lit(1),))))
+    mapping = ApiMapping([MappingEntry("torch.matmul", "mindspore.mint.matmul", "function",
+                                       "same"),
+                          MappingEntry("torch.flip", "mindspore.mint.flip", "function",
+                                       "same")])
+    reference = _replayer(step, _torch()).probe()
+    right = FakeAdapter("mindspore", FakeClock(), functions={
+        "mindspore.mint.matmul": np.matmul,
+        "mindspore.mint.flip": lambda x, dims: np.flip(x, axis=tuple(dims))})
+    wrong = FakeAdapter("mindspore", FakeClock(), functions={
+        "mindspore.mint.matmul": np.matmul,
+        "mindspore.mint.flip": lambda x, dims: np.flip(x, axis=0)})      # the wrong axis
+    agreeing = _replayer(step, right, "mindspore", mapping).probe()
+    differing = _replayer(step, wrong, "mindspore", mapping).probe()
+    assert [_compare(a, b) for a, b in zip(reference, agreeing)] == [None, None]
+    assert _compare(reference[0], differing[0]) is None
+    assert _compare(reference[1], differing[1]).startswith("values differ")
+
+
+def test_tuple_outputs_are_compared_element_by_element():
+    a = [fingerprint(np.ones(3)), fingerprint(np.arange(3.0))]
+    b = [fingerprint(np.ones(3)), fingerprint(np.arange(3.0)[::-1].copy())]
+    assert _compare(a, a) is None
+    assert _compare(a, b).startswith("values differ")
+    assert _compare(a, a[:1]) == "different numbers of outputs"
+    assert _compare(None, a) is None          # a call one side did not run is not compared
