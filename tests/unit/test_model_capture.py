@@ -1,0 +1,437 @@
+"""The capture observer (opbench/model/capture.py) fed by hand, as the tracer feeds it, with
+a FAKE `torch` module in sys.modules (a Tensor class, an nn.Parameter subclass, a dtype
+class; never the real torch): where each tensor argument came from, which tensors are
+externals and what they record, tensors forgotten when the script drops them, layers
+lowered to functions (opbench/model/lowering.py), what makes a call unreplayable, the call
+cap, markers and the tracer's durations."""
+from __future__ import annotations
+
+import gc
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from opbench.model import markers
+from opbench.model.capture import Capture
+from opbench.model.program import Dtype, Ext, Lit, Marker, Opaque, Ref, Seq, SliceOf
+from opbench.trace.events import (FUNCTION, MODULE, PRIMITIVE, SCOPE, TENSOR_METHOD,
+                                  CallEvent, CallSite)
+
+F = "torch.nn.functional."
+
+
+class FakeDtype:
+    def __init__(self, name: str):
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"torch.{self.name}"
+
+
+FLOAT32, INT64, FLOAT16 = FakeDtype("float32"), FakeDtype("int64"), FakeDtype("float16")
+
+
+class _Scalar:
+    def __init__(self, value):
+        self.value = value
+
+    def item(self):
+        return self.value
+
+
+class FakeTensor:
+    """What the capture reads of a tensor: shape, dtype, numel, min/max(). Weakly
+    referenceable, as torch tensors are."""
+
+    def __init__(self, shape, dtype=FLOAT32, values=None):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.values = np.zeros(self.shape) if values is None else np.asarray(values)
+
+    def numel(self) -> int:
+        return int(np.prod(self.shape))
+
+    def min(self):
+        return _Scalar(self.values.min())
+
+    def max(self):
+        return _Scalar(self.values.max())
+
+
+class FakeParameter(FakeTensor):
+    pass
+
+
+class FakeSize(tuple):
+    pass
+
+
+class FakeDevice:
+    def __init__(self, name: str):
+        self.name = name
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@pytest.fixture
+def torch(monkeypatch):
+    fake = types.ModuleType("torch")
+    fake.Tensor = FakeTensor
+    fake.nn = types.SimpleNamespace(Parameter=FakeParameter)
+    fake.dtype = FakeDtype
+    fake.Size = FakeSize
+    fake.device = FakeDevice
+    fake.float16 = FLOAT16
+    fake.grad_enabled = True                 # what torch.no_grad() switches off
+    fake.is_grad_enabled = lambda: fake.grad_enabled
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    monkeypatch.delitem(sys.modules, "mindspore", raising=False)
+    return fake
+
+
+class Feeder:
+    """Feeds calls to a Capture with increasing tracer event indexes."""
+
+    def __init__(self, capture: Capture):
+        self.capture = capture
+        self.index = 0
+
+    def function(self, api: str, args=(), kwargs=None, result=None, kind=FUNCTION):
+        self.capture.on_call(self.index, CallSite("torch", api, kind), tuple(args),
+                             dict(kwargs or {}), result)
+        self.index += 1
+        return result
+
+    def layer(self, api: str, layer, args=(), kwargs=None, result=None):
+        self.capture.on_call(self.index, CallSite("torch", api, MODULE, skip=1),
+                             (layer, *args), dict(kwargs or {}), result)
+        self.index += 1
+        return result
+
+    def calls(self):
+        return self.capture.calls([])
+
+
+def _hidden(*shape):
+    return FakeTensor(shape or (4, 8))
+
+
+# -- data flow ---------------------------------------------------------------------------------
+
+def test_produced_tensors_become_refs_and_the_rest_externals(torch):
+    feed = Feeder(Capture())
+    x, w = FakeTensor((4, 16)), FakeParameter((8, 16))
+    y = feed.function("torch.matmul", (x, w), result=_hidden())
+    z = feed.function("torch.relu", (y,), result=_hidden())
+    feed.function("torch.Tensor.add", (z, y), {"alpha": 2.0}, result=_hidden(),
+                  kind=TENSOR_METHOD)
+    calls = feed.calls()
+    assert calls[0].args == (Ext(0), Ext(1))
+    assert calls[1].args == (Ref(0),)
+    assert calls[2].args == (Ref(1), Ref(0)) and calls[2].kwargs == (("alpha", Lit(2.0)),)
+    assert calls[0].outputs == ("tensor", (4, 8), "float32")
+    inp, weight = feed.capture.externals()
+    assert (inp.shape, inp.dtype, inp.role) == ((4, 16), "float32", "input")
+    assert (weight.shape, weight.role) == ((8, 16), "parameter")
+    assert all(c.replayable for c in calls)
+
+
+def test_an_external_used_twice_is_described_once(torch):
+    feed = Feeder(Capture())
+    x = FakeTensor((4, 8))
+    feed.function("torch.relu", (x,), result=_hidden())
+    feed.function("torch.sigmoid", (x,), result=_hidden())
+    assert [c.args for c in feed.calls()] == [(Ext(0),), (Ext(0),)]
+    assert len(feed.capture.externals()) == 1
+
+
+def test_tuple_results_are_followed_with_paths(torch):
+    feed = Feeder(Capture())
+    a, b, c = _hidden(2, 8), _hidden(2, 8), _hidden(1)
+    feed.function("torch.weird", (FakeTensor((4, 8)),), result=((a, b), c))
+    feed.function("torch.add", (b, c), result=_hidden(2, 8))
+    calls = feed.calls()
+    assert calls[0].outputs == ("seq", (("seq", (("tensor", (2, 8), "float32"),) * 2),
+                                        ("tensor", (1,), "float32")))
+    assert calls[1].args == (Ref(0, (0, 1)), Ref(0, (1,)))
+
+
+def test_parameters_stay_externals_when_an_initialiser_returns_them(torch):
+    feed = Feeder(Capture())
+    w = FakeParameter((8, 16))
+    feed.function("torch.nn.init.normal_", (w,), result=w)
+    feed.function("torch.matmul", (FakeTensor((4, 16)), w), result=_hidden())
+    calls = feed.calls()
+    assert calls[0].args == (Ext(0),)
+    assert calls[1].args == (Ext(1), Ext(0))      # the weight, not the init call's output
+
+
+def test_an_in_place_op_on_a_plain_tensor_makes_it_that_calls_output(torch):
+    feed = Feeder(Capture())
+    x = FakeTensor((4, 8))
+    feed.function("torch.Tensor.mul_", (x, 2.0), result=x, kind=TENSOR_METHOD)
+    feed.function("torch.relu", (x,), result=_hidden())
+    assert feed.calls()[1].args == (Ref(0),)
+
+
+def test_integer_externals_and_outputs_keep_their_observed_range(torch):
+    feed = Feeder(Capture())
+    ids = FakeTensor((2, 5), INT64, values=[[2, 4, 9, 3, 3], [5, 6, 7, 8, 2]])
+    labels = FakeTensor((3,), INT64, values=[0, 1, 4])
+    feed.function(F + "embedding", (ids, FakeParameter((10, 8))), result=_hidden(2, 5, 8))
+    feed.function("torch.argmax", (FakeTensor((3, 5)),), result=labels)
+    (ext_ids, _, _) = feed.capture.externals()
+    assert (ext_ids.dtype, ext_ids.low, ext_ids.high) == ("int64", 2.0, 9.0)
+    assert feed.calls()[1].outputs == ("tensor", (3,), "int64", 0.0, 4.0)
+    assert feed.capture.externals()[1].low is None       # a float weight: no range
+
+
+def test_an_empty_integer_tensor_has_no_range(torch):
+    feed = Feeder(Capture())
+    feed.function("torch.relu", (FakeTensor((0,), INT64, values=np.zeros(0)),),
+                  result=_hidden())
+    ext = feed.capture.externals()[0]
+    assert ext.low is None and ext.high is None
+
+
+def test_a_dropped_tensors_id_is_forgotten(torch):
+    """Ids are reused once an object is freed: a new tensor at a dropped one's address
+    must not be taken for that tensor (an external's shape or another call's output)."""
+    capture = Capture()
+    feed = Feeder(capture)
+    x = FakeTensor((4, 16))
+    y = feed.function("torch.relu", (x,), result=_hidden(4, 16))
+    x_key, y_key = id(x), id(y)
+    del x, y
+    gc.collect()
+    assert x_key not in capture._external_of and y_key not in capture._produced
+    fresh = FakeTensor((2, 3))
+    feed.function("torch.sigmoid", (fresh,), result=_hidden(2, 3))
+    assert feed.calls()[1].args == (Ext(1),)
+    assert capture.externals()[1].shape == (2, 3)
+
+
+# -- arguments ---------------------------------------------------------------------------------
+
+def test_literals_dtypes_slices_sizes_and_sequences_are_described(torch):
+    feed = Feeder(Capture())
+    x = FakeTensor((4, 8))
+    feed.function("torch.Tensor.__getitem__", (x, (slice(None, 2), Ellipsis, None)),
+                  result=_hidden(2, 8), kind=TENSOR_METHOD)
+    feed.function("torch.Tensor.to", (x, torch.float16), result=_hidden(),
+                  kind=TENSOR_METHOD)
+    feed.function("torch.Tensor.view", (x, FakeSize((2, 16))), result=_hidden(2, 16),
+                  kind=TENSOR_METHOD)
+    feed.function("torch.cat", ([x, x],), {"dim": -1}, result=_hidden(4, 16))
+    calls = feed.calls()
+    assert calls[0].args[1] == Seq("tuple", (SliceOf(None, 2, None), Opaque("ellipsis", "..."),
+                                             Lit(None)))
+    assert calls[0].replayable                  # an ellipsis is rebuilt by the replay
+    assert calls[1].args[1] == Dtype("float16")
+    assert calls[2].args[1] == Seq("tuple", (Lit(2), Lit(16)))
+    assert calls[3].args == (Seq("list", (Ext(0), Ext(0))),)
+    assert calls[3].kwargs == (("dim", Lit(-1)),)
+
+
+@pytest.mark.parametrize("argument,type_name", [
+    (object(), "object"),
+    (slice(FakeTensor((1,)), None), "slice"),
+    (list(range(65)), "list"),
+])
+def test_an_opaque_argument_makes_the_call_unreplayable(torch, argument, type_name):
+    feed = Feeder(Capture())
+    feed.function("torch.something", (FakeTensor((4,)), argument), result=_hidden())
+    call = feed.calls()[0]
+    assert not call.replayable and call.replay_api is None
+    assert call.problem == f"an argument a replay cannot rebuild ({type_name})"
+
+
+def test_an_opaque_keyword_makes_the_call_unreplayable(torch):
+    feed = Feeder(Capture())
+    feed.function("torch.zeros", (3,), {"layout": object()}, result=_hidden(3))
+    assert feed.calls()[0].problem == "an argument a replay cannot rebuild (object)"
+
+
+def test_a_device_argument_is_its_name(torch):
+    feed = Feeder(Capture())
+    feed.function("torch.zeros", (3,), {"device": torch.device("cpu")}, result=_hidden(3))
+    call = feed.calls()[0]
+    assert call.kwargs == (("device", Lit("cpu")),) and call.replayable
+
+
+def test_calls_made_with_grad_mode_off_are_flagged(torch):
+    """An optimizer's update runs under torch.no_grad(): its replay must too."""
+    feed = Feeder(Capture())
+    w = FakeParameter((8,))
+    feed.function("torch.mul", (w, 2.0), result=_hidden(8))
+    torch.grad_enabled = False
+    feed.function("torch.Tensor.add_", (w, FakeTensor((8,))), result=w, kind=TENSOR_METHOD)
+    torch.grad_enabled = True
+    forward, update = feed.calls()
+    assert forward.grad_enabled and not update.grad_enabled
+
+
+def test_backward_calls_are_flagged(torch):
+    feed = Feeder(Capture())
+    loss = feed.function("torch.sum", (FakeTensor((4,)),), result=_hidden(1))
+    feed.function("torch.Tensor.backward", (loss,), kind=TENSOR_METHOD)
+    calls = feed.calls()
+    assert calls[1].backward and not calls[0].backward
+    assert calls[1].outputs == ("none",)
+
+
+def test_primitives_are_unreplayable_and_scopes_are_not_calls(torch):
+    capture = Capture()
+    capture.on_call(0, CallSite("torch", "my.Model", SCOPE, skip=1), (object(),), {}, None)
+    capture.on_call(1, CallSite("mindspore", "mindspore.ops.Add", PRIMITIVE, skip=1),
+                    (object(), FakeTensor((2,)), FakeTensor((2,))), {}, _hidden(2))
+    (call,) = capture.calls([])
+    assert call.api == "mindspore.ops.Add" and call.args == (Ext(0), Ext(1))
+    assert not call.replayable and "primitive" in call.problem
+
+
+# -- layers lowered ------------------------------------------------------------------------------
+
+def _ns(**attributes):
+    return types.SimpleNamespace(**attributes)
+
+
+def test_a_linear_layer_is_its_function_with_its_parameters_as_externals(torch):
+    feed = Feeder(Capture())
+    w, b = FakeParameter((8, 16)), FakeParameter((8,))
+    feed.layer("torch.nn.Linear", _ns(weight=w, bias=b), (FakeTensor((4, 16)),),
+               result=_hidden())
+    feed.layer("torch.nn.Linear", _ns(weight=w, bias=None), (), {"input": FakeTensor((4, 16))},
+               result=_hidden())
+    first, second = feed.calls()
+    assert first.api == "torch.nn.Linear" and first.kind == MODULE
+    assert first.replay_api == F + "linear" and first.args == (Ext(0), Ext(1), Ext(2))
+    assert second.args == (Ext(3), Ext(1), Lit(None))       # the same weight, no bias
+    roles = [e.role for e in feed.capture.externals()]
+    assert roles == ["input", "parameter", "parameter", "input"]
+
+
+def test_layer_norm_and_embedding_layers(torch):
+    feed = Feeder(Capture())
+    norm = _ns(normalized_shape=(8,), weight=FakeParameter((8,)), bias=FakeParameter((8,)),
+               eps=1e-6)
+    table = FakeParameter((100, 8))
+    ids = FakeTensor((4,), INT64, values=[1, 5, 99, 0])
+    x = feed.layer("torch.nn.Embedding", _ns(weight=table, max_norm=None, padding_idx=0),
+                   (ids,), result=_hidden(4, 8))
+    feed.layer("torch.nn.LayerNorm", norm, (x,), result=_hidden(4, 8))
+    emb, ln = feed.calls()
+    assert emb.replay_api == F + "embedding" and emb.args == (Ext(0), Ext(1))
+    assert emb.kwargs == (("padding_idx", Lit(0)),)
+    assert ln.replay_api == F + "layer_norm"
+    assert ln.args == (Ref(0), Seq("list", (Lit(8),)), Ext(2), Ext(3), Lit(1e-6))
+
+
+def test_an_eval_dropout_is_an_alias_and_later_uses_read_its_input(torch):
+    feed = Feeder(Capture())
+    dropout = _ns(training=False, p=0.1)
+    h = feed.function("torch.relu", (FakeTensor((4, 8)),), result=_hidden())
+    same = feed.layer("torch.nn.Dropout", dropout, (h,), result=h)          # returns x
+    copy = feed.layer("torch.nn.Dropout", dropout, (same,), result=_hidden())  # a new object
+    feed.function("torch.add", (same, copy), result=_hidden())
+    calls = feed.calls()
+    assert calls[1].alias_of == Ref(0) and calls[1].replay_api is None and calls[1].replayable
+    assert calls[2].alias_of == Ref(0)
+    assert calls[3].args == (Ref(0), Ref(0))
+
+
+def test_an_alias_of_an_external_makes_its_output_that_external(torch):
+    feed = Feeder(Capture())
+    x = FakeTensor((4, 8))
+    out = feed.layer("torch.nn.Identity", _ns(), (x,), result=_hidden())
+    feed.function("torch.relu", (out,), result=_hidden())
+    calls = feed.calls()
+    assert calls[0].alias_of == Ext(0) and calls[1].args == (Ext(0),)
+
+
+def test_a_training_dropout_is_a_dropout_call(torch):
+    feed = Feeder(Capture())
+    feed.layer("torch.nn.Dropout", _ns(training=True, p=0.1), (FakeTensor((4, 8)),),
+               result=_hidden())
+    call = feed.calls()[0]
+    assert call.replay_api == F + "dropout" and call.args == (Ext(0), Lit(0.1), Lit(True))
+
+
+def test_loss_layers_pass_only_the_settings_that_differ_from_the_defaults(torch):
+    feed = Feeder(Capture())
+    logits, labels = FakeTensor((4, 10)), FakeTensor((4,), INT64, values=[0, 9, 3, 3])
+    plain = _ns(weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0)
+    tuned = _ns(weight=FakeParameter((10,)), ignore_index=0, reduction="sum",
+                label_smoothing=0.1)
+    feed.layer("torch.nn.CrossEntropyLoss", plain, (logits, labels), result=_hidden())
+    feed.layer("torch.nn.CrossEntropyLoss", tuned, (logits,), {"target": labels},
+               result=_hidden())
+    feed.layer("torch.nn.MSELoss", _ns(reduction="none"), (logits, logits), result=_hidden())
+    first, second, mse = feed.calls()
+    assert first.replay_api == F + "cross_entropy"
+    assert first.args == (Ext(0), Ext(1)) and first.kwargs == ()
+    assert second.args == (Ext(0), Ext(1))
+    assert second.kwargs == (("weight", Ext(2)), ("ignore_index", Lit(0)),
+                             ("reduction", Lit("sum")), ("label_smoothing", Lit(0.1)))
+    assert mse.replay_api == F + "mse_loss" and mse.kwargs == (("reduction", Lit("none")),)
+
+
+def test_a_layer_without_a_function_form_is_a_problem(torch):
+    feed = Feeder(Capture())
+    feed.layer("torch.nn.Bilinear", _ns(), (FakeTensor((4, 8)), FakeTensor((4, 8))),
+               result=_hidden())
+    feed.layer("torch.nn.Embedding", _ns(weight=FakeParameter((9, 2)), max_norm=1.0,
+                                         padding_idx=None), (FakeTensor((3,), INT64),),
+               result=_hidden(3, 2))
+    feed.layer("torch.nn.Linear", _ns(weight=FakeParameter((8, 8))), (FakeTensor((4, 8)),),
+               result=_hidden())
+    bilinear, embedding, broken = feed.calls()
+    assert bilinear.problem == "no function form for the layer torch.nn.Bilinear here"
+    assert bilinear.args == (Ext(0), Ext(1)) and not bilinear.replayable
+    assert "max_norm" in embedding.problem and not embedding.replayable
+    assert broken.problem.startswith("torch.nn.Linear could not be lowered: AttributeError")
+
+
+# -- the program -------------------------------------------------------------------------------
+
+def test_the_call_cap_keeps_the_first_calls_and_counts_the_rest(torch):
+    capture = Capture(max_calls=2)
+    feed = Feeder(capture)
+    for _ in range(5):
+        feed.function("torch.relu", (FakeTensor((2,)),), result=_hidden(2))
+    assert len(feed.calls()) == 2
+    assert capture.dropped == 3
+
+
+def _event(index: int, start_ns: int, duration_ns: int) -> CallEvent:
+    return CallEvent(index=index, framework="torch", api="torch.relu", kind=FUNCTION,
+                     thread_id=1, start_ns=start_ns, duration_ns=duration_ns, depth=0,
+                     parent=None, signature=0)
+
+
+def test_calls_take_their_durations_from_the_tracers_events_by_index(torch):
+    capture = Capture()
+    for index in (10, 11, 12):
+        capture.on_call(index, CallSite("torch", "torch.relu", FUNCTION),
+                        (FakeTensor((2,)),), {}, _hidden(2))
+    calls = capture.calls([_event(12, 900, 30), _event(10, 100, 50)])
+    assert [(c.index, c.start_ns, c.duration_ns) for c in calls] == [(0, 100, 50), (1, 0, 0),
+                                                                     (2, 900, 30)]
+
+
+def test_markers_mark_the_position_of_the_next_call(torch):
+    capture = Capture()
+    feed = Feeder(capture)
+    markers.activate(capture)
+    try:
+        markers.step("first")
+        feed.function("torch.relu", (FakeTensor((2,)),), result=_hidden(2))
+        feed.function("torch.relu", (FakeTensor((2,)),), result=_hidden(2))
+        markers.step()
+    finally:
+        markers.deactivate()
+    markers.step("outside opbench model: nothing")
+    assert capture.markers == [Marker(0, "first"), Marker(2, "")]
