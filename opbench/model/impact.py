@@ -234,7 +234,8 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
                     command: list[str], work: Path,
                     on_progress: Progress = lambda message: None) -> ModelImpact:
     if program.framework not in FRAMEWORKS:
-        detail = (f" (it exited with status {program.script_status}: {program.script_error})"
+        error = f": {program.script_error}" if program.script_error else ""
+        detail = (f" (it exited with status {program.script_status}{error})"
                   if program.script_status else "")
         raise ModelError(f"the script imported neither torch nor MindSpore, or made no call "
                          f"of theirs that was recorded{detail}")

@@ -45,7 +45,8 @@ def model_lines(record: Mapping[str, Any]) -> list[str]:
              f"{traced} {record['traced_version']}, "
              f"{record['threads'] if record['threads'] else 'default'} threads"]
     if script["status"]:
-        lines.append(f"the script exited with status {script['status']}: {script['error']} "
+        error = f": {script['error']}" if script["error"] else ""
+        lines.append(f"the script exited with status {script['status']}{error} "
                      f"(what it ran before is measured)")
     excluded = region["excluded_s"]
     lines.append(f"steady state ({region['rule']}): {region['steps']} steps of "
