@@ -1,0 +1,221 @@
+"""`opbench model` after the capture, framework-free: a synthetic torch program measured by
+measure_program with its replay processes served in this process (replay_main.serve_request
+on numpy fake adapters and fake clocks). Checks the parts between the pure modules: the
+probes' statuses make the coverage and the skip list, a wrong counterpart is a mismatch
+(and calls fed by a stand-in are not compared), the projection finds the slower API, and
+the record impact_json writes is valid against the model schema and renders."""
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+
+import jsonschema
+import numpy as np
+import pytest
+from runner_fakes import FakeAdapter, FakeClock
+
+import opbench.frameworks
+import opbench.model.impact as impact_module
+import opbench.model.replay as replay_module
+from opbench.model.impact import ModelError, ModelOptions, measure_program
+from opbench.model.processes import Interpreter
+from opbench.model.program import Call, Ext, ExternalTensor, Lit, Program, Ref, Seq
+from opbench.model.record import impact_json, model_schema
+from opbench.model.replay_main import serve_request
+from opbench.report.model import render_model_html, render_model_markdown
+
+HIDDEN = ("tensor", (4, 8), "float32")
+STEPS = 4                         # captured; the first is the warm-up
+TORCH_COST = {"torch.matmul": 3e-4, "torch.relu": 1e-4, "torch.tanh": 1e-4,
+              "torch.flip": 1e-4}
+MINDSPORE_COST = {"mindspore.mint.matmul": 6e-4,                  # twice torch's
+                  "mindspore.mint.nn.functional.relu": 1e-4, "mindspore.mint.tanh": 1e-4,
+                  "mindspore.mint.flip": 1e-4}
+STEP_API = ["torch.matmul", "torch.relu", "torch.nn.Bilinear", "torch.tanh", "torch.flip"]
+
+
+def _program() -> Program:
+    calls = [Call(index=0, framework="torch", api="torch.manual_seed", kind="function",
+                  replay_api="torch.manual_seed", args=(Lit(0),), kwargs=(),
+                  outputs=("other", "Generator"), duration_ns=40_000, start_ns=0)]
+
+    def add(api, args, replay_api="same", problem=None, ns=100_000):
+        calls.append(Call(index=len(calls), framework="torch", api=api, kind="function",
+                          replay_api=api if replay_api == "same" else replay_api,
+                          args=args, kwargs=(), outputs=HIDDEN, duration_ns=ns,
+                          start_ns=len(calls) * 1_000_000, problem=problem))
+        return len(calls) - 1
+
+    for _ in range(STEPS):
+        mm = add("torch.matmul", (Ext(0), Ext(1)), ns=300_000)
+        relu = add("torch.relu", (Ref(mm),))
+        bilinear = add("torch.nn.Bilinear", (Ref(relu), Ref(relu)), replay_api=None,
+                       problem="no function form for the layer torch.nn.Bilinear here")
+        add("torch.tanh", (Ref(bilinear),))
+        add("torch.flip", (Ref(relu), Seq("list", (Lit(1),))))
+    externals = (ExternalTensor(0, (4, 16), "float32", "input"),
+                 ExternalTensor(1, (16, 8), "float32", "parameter", "w"))
+    return Program(framework="torch", version="2.5-fake", threads=2, launch="blocking",
+                   device="cpu", timing="serial", calls=tuple(calls), externals=externals)
+
+
+def _functions(prefix: str, flip_axis: int | None) -> dict:
+    return {f"{prefix}matmul": np.matmul,
+            f"{prefix}{'nn.functional.' if prefix != 'torch.' else ''}relu":
+                lambda x: np.maximum(x, 0.0),
+            f"{prefix}tanh": np.tanh,
+            f"{prefix}flip": lambda x, dims: np.flip(
+                x, axis=tuple(dims) if flip_axis is None else flip_axis)}
+
+
+@pytest.fixture
+def replays_here(monkeypatch):
+    """Replay processes served in this process; `wrong_flip` makes MindSpore's flip turn
+    the wrong axis. Returns the requests made."""
+    requests = []
+    settings = {"wrong_flip": False}
+
+    def adapter(name: str) -> FakeAdapter:
+        if name == "torch":
+            return FakeAdapter("torch", FakeClock(), costs=TORCH_COST,
+                               functions=_functions("torch.", None))
+        return FakeAdapter("mindspore", FakeClock(), costs=MINDSPORE_COST,
+                           functions=_functions("mindspore.mint.",
+                                                0 if settings["wrong_flip"] else None))
+
+    real_replayer = replay_module.Replayer
+
+    def replayer_on_the_fake_clock(step, framework, adapter, mapping, **options):
+        return real_replayer(step, framework, adapter, mapping, clock=adapter.clock,
+                             **options)
+
+    def run_replay(interpreter, request, workdir):
+        requests.append(request)
+        return serve_request(request)
+
+    monkeypatch.setattr(opbench.frameworks, "get_adapter", adapter)
+    monkeypatch.setattr(replay_module, "Replayer", replayer_on_the_fake_clock)
+    monkeypatch.setattr(impact_module, "run_replay", run_replay)
+    return requests, settings
+
+
+# isolated_budget_s=0: measuring signatures alone runs opbench's case runner in worker
+# processes with the real frameworks (isolated.py), which a unit test must not start.
+OPTIONS = ModelOptions(processes=2, samples=3, passes=2, rounds=2, isolated_budget_s=0)
+
+
+def _measure(tmp_path):
+    return measure_program(_program(), OPTIONS, Interpreter(sys.executable, False),
+                           ["python", "train.py"], tmp_path)
+
+
+def test_probes_and_timed_replays_run_interleaved_with_the_probes_choices(replays_here,
+                                                                           tmp_path):
+    requests, _ = replays_here
+    impact = _measure(tmp_path)
+    kinds = [(r["kind"], r["framework"]) for r in requests]
+    assert kinds == [("probe", "torch"), ("probe", "mindspore"),
+                     ("time", "torch"), ("time", "mindspore"),
+                     ("time", "mindspore"), ("time", "torch")]
+    timed = requests[2]
+    assert timed["skip"] == [2]                       # Bilinear: not replayable anywhere
+    assert timed["launch"] == "blocking" and requests[3]["launch"] == "queued"
+    assert impact.covered == [True, True, False, True, True]
+    assert impact.errors == [] and impact.mismatches == []
+
+
+def test_the_projection_finds_the_api_the_target_is_slower_at(replays_here, tmp_path):
+    impact = _measure(tmp_path)
+    steady = STEPS - 1
+    assert impact.steps == steady
+    torch_step, ms_step = 6e-4, 9e-4
+    assert impact.step_time["torch"].value == pytest.approx(torch_step, rel=1e-4)
+    assert impact.step_time["mindspore"].value == pytest.approx(ms_step, rel=1e-4)
+    assert impact.projected_s("torch").value == pytest.approx(steady * torch_step, rel=1e-4)
+    assert impact.step_ratio["ratio"] == pytest.approx(torch_step / ms_step, rel=1e-4)
+    assert impact.scale["torch"] == pytest.approx(1.0, rel=1e-4)
+    top = impact.apis[0]
+    assert (top.api, top.mapped_api) == ("torch.matmul", "mindspore.mint.matmul")
+    assert top.calls == steady
+    assert top.lost_s == pytest.approx(steady * (6e-4 - 3e-4), rel=1e-3)
+    assert top.share == pytest.approx(1.0, abs=1e-3)
+    # the traced times equal the fake costs: the traced framework's replay checks out
+    assert impact.self_check == pytest.approx(0.0, abs=1e-3)
+    (uncovered,) = impact.uncovered
+    assert uncovered["api"] == "torch.nn.Bilinear" and uncovered["calls"] == steady
+    assert uncovered["reason"].startswith("no function form")
+    assert impact.coverage == pytest.approx(600 / 700)
+
+
+def test_a_counterpart_that_computes_something_else_is_a_mismatch(replays_here, tmp_path):
+    _, settings = replays_here
+    settings["wrong_flip"] = True
+    impact = _measure(tmp_path)
+    (mismatch,) = impact.mismatches
+    assert mismatch["call"] == 4 and mismatch["api"] == "torch.flip"
+    assert mismatch["mapped_api"] == "mindspore.mint.flip"
+    assert mismatch["detail"].startswith("values differ")
+
+
+def test_the_record_is_valid_against_the_schema_and_renders(replays_here, tmp_path):
+    _, settings = replays_here
+    settings["wrong_flip"] = True
+    record = impact_json(_measure(tmp_path))
+    jsonschema.Draft202012Validator(model_schema()).validate({"model": record})
+    assert record["region"] == {"rule": "automatic", "steps": 3, "calls_per_step": 5,
+                                "excluded_calls": 1 + 5, "excluded_s": 40e-6 + 700e-6,
+                                "note": ""}
+    assert [a["api"] for a in record["apis"]][0] == "torch.matmul"
+    markdown = render_model_markdown(record)
+    assert "MISMATCH: call 4 torch.flip -> mindspore.mint.flip" in markdown
+    page = render_model_html(record)
+    assert "<svg" in page and page.count("<tr>") == len(record["apis"]) + 1
+    assert "not covered: torch.nn.Bilinear x3" in markdown
+
+
+def test_a_replay_that_cannot_start_is_a_model_error(replays_here, tmp_path, monkeypatch):
+    monkeypatch.setattr(impact_module, "run_replay",
+                        lambda interpreter, request, workdir: {"error": "ImportError: no"})
+    with pytest.raises(ModelError, match="the torch replay could not start: ImportError"):
+        _measure(tmp_path)
+
+
+def test_failed_timing_processes_are_recorded_and_all_failing_is_an_error(replays_here,
+                                                                         tmp_path,
+                                                                         monkeypatch):
+    served = impact_module.run_replay
+    failing = {"n": 0}
+
+    def first_mindspore_timing_dies(interpreter, request, workdir):
+        if request["kind"] == "time" and request["framework"] == "mindspore":
+            failing["n"] += 1
+            if failing["n"] == 1:
+                return {"error": "the mindspore replay process killed by signal 9"}
+        return served(interpreter, request, workdir)
+
+    monkeypatch.setattr(impact_module, "run_replay", first_mindspore_timing_dies)
+    impact = _measure(tmp_path)
+    assert impact.errors == ["mindspore replay process 2: the mindspore replay process "
+                             "killed by signal 9"]
+    assert impact.step_time["mindspore"].processes == 1
+
+    def every_mindspore_timing_dies(interpreter, request, workdir):
+        if request["kind"] == "time" and request["framework"] == "mindspore":
+            return {"error": "died"}
+        return served(interpreter, request, workdir)
+
+    monkeypatch.setattr(impact_module, "run_replay", every_mindspore_timing_dies)
+    with pytest.raises(ModelError, match="no replay process of mindspore finished"):
+        _measure(tmp_path)
+
+
+def test_a_step_no_call_of_which_replays_in_both_is_an_error(replays_here, tmp_path):
+    """Steps made only of unmappable layer calls: nothing to project."""
+    seed, *bilinears = [c for c in _program().calls
+                        if c.api in ("torch.manual_seed", "torch.nn.Bilinear")]
+    calls = (seed,) + tuple(replace(c, index=i, args=(Ext(0), Ext(0)))
+                            for i, c in enumerate(bilinears, 1))
+    with pytest.raises(ModelError, match="no call of the step replays in both torch and "
+                                         "mindspore: torch.nn.Bilinear: no function form"):
+        measure_program(replace(_program(), calls=calls), OPTIONS,
+                        Interpreter(sys.executable, False), ["python"], tmp_path)
