@@ -70,7 +70,10 @@ def _without_ranges(outputs: Any) -> Any:
 
 def _shape_key(call: Call) -> str:
     """The arguments without where tensors came from (a Ref's call index differs from step
-    to step): literals and kinds only; tensor shapes are in the outputs of their makers."""
+    to step): literals and kinds only; tensor shapes are in the outputs of their makers.
+    A float literal counts by its kind, not its value: a learning rate or a scale that a
+    schedule changes every step changes no shape, and with its value in the key the steps
+    never repeat (the period found is then a layer's)."""
     def strip(value: Any) -> Any:
         if isinstance(value, tuple):
             return tuple(strip(v) for v in value)
@@ -79,7 +82,7 @@ def _shape_key(call: Call) -> str:
         if isinstance(value, Seq):
             return (value.kind, tuple(strip(v) for v in value.items))
         if isinstance(value, Lit):
-            return ("lit", value.value)
+            return ("float",) if isinstance(value.value, float) else ("lit", value.value)
         return value
     return repr((strip(call.args), tuple((k, strip(v)) for k, v in call.kwargs)))
 

@@ -118,6 +118,22 @@ def test_calls_with_other_shapes_or_literals_are_not_the_same_step():
     assert region.warmup == (0, 2) and region.steps == ((2, 4), (4, 6))
 
 
+def test_a_float_literal_a_schedule_changes_every_step_does_not_hide_the_steps():
+    """Regression: the learning rate's value was part of a call's key, so the steps never
+    repeated and the longest repeating stretch was a layer (period 2 inside the step)."""
+    b = ProgramBuilder()
+    b.set_up()
+    for step in range(4):
+        x = b.add("torch.nn.functional.embedding", Ext(0), Ext(1))
+        for _ in range(3):
+            x = b.add("torch.relu", Ref(b.add("torch.matmul", Ref(x), Ext(1))))
+        b.add("torch.sum", Ref(x), outputs=SCALAR)
+        b.add("torch.Tensor.add_", Ext(1), Ext(1), kwargs=(("alpha", Lit(-0.1 / (step + 1))),))
+    region = find_region(b.program())
+    assert region.warmup == (3, 12)
+    assert region.steps == ((12, 21), (21, 30), (30, 39))
+
+
 def test_an_integer_outputs_observed_range_does_not_make_steps_differ():
     """Each batch's labels have another max; the steps are still the same calls."""
     b = ProgramBuilder()
