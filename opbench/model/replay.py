@@ -43,7 +43,8 @@ class CallStatus:
     api: str                  # what ran (the route's name) or was meant to
     ok: bool
     route: int = 0            # 0: the route itself; i > 0: fallback i
-    problem: str | None = None
+    problem: str | None = None     # why it did not run; for a call that ran on a fallback,
+                                   # why the routes before it failed
     stand_in: bool = False    # not called: outputs stood in for
 
 
@@ -256,7 +257,8 @@ class Replayer:
                 continue
             index = chosen if chosen is not None else position
             return ((fn, get_args, get_kwargs),
-                    CallStatus(call.index, candidate.api, True, route=index), value)
+                    CallStatus(call.index, candidate.api, True, route=index,
+                               problem="; ".join(errors)[:400] or None), value)
         return None, CallStatus(call.index, route.api, False,
                                 problem="; ".join(errors)[:400] or "no route",
                                 stand_in=True), self._stand_in(call)
