@@ -64,8 +64,10 @@ def model_lines(record: Mapping[str, Any]) -> list[str]:
     lines.append(f"projected time of the {region['steps']} steps: " + "; ".join(totals))
     ratio = record["ratio"]
     if ratio.get("ratio") is not None:
-        lines.append(f"ratio {ref}/{tgt} {ratio['ratio']:.3g} "
-                     f"[{ratio['ci_low']:.3g}, {ratio['ci_high']:.3g}]"
+        interval = (f" [{ratio['ci_low']:.3g}, {ratio['ci_high']:.3g}]"
+                    if ratio.get("ci_low") is not None and ratio.get("ci_high") is not None
+                    else "")
+        lines.append(f"ratio {ref}/{tgt} {ratio['ratio']:.3g}{interval}"
                      f" (below 1: {tgt} slower)")
     check = record.get("self_check")
     if check is not None:
@@ -165,8 +167,12 @@ def _bars_svg(record: Mapping[str, Any], top: int) -> str:
                                   gridspec_kw={"width_ratios": [3, 1]})
     labels = [r["api"] for r in rows]
     values = [r["lost_s"] * 1e3 for r in rows]
-    errors = [[max(0.0, (r["lost_s"] - (r["lost_ci"][0] or r["lost_s"])) * 1e3) for r in rows],
-              [max(0.0, ((r["lost_ci"][1] or r["lost_s"]) - r["lost_s"]) * 1e3) for r in rows]]
+    def end(row: Mapping[str, Any], i: int) -> float:
+        value = row["lost_ci"][i]
+        return row["lost_s"] if value is None else value      # 0.0 is an end, not a gap
+
+    errors = [[max(0.0, (r["lost_s"] - end(r, 0)) * 1e3) for r in rows],
+              [max(0.0, (end(r, 1) - r["lost_s"]) * 1e3) for r in rows]]
     ax.barh(range(len(rows)), values, xerr=errors, color="#D55E00", ecolor="#555555")
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(labels, fontsize=7)
