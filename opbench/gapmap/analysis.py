@@ -13,8 +13,6 @@ from opbench.runner.ceilings import achieved_fraction
 # How many kernel gaps a summary lists (the issue's closing note asks for the 10 largest).
 TOP_KERNEL_GAPS = 10
 
-_UNIT_SCALE = {"bytes": (1e9, "GB/s"), "flops": (1e9, "GFLOP/s")}
-
 
 @dataclass(frozen=True)
 class GapMap:
@@ -29,13 +27,6 @@ class GapMap:
         """Sweeps with a kernel ratio, the largest gap (lowest ratio) first."""
         rated = [s for s in self.sweeps if s.kernel_ratio is not None]
         return sorted(rated, key=lambda s: s.kernel_ratio)[:limit]
-
-
-def throughput_text(value: float | None, unit: str) -> str:
-    if value is None:
-        return "-"
-    scale, name = _UNIT_SCALE.get(unit, (1.0, unit + "/s"))
-    return f"{value / scale:.3g} {name}"
 
 
 def ceilings_lines(record: Mapping[str, Any]) -> list[str]:
@@ -85,5 +76,5 @@ def analyse(record: Mapping[str, Any]) -> GapMap:
                   roofline_fractions(record))
 
 
-__all__ = ["GapMap", "analyse", "ceilings_lines", "roofline_fractions", "throughput_text",
+__all__ = ["GapMap", "analyse", "ceilings_lines", "roofline_fractions",
            "TOP_KERNEL_GAPS"]

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from opbench.gapmap.decompose import OK, OVERHEAD_BOUND, Sweep, by_instance
+from opbench.gapmap.sweep import OK, OVERHEAD_BOUND, Sweep, by_instance
 from opbench.verdicts.explain import DISPATCH_BOUND_FACTOR, floor_key
 
 OVERHEAD = "per-call overhead"

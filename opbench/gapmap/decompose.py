@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from opbench.gapmap.sweep import OK, OVERHEAD_BOUND, POOR, Point, SideFit, Sweep, by_instance
 from opbench.gapmap.work import Work, work_of
 
 # Fewest distinct sizes worth a 2-parameter fit (2 would fit any two points exactly).
@@ -51,63 +51,11 @@ NON_MONOTONE_SIGMAS = 3.0
 # sigma ~ 1.4826 MAD.
 _MEDIAN_SE_FACTOR = 1.2533 * 1.4826
 
-OK, POOR, OVERHEAD_BOUND = "ok", "poor fit", "overhead-bound"
-
 # Parameters that select a variant of the operator rather than its size: instances that
 # differ in them are separate sweeps (a sum over dim 0 is another kernel than over dim -1).
 VARIANT_PARAMS = frozenset({"dim", "dims", "axis", "axes", "keepdim", "groups", "stride",
                             "padding", "dilation", "kernel_size", "reduction", "mode",
                             "p", "k", "approximate", "align_corners", "scale_factor"})
-
-
-@dataclass(frozen=True)
-class Point:
-    """One size of a sweep: its work and, per side, the median time and its error."""
-    instance_id: str
-    work: float
-    time_s: Mapping[str, float]
-    error_s: Mapping[str, float]
-    ratio: float | None = None
-    ci: tuple[float, float] | None = None
-
-
-@dataclass(frozen=True)
-class SideFit:
-    status: str                       # OK, POOR or OVERHEAD_BOUND
-    reason: str                       # why, for POOR and OVERHEAD_BOUND
-    fixed_s: float
-    fixed_ci_s: tuple[float, float]
-    per_unit_s: float                 # slope: seconds per byte or per FLOP
-    per_unit_se_s: float
-    throughput: float | None          # units per second (1 / slope); None unless OK
-    throughput_ci: tuple[float, float] | None
-    r2: float
-    chi2_per_dof: float | None
-
-
-@dataclass(frozen=True)
-class Sweep:
-    case: str
-    op: str
-    key: str                          # measurement key: serial, async, serial+backward
-    variant: str                      # the non-size parameters, "dtype=float32"
-    unit: str                         # bytes or flops
-    work_source: str
-    points: tuple[Point, ...]
-    fits: Mapping[str, SideFit]
-    kernel_ratio: float | None        # throughput target / throughput reference
-    kernel_ci: tuple[float, float] | None
-    reference: str
-    target: str
-
-    @property
-    def name(self) -> str:
-        return f"{self.case}[{self.variant}]" if self.variant else self.case
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["name"] = self.name
-        return d
 
 
 # -- the fit --------------------------------------------------------------------------------
@@ -237,11 +185,6 @@ def _fit_group(case, op, key, variant, members, ref, tgt) -> Sweep | None:
     ratio, ci = kernel_ratio(fits[ref], fits[tgt])
     return Sweep(case, op, key, variant, units.pop(), members[0][0].source, points, fits,
                  ratio, ci, ref, tgt)
-
-
-def by_instance(found: Iterable[Sweep]) -> dict[tuple[str, str], Sweep]:
-    """(instance id, measurement key) -> the sweep it belongs to."""
-    return {(p.instance_id, s.key): s for s in found for p in s.points}
 
 
 __all__ = ["Point", "SideFit", "Sweep", "fit_line", "kernel_ratio", "sweeps", "by_instance",

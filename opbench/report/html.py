@@ -191,7 +191,7 @@ def render_html(record: dict[str, Any]) -> str:
                          f"</figcaption>{forest_svg(rows, cfg['threshold'], ref, tgt)}"
                          f"</figure>")
         parts.append("</div>")
-    gap_rows = kernel_gap_rows(record, gap)
+    gap_rows = kernel_gap_rows(record, gap.kernel_gaps())
     if gap_rows:
         parts.append("<h2>Largest kernel gaps</h2><table><tr>"
                      + "".join(f"<th>{_e(h)}</th>" for h in kernel_gap_headers(record))

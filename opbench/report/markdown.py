@@ -28,7 +28,7 @@ def render_markdown(record: dict[str, Any], limit: int | None = None) -> str:
     if gap.headlines:
         out += ["**Top causes of the SLOW verdicts**", ""]
         out += [f"- {line}" for line in gap.headlines] + [""]
-    gap_rows = kernel_gap_rows(record, gap)
+    gap_rows = kernel_gap_rows(record, gap.kernel_gaps())
     if gap_rows:
         headers = kernel_gap_headers(record)
         out += ["**Largest kernel gaps** (size sweeps; kernel ratio = target / reference "

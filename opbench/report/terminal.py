@@ -126,7 +126,7 @@ def render_terminal(record: dict[str, Any], console: Console, worst_first: bool 
 
 
 def kernel_gap_table(record: dict[str, Any], gap: GapMap) -> Table | None:
-    rows_ = kernel_gap_rows(record, gap)
+    rows_ = kernel_gap_rows(record, gap.kernel_gaps())
     if not rows_:
         return None
     table = Table(title="Largest kernel gaps (size sweeps: time = fixed + work / throughput; "

@@ -8,11 +8,11 @@ made later from a saved file (`opbench report run.json`) exactly as at the end o
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from opbench.cases.ids import short_ids
-from opbench.gapmap.analysis import GapMap, throughput_text
 from opbench.gapmap.attribute import note_family
+from opbench.gapmap.sweep import Sweep
 from opbench.results.io import measuring_seconds
 
 VERDICT_STYLE = {"PASS": "green", "SLOW": "bold red", "INCONCLUSIVE": "yellow",
@@ -33,6 +33,16 @@ def fmt_time(seconds: float | None) -> str:
     if seconds < 0.9995:
         return f"{seconds * 1e3:.3g} ms"
     return f"{seconds:.3g} s"
+
+
+_UNIT_SCALE = {"bytes": (1e9, "GB/s"), "flops": (1e9, "GFLOP/s")}
+
+
+def throughput_text(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    scale, name = _UNIT_SCALE.get(unit, (1.0, unit + "/s"))
+    return f"{value / scale:.3g} {name}"
 
 
 def fmt_ratio(m: dict[str, Any]) -> str:
@@ -248,13 +258,13 @@ def summary_line(record: dict[str, Any]) -> str:
     return f"{total} instances: " + ", ".join(parts) + state
 
 
-def kernel_gap_rows(record: dict[str, Any], gap: GapMap) -> list[list[str]]:
-    """The largest kernel gaps: sweep, kernel ratio [95% CI], both sides' marginal
-    throughput and fixed cost, and the raw ratio at the largest size."""
+def kernel_gap_rows(record: dict[str, Any], gaps: Sequence[Sweep]) -> list[list[str]]:
+    """The largest kernel gaps (GapMap.kernel_gaps()): sweep, kernel ratio [95% CI], both
+    sides' marginal throughput and fixed cost, and the raw ratio at the largest size."""
     cfg = record["config"]
     ref, tgt = cfg["reference"], cfg["target"]
     out = []
-    for s in gap.kernel_gaps():
+    for s in gaps:
         largest = s.points[-1]
         raw = (f"{largest.ratio:.3g} [{largest.ci[0]:.3g}, {largest.ci[1]:.3g}]"
                if largest.ratio is not None and largest.ci else "-")
