@@ -31,6 +31,7 @@ import numpy as np
 
 from opbench.gapmap.sweep import OK, OVERHEAD_BOUND, POOR, Point, SideFit, Sweep, by_instance
 from opbench.gapmap.work import Work, work_of
+from opbench.results.records import InstanceRecord, Measurement, RunRecord, SideSummary
 
 # Fewest distinct sizes worth a 2-parameter fit (2 would fit any two points exactly).
 MIN_SIZES = 3
@@ -131,11 +132,11 @@ def kernel_ratio(reference: SideFit, target: SideFit
 
 # -- from a results record ------------------------------------------------------------------
 
-def median_error_s(summary: Mapping[str, Any]) -> float:
+def median_error_s(summary: SideSummary) -> float:
     """Standard error of a side's median time from its rounds, floored (REL_ERROR_FLOOR)."""
-    n = max(int(summary.get("n") or 1), 1)
-    median = float(summary["median_s"])
-    from_rounds = _MEDIAN_SE_FACTOR * float(summary.get("mad_s") or 0.0) / math.sqrt(n)
+    n = max(int(summary.n or 1), 1)
+    median = float(summary.median_s)
+    from_rounds = _MEDIAN_SE_FACTOR * float(summary.mad_s or 0.0) / math.sqrt(n)
     return max(from_rounds, REL_ERROR_FLOOR * median)
 
 
@@ -146,21 +147,22 @@ def variant_of(params: Mapping[str, Any]) -> str:
     return ",".join(parts)
 
 
-def sweeps(record: Mapping[str, Any]) -> list[Sweep]:
+Member = tuple[Work, InstanceRecord, Measurement]
+
+
+def sweeps(record: RunRecord) -> list[Sweep]:
     """Every sweep of the record with MIN_SIZES or more sizes, fitted for both sides."""
-    cfg = record["config"]
-    ref, tgt = cfg["reference"], cfg["target"]
-    groups: dict[tuple[str, str, str], list[tuple[Work, dict, dict]]] = defaultdict(list)
+    ref, tgt = record.config.reference, record.config.target
+    groups: dict[tuple[str, str, str], list[Member]] = defaultdict(list)
     ops: dict[str, str] = {}
-    for inst in record.get("instances", []):
+    for inst in record.instances:
         work = work_of(inst)
         if work is None:
             continue
-        ops[inst["case"]] = inst.get("op", inst["case"])
-        for key, m in (inst.get("measurements") or {}).items():
-            if all(side in (m.get("summary") or {}) for side in (ref, tgt)):
-                groups[(inst["case"], key, variant_of(inst.get("params") or {}))].append(
-                    (work, inst, m))
+        ops[inst.case] = inst.op
+        for key, m in inst.measurements.items():
+            if all(side in m.summary for side in (ref, tgt)):
+                groups[(inst.case, key, variant_of(inst.params))].append((work, inst, m))
     found = []
     for (case, key, variant), members in groups.items():
         sweep = _fit_group(case, ops[case], key, variant, members, ref, tgt)
@@ -175,10 +177,10 @@ def _fit_group(case, op, key, variant, members, ref, tgt) -> Sweep | None:
         return None
     members = sorted(members, key=lambda item: item[0].amount)
     points = tuple(
-        Point(inst["id"], work.amount,
-              {side: m["summary"][side]["median_s"] for side in (ref, tgt)},
-              {side: median_error_s(m["summary"][side]) for side in (ref, tgt)},
-              m.get("ratio"), (m["ci_low"], m["ci_high"]) if "ci_low" in m else None)
+        Point(inst.id, work.amount,
+              {side: m.summary[side].median_s for side in (ref, tgt)},
+              {side: median_error_s(m.summary[side]) for side in (ref, tgt)},
+              m.ratio, (m.ci_low, m.ci_high))
         for work, inst, m in members)
     fits = {side: fit_line([p.work for p in points], [p.time_s[side] for p in points],
                            [p.error_s[side] for p in points]) for side in (ref, tgt)}
