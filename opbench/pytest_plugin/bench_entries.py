@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from opbench.results.records import InstanceRecord, Measurement, as_plain
+from opbench.verdicts.rules import Verdict
 
 # pytest-benchmark records the options an entry was measured with; these are opbench's.
 PROTOCOL = "opbench interleaved rounds"
@@ -88,7 +89,7 @@ def _comparison(m: Measurement) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     """A verdict as its word, frozen JSON as dicts and lists: what pytest-benchmark saves."""
-    return value.value if hasattr(value, "value") else as_plain(value)
+    return value.value if isinstance(value, Verdict) else as_plain(value)
 
 
 def _extra_info(record: InstanceRecord, m: Measurement, mode: str, framework: str,

@@ -18,8 +18,8 @@ mappings, arrays tuples; to_dict gives plain dicts and lists again.
 
 The run builds its record as plain dicts while it measures (runner/, verdicts/conclusions.py,
 results/recorded_run.py; worker processes pickle dicts); every save goes through
-write_results, which writes `RunRecord.from_dict(d).to_dict()`: what is written is what this
-model reads.
+write_run_dict, which writes `RunRecord.from_dict(d).to_dict()`: what is written is what this
+model reads. Records compare equal when their keys, values and key order are.
 """
 from __future__ import annotations
 
@@ -568,7 +568,7 @@ def migrate(data: dict[str, Any], name: str, *, to_version: int = SCHEMA_VERSION
     ResultsError naming `name` for a newer version or one no step leads from."""
     steps = MIGRATIONS if steps is None else steps
     version = data["schema_version"]
-    if version > to_version or (version < to_version and version not in steps):
+    if version > to_version or any(v not in steps for v in range(version, to_version)):
         raise ResultsError(f"{name}: results schema version {version} is not supported "
                            f"(this opbench reads version {to_version}"
                            + (f", and older ones from {min(steps)}" if steps else "") + ")")

@@ -167,3 +167,5 @@ def test_migrate_applies_each_step_in_turn():
     assert original == {"schema_version": 0}
     with pytest.raises(ResultsError, match="x.json: results schema version 3"):
         migrate({"schema_version": 3}, "x.json", to_version=2, steps=steps)
+    with pytest.raises(ResultsError, match="x.json: results schema version 0"):   # a gap
+        migrate({"schema_version": 0}, "x.json", to_version=2, steps={0: steps[0]})
