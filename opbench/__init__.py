@@ -7,6 +7,8 @@ The Python API for scripts and notebooks::
     cases = opbench.load_cases(["cases/"])
     instances = opbench.select([i for c in cases for i in opbench.expand(c)], ops=["softmax"])
     record = opbench.run(instances, opbench.RunConfig(modes=("serial", "async")))
+    record.instances[0].measurements["serial"].ratio   # a RunRecord: typed and frozen
+    saved = opbench.load_results("run.json")           # the same, from a results file
     with opbench.trace(sync="serial") as t:      # time every framework call in a region
         model(x)
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 from opbench.cases.case_files import CaseError, expand, load_cases, select
 from opbench.config import OPBENCH_VERSION as __version__
 from opbench.config import RunConfig
-from opbench.results.io import read_results
+from opbench.results.records import RunRecord, load_results
 from opbench.results.recorded_run import run
 from opbench.runner.session import Session
 
@@ -26,5 +28,5 @@ from opbench.runner.session import Session
 from opbench.trace import trace
 from opbench.verdicts.rules import Verdict
 
-__all__ = ["__version__", "CaseError", "RunConfig", "Session", "Verdict", "expand",
-           "load_cases", "read_results", "run", "select", "trace"]
+__all__ = ["__version__", "CaseError", "RunConfig", "RunRecord", "Session", "Verdict", "expand",
+           "load_cases", "load_results", "run", "select", "trace"]

@@ -49,6 +49,7 @@ def main() -> None:
     parser.add_argument("opbench_args", nargs=argparse.REMAINDER)
     args = parser.parse_args()
 
+    from opbench.results.records import load_results
     from opbench.results.reproducibility import agreement, summary
 
     if args.analyze:
@@ -56,7 +57,7 @@ def main() -> None:
     else:
         rest = [a for a in args.opbench_args if a != "--"]
         paths = _run(rest, Path(args.out), args.runs)
-    records = [json.loads(p.read_text()) for p in paths]
+    records = [load_results(p) for p in paths]
     rows = agreement(records)
     print(f"{'instance':48s} {'key':7s} {'spread':>7s} {'torch':>6s} {'ms':>6s} {'cover':>6s} "
           f"{'s/run':>6s}  verdicts")
@@ -67,10 +68,10 @@ def main() -> None:
               f"{med[sides[-1]]:6.3f} {r.cross_coverage:6.2f} {r.seconds_per_run:6.2f}  "
               f"{' '.join(v[:4] for v in r.verdicts)}")
     print(json.dumps(summary(rows, args.min_time_us * 1e-6), indent=1))
-    config = records[0].get("config", {}) if records else {}
-    print(f"config: threads {config.get('threads')}, launch {config.get('launch')}, "
-          f"processes {config.get('processes', 1)}, quiesce {config.get('quiesce', False)}, "
-          f"cores {os.cpu_count()}")
+    if records:
+        config = records[0].config
+        print(f"config: threads {config.threads}, launch {config.launch}, processes "
+              f"{config.processes}, quiesce {config.quiesce}, cores {os.cpu_count()}")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 # pytest's -k has no `=`; an instance id does (`reshape[shape=8x16]`). The hint names the
 # way that works in both front doors.
@@ -102,12 +102,6 @@ class Selection:
         """CaseInstances that match, in their order."""
         return [inst for inst in instances
                 if self.matches(inst.id, inst.op, inst.case.tags, inst.case.file)]
-
-    def records(self, records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        """Result records (dicts of a results JSON) that match, in their order."""
-        return [r for r in records
-                if self.matches(str(r.get("id", "")), r.get("op"), r.get("tags") or (),
-                                r.get("file"))]
 
     def describe(self) -> str:
         what = []

@@ -9,11 +9,10 @@ case-file or set-up error; 3 only ERROR / INCONCLUSIVE besides PASS; 130 interru
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import click
 from rich.console import Console
@@ -21,6 +20,9 @@ from rich.markup import escape
 
 from opbench.report.console import console_width
 from opbench.verdicts.rules import EXIT_USAGE, Verdict, exit_code
+
+if TYPE_CHECKING:   # the records load with the first command that reads or writes one
+    from opbench.results.records import RunRecord
 
 EXIT_INTERRUPTED = 130
 CASES_ENV = "OPBENCH_CASES"
@@ -249,7 +251,7 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
 
 
 def run_and_record(instances, config, json_path, *, quiet=False, stage="", injection=None,
-                   on_not_saved=None) -> dict[str, Any]:
+                   on_not_saved=None) -> RunRecord:
     """The one way a command measures (`run`, `compare`, `check`, the gate's first stage):
     open the session (worker processes or this one), run every instance through
     results.recorded_run with progress on stderr, the record saved to json_path after each,
@@ -333,7 +335,8 @@ def execute_in_workers(instances, given, workers, shard_text, json_path, markdow
     import subprocess
 
     from opbench.cli.xdist_run import pytest_command
-    from opbench.results.io import ResultsError, read_results
+    from opbench.results.io import ResultsError
+    from opbench.results.records import load_results
 
     if importlib.util.find_spec("xdist") is None:
         fail("--workers runs pytest-xdist's workers, which is not installed: "
@@ -358,14 +361,14 @@ def execute_in_workers(instances, given, workers, shard_text, json_path, markdow
         reasons = [ln.strip() for ln in lines if ln.lstrip().startswith("ERROR")]
         fail("; ".join(reasons) or "".join(lines[-5:]).strip())
     try:
-        record = read_results(json_path)
+        record = load_results(json_path)
     except ResultsError:
         fail(f"the pytest-xdist run (exit {proc.returncode}) wrote no results:\n"
              + "".join(lines[-20:]).rstrip())
     show_and_exit(record, json_path, markdown_path, html_path, history_db=history_db)
 
 
-def record_history(db_path: str, record: dict[str, Any], json_path: str | None,
+def record_history(db_path: str, record: RunRecord, json_path: str | None,
                    label: str = "run") -> None:
     from opbench.results.history import HistoryError, HistoryStore
 
@@ -378,14 +381,17 @@ def record_history(db_path: str, record: dict[str, Any], json_path: str | None,
               f"{escape(db_path)}[/]", highlight=False)
 
 
-def exit_code_for(record: dict[str, Any]) -> int:
-    return exit_code(Verdict(inst.get("verdict") or "ERROR") for inst in record["instances"])
+def exit_code_for(record: RunRecord) -> int:
+    return exit_code(inst.verdict or Verdict.ERROR for inst in record.instances)
 
 
 def _count_saved(json_path: str) -> int:
+    from opbench.results.io import ResultsError
+    from opbench.results.records import load_results
+
     try:
-        return len(json.loads(Path(json_path).read_text())["instances"])
-    except (OSError, ValueError, KeyError):
+        return len(load_results(json_path).instances)
+    except ResultsError:
         return 0
 
 

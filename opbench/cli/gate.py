@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import click
 from rich.markup import escape
@@ -33,6 +33,9 @@ from opbench.cli.selection_options import selection_options
 from opbench.gate.settings import GATE_DEFAULT_ROUNDS   # named here by older scripts and tests
 from opbench.verdicts.rules import DEFAULT_MIN_EFFECT, EXIT_USAGE
 
+if TYPE_CHECKING:
+    from opbench.results.records import RunRecord
+
 
 def _parse_overrides(values: Sequence[str]) -> tuple[tuple[str, float], ...]:
     overrides = []
@@ -49,21 +52,22 @@ def _parse_overrides(values: Sequence[str]) -> tuple[tuple[str, float], ...]:
     return tuple(overrides)
 
 
-def _read_baseline(path: str) -> dict[str, Any]:
-    from opbench.results.io import ResultsError, read_results
+def _read_baseline(path: str) -> RunRecord:
+    from opbench.results.io import ResultsError
+    from opbench.results.records import load_results
 
     try:
-        baseline = read_results(path)
+        baseline = load_results(path)
     except ResultsError as exc:
         fail(str(exc))
-    if not any(inst.get("measurements") for inst in baseline.get("instances", [])):
+    if not any(inst.measured for inst in baseline.instances):
         fail(f"{path}: the baseline has no timing measurements (a correctness-only or "
              f"empty run?); record one with `opbench run CASES --json {path}`")
-    for inst in baseline.get("instances", []):
-        for key, m in (inst.get("measurements") or {}).items():
-            empty = [side for side, values in (m.get("samples_s") or {}).items() if not values]
-            if empty or not m.get("samples_s"):
-                fail(f"{path}: not a usable baseline: instance '{inst.get('id')}' "
+    for inst in baseline.instances:
+        for key, m in inst.measurements.items():
+            empty = [side for side, values in m.samples_s.items() if not values]
+            if empty or not m.samples_s:
+                fail(f"{path}: not a usable baseline: instance '{inst.id}' "
                      f"measurement '{key}' has no samples for {', '.join(empty) or 'any side'}")
     return baseline
 
@@ -79,7 +83,7 @@ def _read_noise(path: str | None):
         fail(str(exc))
 
 
-def _read_baselines(paths: Sequence[str]) -> dict[str, Any]:
+def _read_baselines(paths: Sequence[str]) -> RunRecord:
     from opbench.gate.pool import PoolError, pool_baselines
 
     try:
@@ -297,7 +301,7 @@ def _write_outputs(result, record, second, baseline_path, json_path, junit_path,
     if report_path:
         write_json_atomic(report_path, result_as_dict(
             result, baseline=str(baseline_path), current=json_path,
-            stage2_records=second))
+            stage2_records={i: record.to_dict() for i, record in second.items()}))
 
 
 # --------------------------------------------------------------------------- history
@@ -355,11 +359,12 @@ def history_command(selector, db_path, add_paths, label, mode, last_runs, plot_p
 
 
 def _add_runs(store, add_paths: Sequence[str], label: str | None) -> None:
-    from opbench.results.io import ResultsError, read_results
+    from opbench.results.io import ResultsError
+    from opbench.results.records import load_results
 
     for path in add_paths:
         try:
-            record = read_results(path)
+            record = load_results(path)
         except ResultsError as exc:
             fail(str(exc), EXIT_USAGE)
         run_id, added = store.record_run(record, source=str(path), label=label)

@@ -3,7 +3,7 @@ measuring is `opbench run --for-gate`, once per process; gate/noise.py does the 
 `opbench replay`: the gate replayed over such runs (gate/replay.py)."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import click
 from rich.markup import escape
@@ -13,19 +13,23 @@ from opbench.cli.common import err, fail, out
 from opbench.gate.decision import PATH_RATIO, PATH_TARGET_TIME
 from opbench.verdicts.rules import DEFAULT_MIN_EFFECT
 
+if TYPE_CHECKING:
+    from opbench.results.records import RunRecord
+
 __all__ = ["noise_command", "replay_command"]
 
 
-def _read_runs(paths: Sequence[str]) -> list[dict]:
-    from opbench.results.io import ResultsError, read_results
+def _read_runs(paths: Sequence[str]) -> list[RunRecord]:
+    from opbench.results.io import ResultsError
+    from opbench.results.records import load_results
 
     records = []
     for path in paths:
         try:
-            record = read_results(path)
+            record = load_results(path)
         except ResultsError as exc:
             fail(str(exc))
-        if not record.get("complete", True):
+        if not record.complete:
             fail(f"{path}: an interrupted run; its instances would be missing from the spread")
         records.append(record)
     return records

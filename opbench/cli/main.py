@@ -149,10 +149,11 @@ def report(results, markdown_path, html_path, worst_first):
     from opbench.report.html import render_html
     from opbench.report.markdown import render_markdown
     from opbench.report.terminal import render_terminal
-    from opbench.results.io import ResultsError, read_results
+    from opbench.results.io import ResultsError
+    from opbench.results.records import load_results
 
     try:
-        record = read_results(results)
+        record = load_results(results)
     except ResultsError as exc:
         fail(str(exc))
     render_terminal(record, out, worst_first=worst_first)

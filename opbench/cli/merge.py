@@ -22,19 +22,20 @@ def merge_command(paths, output, allow_machines):
     or another configuration; exit 2 names the file and the key."""
     from rich.markup import escape
 
-    from opbench.results.io import ResultsError, read_results, write_json_atomic
+    from opbench.results.io import ResultsError
     from opbench.results.merge import MergeError, merge_records
+    from opbench.results.records import load_results, write_results
 
     try:
-        records = [read_results(path) for path in paths]
+        records = [load_results(path) for path in paths]
         merged = merge_records(records, list(paths), allow_machines=allow_machines)
     except (ResultsError, MergeError) as exc:
         fail(str(exc))
     try:
-        write_json_atomic(output, merged)
+        write_results(output, merged)
     except OSError as exc:
         fail(f"cannot write {output}: {exc}")
-    state = "" if merged["complete"] else " (incomplete: a part was interrupted or a shard " \
-                                          "is missing)"
-    err.print(f"merged {len(merged['instances'])} instances from {len(paths)} files -> "
+    state = "" if merged.complete else " (incomplete: a part was interrupted or a shard " \
+                                       "is missing)"
+    err.print(f"merged {len(merged.instances)} instances from {len(paths)} files -> "
               f"{escape(output)}{state}", highlight=False)

@@ -74,9 +74,11 @@ def _load_coverage(cases_dir: Path | None, warn):
 def _load_results(paths: tuple[Path, ...]) -> ResultsIndex | None:
     if not paths:
         return None
+    from opbench.results.io import ResultsError
+
     try:
         return ResultsIndex.load(paths)
-    except (OSError, ValueError) as exc:   # ValueError: JSONDecodeError
+    except ResultsError as exc:     # names the file, and the key when one is wrong
         raise click.ClickException(f"cannot read results: {exc}") from exc
 
 

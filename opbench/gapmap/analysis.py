@@ -3,17 +3,16 @@ report. What every view (terminal, Markdown, HTML) shows comes from here, so the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
 from opbench.gapmap.attribute import Attribution, attribute, headlines, shared_note_lines
 from opbench.gapmap.decompose import Sweep, sweeps
 from opbench.gapmap.work import work_of
+from opbench.results.records import RunRecord
 from opbench.runner.ceilings import achieved_fraction
 
 # How many kernel gaps a summary lists (the issue's closing note asks for the 10 largest).
 TOP_KERNEL_GAPS = 10
-
-_UNIT_SCALE = {"bytes": (1e9, "GB/s"), "flops": (1e9, "GFLOP/s")}
 
 
 @dataclass(frozen=True)
@@ -31,59 +30,52 @@ class GapMap:
         return sorted(rated, key=lambda s: s.kernel_ratio)[:limit]
 
 
-def throughput_text(value: float | None, unit: str) -> str:
-    if value is None:
-        return "-"
-    scale, name = _UNIT_SCALE.get(unit, (1.0, unit + "/s"))
-    return f"{value / scale:.3g} {name}"
-
-
-def ceilings_lines(record: Mapping[str, Any]) -> list[str]:
+def ceilings_lines(record: RunRecord) -> list[str]:
     """The machine ceilings each framework reached, one line each."""
     lines = []
-    for name, c in (record.get("ceilings") or {}).items():
-        if "error" in c:
-            lines.append(f"{name}: ceilings not measured ({c['error']})")
+    for name, c in record.ceilings.items():
+        if c.has("error"):
+            lines.append(f"{name}: ceilings not measured ({c.error})")
         else:
-            lines.append(f"{name}: memory bandwidth {c['memory_bandwidth_bytes_per_s'] / 1e9:.3g}"
-                         f" GB/s (copy of {c['copy_bytes'] / 2**20:.0f} MiB), peak "
-                         f"{c['peak_flops_per_s'] / 1e9:.3g} GFLOP/s ({c['gemm_n']}^3 float32 "
-                         f"product), {c.get('threads')} threads")
+            lines.append(f"{name}: memory bandwidth {c.memory_bandwidth_bytes_per_s / 1e9:.3g}"
+                         f" GB/s (copy of {c.copy_bytes / 2**20:.0f} MiB), peak "
+                         f"{c.peak_flops_per_s / 1e9:.3g} GFLOP/s ({c.gemm_n}^3 float32 "
+                         f"product), {c.threads} threads")
     return lines
 
 
-def measurement_notes(record: Mapping[str, Any]) -> list[str]:
-    return [n for inst in record.get("instances", [])
-            for m in (inst.get("measurements") or {}).values() for n in m.get("notes", [])]
+def measurement_notes(record: RunRecord) -> list[str]:
+    return [n for inst in record.instances for m in inst.measurements.values()
+            for n in m.notes]
 
 
-def roofline_fractions(record: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, float]]:
+def roofline_fractions(record: RunRecord) -> dict[tuple[str, str], dict[str, float]]:
     """Each forward measurement's achieved fraction of its framework's ceiling (the work of
     a forward+backward call is not counted, so those get none)."""
-    ceilings = record.get("ceilings") or {}
+    ceilings = {side: c.to_dict() for side, c in record.ceilings.items()}
     out: dict[tuple[str, str], dict[str, float]] = {}
-    for inst in record.get("instances", []):
+    for inst in record.instances:
         work = work_of(inst)
         if work is None:
             continue
-        for key, m in (inst.get("measurements") or {}).items():
+        for key, m in inst.measurements.items():
             if "+" in key:
                 continue
-            sides = {side: f for side, s in (m.get("summary") or {}).items()
-                     if (f := achieved_fraction(work.amount, work.unit, s["median_s"],
+            sides = {side: f for side, s in m.summary.items()
+                     if (f := achieved_fraction(work.amount, work.unit, s.median_s,
                                                 ceilings.get(side))) is not None}
             if sides:
-                out[(inst["id"], key)] = sides
+                out[(inst.id, key)] = sides
     return out
 
 
-def analyse(record: Mapping[str, Any]) -> GapMap:
-    found = sweeps(record) if record.get("config", {}).get("timing", True) else []
+def analyse(record: RunRecord) -> GapMap:
+    found = sweeps(record) if record.config.timing else []
     attributions = attribute(record, found)
     return GapMap(tuple(found), tuple(attributions), tuple(headlines(record, attributions)),
                   tuple(shared_note_lines(measurement_notes(record))),
                   roofline_fractions(record))
 
 
-__all__ = ["GapMap", "analyse", "ceilings_lines", "roofline_fractions", "throughput_text",
+__all__ = ["GapMap", "analyse", "ceilings_lines", "roofline_fractions",
            "TOP_KERNEL_GAPS"]

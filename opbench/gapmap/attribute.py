@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
-from opbench.gapmap.decompose import OK, OVERHEAD_BOUND, Sweep, by_instance
-from opbench.verdicts.explain import DISPATCH_BOUND_FACTOR, floor_key
+from opbench.gapmap.sweep import OK, OVERHEAD_BOUND, Sweep, by_instance
+from opbench.results.records import InstanceRecord, Measurement, Overhead, RunRecord
+from opbench.verdicts.explain import DISPATCH_BOUND_FACTOR
 
 OVERHEAD = "per-call overhead"
 KERNEL = "kernel throughput"
@@ -57,33 +58,37 @@ def _split_gap(sweep: Sweep, work: float) -> float | None:
     return min(max(fixed_gap / total, 0.0), 1.0)
 
 
-def _views_disagree(inst: Mapping[str, Any], key: str) -> bool:
+def _views_disagree(inst: InstanceRecord, key: str) -> bool:
     """The same direction (forward, or forward+backward) measured in another mode
     reached another verdict."""
     suffix = key[key.index("+"):] if "+" in key else ""
-    verdicts = {k: m.get("verdict") for k, m in (inst.get("measurements") or {}).items()
+    verdicts = {k: m.verdict for k, m in inst.measurements.items()
                 if (k[k.index("+"):] if "+" in k else "") == suffix}
     return len(verdicts) > 1 and len(set(verdicts.values()) - {"INCONCLUSIVE"}) > 1
 
 
-def attribute(record: Mapping[str, Any], found: Sequence[Sweep]) -> list[Attribution]:
+def _target_overhead(record: RunRecord) -> Overhead:
+    return record.overhead.get(record.config.target) or Overhead()
+
+
+def attribute(record: RunRecord, found: Sequence[Sweep]) -> list[Attribution]:
     """One Attribution per SLOW measurement of the record, in record order."""
-    cfg = record["config"]
-    target = cfg["target"]
+    target = record.config.target
     sweep_of = by_instance(found)
-    overhead = (record.get("overhead") or {}).get(target) or {}
+    overhead = _target_overhead(record)
     out = []
-    for inst in record.get("instances", []):
-        for key, m in (inst.get("measurements") or {}).items():
-            if m.get("verdict") != SLOW:
+    for inst in record.instances:
+        for key, m in inst.measurements.items():
+            if m.verdict != SLOW:
                 continue
-            out.append(_attribute_one(inst, key, m, sweep_of.get((inst["id"], key)),
+            out.append(_attribute_one(inst, key, m, sweep_of.get((inst.id, key)),
                                       overhead, target))
     return out
 
 
-def _attribute_one(inst, key, m, sweep, overhead, target) -> Attribution:
-    iid = inst["id"]
+def _attribute_one(inst: InstanceRecord, key: str, m: Measurement, sweep: Sweep | None,
+                   overhead: Overhead, target: str) -> Attribution:
+    iid = inst.id
     if _views_disagree(inst, key):
         return Attribution(iid, key, THREADING, "SLOW in one mode, not in another")
     if _fits_usable(sweep):
@@ -93,39 +98,39 @@ def _attribute_one(inst, key, m, sweep, overhead, target) -> Attribution:
             cause = OVERHEAD if share >= 0.5 else KERNEL
             return Attribution(iid, key, cause, f"{share:.0%} of the fitted gap is fixed "
                                                 f"cost per call", share)
-    floor_s = overhead.get(floor_key(key))
-    median_s = m["summary"][target]["median_s"]
+    floor_s = overhead.floor_s(key)
+    median_s = m.summary[target].median_s
     if floor_s and median_s < DISPATCH_BOUND_FACTOR * floor_s:
         return Attribution(iid, key, OVERHEAD, f"within {DISPATCH_BOUND_FACTOR:g}x of "
                                                f"{target}'s per-call floor")
     return Attribution(iid, key, UNKNOWN, "no sweep fit, and well above the per-call floor")
 
 
-def near_floor(record: Mapping[str, Any], attributions: Sequence[Attribution]) -> int:
+def near_floor(record: RunRecord, attributions: Sequence[Attribution]) -> int:
     """How many of the SLOW measurements run within DISPATCH_BOUND_FACTOR of the target's
     per-call floor in their mode."""
-    target = record["config"]["target"]
-    overhead = (record.get("overhead") or {}).get(target) or {}
-    by_id = {inst["id"]: inst for inst in record.get("instances", [])}
+    target = record.config.target
+    overhead = _target_overhead(record)
+    by_id = {inst.id: inst for inst in record.instances}
     count = 0
     for a in attributions:
-        floor_s = overhead.get(floor_key(a.key))
-        median_s = by_id[a.instance_id]["measurements"][a.key]["summary"][target]["median_s"]
+        floor_s = overhead.floor_s(a.key)
+        median_s = by_id[a.instance_id].measurements[a.key].summary[target].median_s
         count += bool(floor_s) and median_s < DISPATCH_BOUND_FACTOR * floor_s
     return count
 
 
-def headlines(record: Mapping[str, Any], attributions: Sequence[Attribution]) -> list[str]:
+def headlines(record: RunRecord, attributions: Sequence[Attribution]) -> list[str]:
     """The causes, most common first, each once with its count; then the floor line the
     issue asks for ("N of M SLOW instances are within 3x of MindSpore's per-call floor")."""
     total = len(attributions)
     if not total:
         return []
-    target = record["config"]["target"]
+    target = record.config.target
     counts = Counter(a.cause for a in attributions)
     lines = [f"{n} of {total} SLOW measurements: {cause} ({_CAUSE_MEANING[cause]})"
              for cause, n in counts.most_common()]
-    floor = ((record.get("overhead") or {}).get(target) or {}).get("dispatch_floor_serial_s")
+    floor = _target_overhead(record).dispatch_floor_serial_s
     if floor:
         lines.append(f"{near_floor(record, attributions)} of {total} SLOW measurements are "
                      f"within {DISPATCH_BOUND_FACTOR:g}x of {target}'s per-call floor "

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from opbench.gapmap.sweep import OK, OVERHEAD_BOUND, POOR, Point, SideFit, Sweep, by_instance
 from opbench.gapmap.work import Work, work_of
+from opbench.results.records import InstanceRecord, Measurement, RunRecord, SideSummary
 
 # Fewest distinct sizes worth a 2-parameter fit (2 would fit any two points exactly).
 MIN_SIZES = 3
@@ -51,63 +52,11 @@ NON_MONOTONE_SIGMAS = 3.0
 # sigma ~ 1.4826 MAD.
 _MEDIAN_SE_FACTOR = 1.2533 * 1.4826
 
-OK, POOR, OVERHEAD_BOUND = "ok", "poor fit", "overhead-bound"
-
 # Parameters that select a variant of the operator rather than its size: instances that
 # differ in them are separate sweeps (a sum over dim 0 is another kernel than over dim -1).
 VARIANT_PARAMS = frozenset({"dim", "dims", "axis", "axes", "keepdim", "groups", "stride",
                             "padding", "dilation", "kernel_size", "reduction", "mode",
                             "p", "k", "approximate", "align_corners", "scale_factor"})
-
-
-@dataclass(frozen=True)
-class Point:
-    """One size of a sweep: its work and, per side, the median time and its error."""
-    instance_id: str
-    work: float
-    time_s: Mapping[str, float]
-    error_s: Mapping[str, float]
-    ratio: float | None = None
-    ci: tuple[float, float] | None = None
-
-
-@dataclass(frozen=True)
-class SideFit:
-    status: str                       # OK, POOR or OVERHEAD_BOUND
-    reason: str                       # why, for POOR and OVERHEAD_BOUND
-    fixed_s: float
-    fixed_ci_s: tuple[float, float]
-    per_unit_s: float                 # slope: seconds per byte or per FLOP
-    per_unit_se_s: float
-    throughput: float | None          # units per second (1 / slope); None unless OK
-    throughput_ci: tuple[float, float] | None
-    r2: float
-    chi2_per_dof: float | None
-
-
-@dataclass(frozen=True)
-class Sweep:
-    case: str
-    op: str
-    key: str                          # measurement key: serial, async, serial+backward
-    variant: str                      # the non-size parameters, "dtype=float32"
-    unit: str                         # bytes or flops
-    work_source: str
-    points: tuple[Point, ...]
-    fits: Mapping[str, SideFit]
-    kernel_ratio: float | None        # throughput target / throughput reference
-    kernel_ci: tuple[float, float] | None
-    reference: str
-    target: str
-
-    @property
-    def name(self) -> str:
-        return f"{self.case}[{self.variant}]" if self.variant else self.case
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["name"] = self.name
-        return d
 
 
 # -- the fit --------------------------------------------------------------------------------
@@ -183,11 +132,11 @@ def kernel_ratio(reference: SideFit, target: SideFit
 
 # -- from a results record ------------------------------------------------------------------
 
-def median_error_s(summary: Mapping[str, Any]) -> float:
+def median_error_s(summary: SideSummary) -> float:
     """Standard error of a side's median time from its rounds, floored (REL_ERROR_FLOOR)."""
-    n = max(int(summary.get("n") or 1), 1)
-    median = float(summary["median_s"])
-    from_rounds = _MEDIAN_SE_FACTOR * float(summary.get("mad_s") or 0.0) / math.sqrt(n)
+    n = max(int(summary.n or 1), 1)
+    median = float(summary.median_s)
+    from_rounds = _MEDIAN_SE_FACTOR * float(summary.mad_s or 0.0) / math.sqrt(n)
     return max(from_rounds, REL_ERROR_FLOOR * median)
 
 
@@ -198,21 +147,22 @@ def variant_of(params: Mapping[str, Any]) -> str:
     return ",".join(parts)
 
 
-def sweeps(record: Mapping[str, Any]) -> list[Sweep]:
+Member = tuple[Work, InstanceRecord, Measurement]
+
+
+def sweeps(record: RunRecord) -> list[Sweep]:
     """Every sweep of the record with MIN_SIZES or more sizes, fitted for both sides."""
-    cfg = record["config"]
-    ref, tgt = cfg["reference"], cfg["target"]
-    groups: dict[tuple[str, str, str], list[tuple[Work, dict, dict]]] = defaultdict(list)
+    ref, tgt = record.config.reference, record.config.target
+    groups: dict[tuple[str, str, str], list[Member]] = defaultdict(list)
     ops: dict[str, str] = {}
-    for inst in record.get("instances", []):
+    for inst in record.instances:
         work = work_of(inst)
         if work is None:
             continue
-        ops[inst["case"]] = inst.get("op", inst["case"])
-        for key, m in (inst.get("measurements") or {}).items():
-            if all(side in (m.get("summary") or {}) for side in (ref, tgt)):
-                groups[(inst["case"], key, variant_of(inst.get("params") or {}))].append(
-                    (work, inst, m))
+        ops[inst.case] = inst.op
+        for key, m in inst.measurements.items():
+            if all(side in m.summary for side in (ref, tgt)):
+                groups[(inst.case, key, variant_of(inst.params))].append((work, inst, m))
     found = []
     for (case, key, variant), members in groups.items():
         sweep = _fit_group(case, ops[case], key, variant, members, ref, tgt)
@@ -227,21 +177,16 @@ def _fit_group(case, op, key, variant, members, ref, tgt) -> Sweep | None:
         return None
     members = sorted(members, key=lambda item: item[0].amount)
     points = tuple(
-        Point(inst["id"], work.amount,
-              {side: m["summary"][side]["median_s"] for side in (ref, tgt)},
-              {side: median_error_s(m["summary"][side]) for side in (ref, tgt)},
-              m.get("ratio"), (m["ci_low"], m["ci_high"]) if "ci_low" in m else None)
+        Point(inst.id, work.amount,
+              {side: m.summary[side].median_s for side in (ref, tgt)},
+              {side: median_error_s(m.summary[side]) for side in (ref, tgt)},
+              m.ratio, (m.ci_low, m.ci_high))
         for work, inst, m in members)
     fits = {side: fit_line([p.work for p in points], [p.time_s[side] for p in points],
                            [p.error_s[side] for p in points]) for side in (ref, tgt)}
     ratio, ci = kernel_ratio(fits[ref], fits[tgt])
     return Sweep(case, op, key, variant, units.pop(), members[0][0].source, points, fits,
                  ratio, ci, ref, tgt)
-
-
-def by_instance(found: Iterable[Sweep]) -> dict[tuple[str, str], Sweep]:
-    """(instance id, measurement key) -> the sweep it belongs to."""
-    return {(p.instance_id, s.key): s for s in found for p in s.points}
 
 
 __all__ = ["Point", "SideFit", "Sweep", "fit_line", "kernel_ratio", "sweeps", "by_instance",

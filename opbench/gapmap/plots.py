@@ -11,7 +11,7 @@ import io
 import math
 from typing import Mapping, Sequence
 
-from opbench.gapmap.decompose import Sweep
+from opbench.gapmap.sweep import Sweep
 
 # Per-side colours, reference then target (colour-blind safe pair).
 COLORS = ("#0072B2", "#D55E00")

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Sequence
+
+from opbench.results.records import InstanceRecord
 
 BYTES, FLOPS = "bytes", "flops"
 
@@ -40,22 +42,22 @@ def _elements(shape: Sequence[int]) -> int:
     return int(math.prod(shape)) if shape else 1
 
 
-def _output_shapes(inst: Mapping[str, Any]) -> list[list[int]]:
+def _output_shapes(inst: InstanceRecord) -> list[Sequence[int]]:
     """output_shapes is one shape ([16, 64]) or a list of them for tuple outputs."""
-    shapes = inst.get("output_shapes")
+    shapes = inst.output_shapes
     if shapes is None:
         return []
-    if shapes and all(isinstance(s, list) for s in shapes):
+    if shapes and all(isinstance(s, (list, tuple)) for s in shapes):
         return [s for s in shapes if all(isinstance(d, int) for d in s)]
     return [shapes] if all(isinstance(d, int) for d in shapes) else []
 
 
-def bytes_moved(inst: Mapping[str, Any]) -> float:
+def bytes_moved(inst: InstanceRecord) -> float:
     """Inputs read once plus outputs written once. Outputs take the widest input dtype
     (the record keeps output shapes, not dtypes; a cast declares its own work)."""
-    inputs = inst.get("inputs") or []
-    widest = max((itemsize(s["dtype"]) for s in inputs), default=4)
-    read = sum(_elements(s["shape"]) * itemsize(s["dtype"]) for s in inputs)
+    inputs = inst.inputs
+    widest = max((itemsize(s.dtype) for s in inputs), default=4)
+    read = sum(_elements(s.shape) * itemsize(s.dtype) for s in inputs)
     written = sum(_elements(s) * widest for s in _output_shapes(inst))
     return float(read + written)
 
@@ -79,36 +81,36 @@ def _contracted_length(shapes: Sequence[Sequence[int]], out: Sequence[int]) -> i
     return None
 
 
-def gemm_flops(inst: Mapping[str, Any]) -> float | None:
+def gemm_flops(inst: InstanceRecord) -> float | None:
     outputs = _output_shapes(inst)
-    shapes = [s["shape"] for s in inst.get("inputs") or []]
+    shapes = [s.shape for s in inst.inputs]
     k = _contracted_length(shapes, outputs[0]) if outputs else None
     if k is None:
         return None
     return 2.0 * _elements(outputs[0]) * k
 
 
-def conv_flops(inst: Mapping[str, Any]) -> float | None:
+def conv_flops(inst: InstanceRecord) -> float | None:
     """2 x output elements x (input channels per group x kernel elements), read off the
     weight: the operand after the input with the same rank (Cout, Cin/groups, k...)."""
     outputs = _output_shapes(inst)
-    shapes = [s["shape"] for s in inst.get("inputs") or []]
+    shapes = [s.shape for s in inst.inputs]
     if not outputs or len(shapes) < 2 or len(shapes[1]) != len(shapes[0]):
         return None
     return 2.0 * _elements(outputs[0]) * _elements(shapes[1][1:])
 
 
-def work_of(inst: Mapping[str, Any]) -> Work | None:
+def work_of(inst: InstanceRecord) -> Work | None:
     """The instance's work, or None when it cannot be counted (no output shapes: the
     instance failed before its outputs were seen)."""
-    declared = inst.get("work")
-    if declared:
+    declared = inst.work
+    if declared is not None:
         outputs = _output_shapes(inst)
         if not outputs:
             return None
-        per = float(declared["per_output_element"])
-        return Work(per * sum(_elements(s) for s in outputs), declared["unit"], "declared")
-    op = inst.get("op", "")
+        per = float(declared.per_output_element)
+        return Work(per * sum(_elements(s) for s in outputs), declared.unit, "declared")
+    op = inst.op
     if op in GEMM_OPS and (flops := gemm_flops(inst)):
         return Work(flops, FLOPS, "2 x outputs x contracted length")
     if op in CONV_OPS and (flops := conv_flops(inst)):

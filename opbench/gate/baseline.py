@@ -1,7 +1,8 @@
 """Baseline hygiene: which instances of a baseline run and a current run belong together,
 and everything about the two runs that makes the comparison weaker than it looks.
 
-Pure: reads two results records (dicts as in opbench.results), returns frozen objects.
+Pure: reads two results records (RunRecords, opbench/results/records.py), returns frozen
+objects.
 Nothing here passes silently: an instance missing on either side, an id that looks renamed,
 another machine, another framework version or another run configuration each becomes a
 HygieneNote that every gate output lists.
@@ -13,9 +14,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from opbench.config import LAUNCH_QUEUED
+from opbench.cases.selection import Selection
 from opbench.config.options import OPTIONS, OptionSpec
 from opbench.results.io import MIXED_MACHINES_PREFIX
+from opbench.results.records import InstanceRecord, RecordedConfig, RunRecord, as_plain
 
 __all__ = [
     "HygieneNote",
@@ -48,9 +50,9 @@ NOTE_ORDER = (KIND_SETUP, KIND_STAGE2, KIND_POOLED, KIND_MACHINE, KIND_VERSION, 
 # not (it only moves the cross-framework verdict), so it is not listed.
 _COMPARED_CONFIG = ("device", "threads", "modes", "backward")
 # Compared with the value an older results file implies when it lacks the key: it was
-# measured with queued launches in one pass, in one process (the options table's
-# recorded_default, by which the gate inherits them too).
-_COMPARED_CONFIG_DEFAULTS = {"launch": LAUNCH_QUEUED, "passes": 1, "processes": 1}
+# measured with queued launches in one pass, in one process (RecordedConfig's defaults, the
+# options table's recorded_default, by which the gate inherits them too).
+_COMPARED_CONFIG_DEFAULTS = ("launch", "passes", "processes")
 _COMPARED_SETTINGS = ("min_sample_time_s", "warmup_time_s")
 
 
@@ -67,16 +69,16 @@ class HygieneNote:
 class Pair:
     """A current instance and its baseline counterpart (ids differ when renamed)."""
 
-    baseline: Mapping[str, Any]
-    current: Mapping[str, Any]
+    baseline: InstanceRecord
+    current: InstanceRecord
 
     @property
     def id(self) -> str:
-        return self.current["id"]
+        return self.current.id
 
     @property
     def baseline_id(self) -> str:
-        return self.baseline["id"]
+        return self.baseline.id
 
     @property
     def renamed(self) -> bool:
@@ -86,12 +88,12 @@ class Pair:
 @dataclass(frozen=True)
 class Matching:
     pairs: tuple[Pair, ...]
-    missing: tuple[Mapping[str, Any], ...]   # baseline instances with no current counterpart
-    new: tuple[Mapping[str, Any], ...]       # current instances with no baseline counterpart
+    missing: tuple[InstanceRecord, ...]   # baseline instances with no current counterpart
+    new: tuple[InstanceRecord, ...]       # current instances with no baseline counterpart
     ambiguous_renames: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]
 
     def notes(self) -> list[HygieneNote]:
-        notes = [HygieneNote(KIND_MISSING, f"'{inst['id']}' is in the baseline but not in this "
+        notes = [HygieneNote(KIND_MISSING, f"'{inst.id}' is in the baseline but not in this "
                              f"run (removed, renamed or deselected?)") for inst in self.missing]
         notes += [HygieneNote(KIND_RENAMED, f"'{p.baseline_id}' -> '{p.id}': same operator, "
                               f"APIs and inputs under a new id; compared as one case")
@@ -99,52 +101,51 @@ class Matching:
         notes += [HygieneNote(KIND_RENAMED, f"possible rename, not paired (ambiguous): "
                               f"{', '.join(old)} -> {', '.join(new)}")
                   for old, new in self.ambiguous_renames]
-        notes += [HygieneNote(KIND_NEW, f"'{inst['id']}' has no baseline (new case?)")
+        notes += [HygieneNote(KIND_NEW, f"'{inst.id}' has no baseline (new case?)")
                   for inst in self.new]
         return notes
 
 
-def is_measured(instance: Mapping[str, Any]) -> bool:
+def is_measured(instance: InstanceRecord) -> bool:
     """The instance has timing measurements (not ERROR, MISMATCH or correctness-only)."""
-    return bool(instance.get("measurements"))
+    return instance.measured
 
 
-def instance_signature(instance: Mapping[str, Any]) -> str:
+def instance_signature(instance: InstanceRecord) -> str:
     """What an instance *is*, independent of its id: operator, every framework's API and
     the inputs (names, shapes, dtypes, distributions). Two instances with the same
     signature time the same work, which is how a renamed id is recognised."""
-    inputs = [[s.get("name"), list(s.get("shape", [])), s.get("dtype"), s.get("dist")]
-              for s in instance.get("inputs", [])]
-    basis = {"op": instance.get("op"), "apis": dict(sorted((instance.get("apis") or {}).items())),
-             "inputs": inputs, "params": instance.get("params"),
-             "backward": bool(instance.get("backward"))}
+    inputs = [[s.name, list(s.shape), s.dtype, s.dist] for s in instance.inputs]
+    basis = {"op": instance.op, "apis": dict(sorted(instance.apis.items())),
+             "inputs": inputs, "params": as_plain(instance.params),
+             "backward": instance.backward}
     return json.dumps(basis, sort_keys=True, default=str)
 
 
-def select_records(instances: Iterable[Mapping[str, Any]], ops: Sequence[str] = (),
+def select_records(instances: Iterable[InstanceRecord], ops: Sequence[str] = (),
                    keyword: str | None = None,
-                   tags: Sequence[str] = ()) -> list[Mapping[str, Any]]:
+                   tags: Sequence[str] = ()) -> list[InstanceRecord]:
     """Baseline instances the current selection would have run: the same -k / --op / --tag
     filters as opbench.cases.select, applied to records. Without it, gating a subset of the
     cases would list every other baseline instance as missing."""
-    from opbench.cases.selection import Selection
+    selection = Selection(keyword, tuple(ops or ()), tuple(tags or ()))
+    return [inst for inst in instances
+            if selection.matches(inst.id, inst.op, inst.tags, inst.file)]
 
-    return Selection(keyword, tuple(ops or ()), tuple(tags or ())).records(instances)
 
-
-def match_instances(baseline: Sequence[Mapping[str, Any]],
-                    current: Sequence[Mapping[str, Any]]) -> Matching:
+def match_instances(baseline: Sequence[InstanceRecord],
+                    current: Sequence[InstanceRecord]) -> Matching:
     """Pair instances by id; then pair the leftovers whose signature matches exactly one on
     each side (a rename). Leftovers sharing a signature several ways are not guessed at:
     they stay missing/new and are listed as an ambiguous rename."""
-    by_id = {inst["id"]: inst for inst in baseline}
-    current_ids = {inst["id"] for inst in current}
-    pairs = [Pair(by_id[inst["id"]], inst) for inst in current if inst["id"] in by_id]
-    left_baseline = [inst for inst in baseline if inst["id"] not in current_ids]
-    left_current = [inst for inst in current if inst["id"] not in by_id]
+    by_id = {inst.id: inst for inst in baseline}
+    current_ids = {inst.id for inst in current}
+    pairs = [Pair(by_id[inst.id], inst) for inst in current if inst.id in by_id]
+    left_baseline = [inst for inst in baseline if inst.id not in current_ids]
+    left_current = [inst for inst in current if inst.id not in by_id]
 
-    old_by_sig: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    new_by_sig: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    old_by_sig: dict[str, list[InstanceRecord]] = defaultdict(list)
+    new_by_sig: dict[str, list[InstanceRecord]] = defaultdict(list)
     for inst in left_baseline:
         old_by_sig[instance_signature(inst)].append(inst)
     for inst in left_current:
@@ -156,74 +157,77 @@ def match_instances(baseline: Sequence[Mapping[str, Any]],
         news = new_by_sig.get(sig, [])
         if len(olds) == 1 and len(news) == 1:
             pairs.append(Pair(olds[0], news[0]))
-            renamed_old.add(olds[0]["id"])
-            renamed_new.add(news[0]["id"])
+            renamed_old.add(olds[0].id)
+            renamed_new.add(news[0].id)
         elif olds and news:
-            ambiguous.append((tuple(i["id"] for i in olds), tuple(i["id"] for i in news)))
-    order = {inst["id"]: i for i, inst in enumerate(current)}
+            ambiguous.append((tuple(i.id for i in olds), tuple(i.id for i in news)))
+    order = {inst.id: i for i, inst in enumerate(current)}
     pairs.sort(key=lambda p: order[p.id])
     return Matching(
         pairs=tuple(pairs),
-        missing=tuple(i for i in left_baseline if i["id"] not in renamed_old),
-        new=tuple(i for i in left_current if i["id"] not in renamed_new),
+        missing=tuple(i for i in left_baseline if i.id not in renamed_old),
+        new=tuple(i for i in left_current if i.id not in renamed_new),
         ambiguous_renames=tuple(ambiguous))
 
 
-def same_machine(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+def same_machine(baseline: RunRecord, current: RunRecord) -> bool:
     """Equal machine ids (host, CPU model, core count): absolute times are comparable. A
     record merged from several machines (merge.py) is never on the same machine as another
     (its instances may have been measured on other machines than the other record's)."""
-    b = (baseline.get("environment") or {}).get("machine_id")
-    c = (current.get("environment") or {}).get("machine_id")
+    b, c = baseline.environment.machine_id, current.environment.machine_id
     if b is not None and b.startswith(MIXED_MACHINES_PREFIX):
         return False
     return b is not None and b == c
 
 
-def environment_notes(baseline: Mapping[str, Any],
-                      current: Mapping[str, Any]) -> list[HygieneNote]:
+def _version(record: RunRecord, name: str) -> str | None:
+    info = record.frameworks.get(name)
+    return info.version if info is not None else None
+
+
+def _compared(prefix: str, key: str, baseline: Any, current: Any) -> HygieneNote | None:
+    """A note when the two runs recorded `key` of their config (or its settings)
+    differently; getattr, since the keys compared are named in the tables above."""
+    mine, theirs = as_plain(getattr(baseline, key)), as_plain(getattr(current, key))
+    if mine == theirs:
+        return None
+    return HygieneNote(KIND_CONFIG, f"{prefix}{key}: {mine!r} in the baseline, {theirs!r} now")
+
+
+def environment_notes(baseline: RunRecord, current: RunRecord) -> list[HygieneNote]:
     """Differences between the runs that weaken the comparison, each spelled out."""
     notes: list[HygieneNote] = []
-    if not baseline.get("complete", True) or baseline.get("interrupted"):
+    if not baseline.complete or baseline.interrupted:
         notes.append(HygieneNote(KIND_SETUP, "the baseline run did not complete (interrupted "
                                  "or crashed): instances it lacks are listed as missing"))
-    pooled_from = baseline.get("pooled_from") or []
+    pooled_from = baseline.pooled_from
     if len(pooled_from) > 1:
         notes.append(HygieneNote(KIND_POOLED, (
             f"the baseline pools {len(pooled_from)} runs ({', '.join(pooled_from)}): each "
             f"instance's rounds come from every run that measured it")))
-    b_env, c_env = baseline.get("environment") or {}, current.get("environment") or {}
+    b_env, c_env = baseline.environment, current.environment
     if not same_machine(baseline, current):
         notes.append(HygieneNote(KIND_MACHINE, (
-            f"different machine: baseline {b_env.get('machine_id')} "
-            f"({b_env.get('cpu_model')}, {b_env.get('cpu_count')} cpus), current "
-            f"{c_env.get('machine_id')} ({c_env.get('cpu_model')}, {c_env.get('cpu_count')} "
+            f"different machine: baseline {b_env.machine_id} "
+            f"({b_env.cpu_model}, {b_env.cpu_count} cpus), current "
+            f"{c_env.machine_id} ({c_env.cpu_model}, {c_env.cpu_count} "
             f"cpus); only ratios are compared, absolute times are not")))
-    b_cfg, c_cfg = baseline.get("config") or {}, current.get("config") or {}
-    reference = c_cfg.get("reference")
-    b_fw, c_fw = baseline.get("frameworks") or {}, current.get("frameworks") or {}
-    for name in sorted(set(b_fw) | set(c_fw)):
-        b_version = (b_fw.get(name) or {}).get("version")
-        c_version = (c_fw.get(name) or {}).get("version")
+    b_cfg, c_cfg = baseline.config, current.config
+    for name in sorted(set(baseline.frameworks) | set(current.frameworks)):
+        b_version, c_version = _version(baseline, name), _version(current, name)
         if b_version != c_version:
             why = (" (the reference moved: a ratio change may be the reference's, not the "
-                   "target's)" if name == reference else "")
+                   "target's)" if name == c_cfg.reference else "")
             notes.append(HygieneNote(KIND_VERSION,
                                      f"{name} {b_version} in the baseline, {c_version} now{why}"))
-    for key in _COMPARED_CONFIG:
-        if key in b_cfg and key in c_cfg and b_cfg[key] != c_cfg[key]:
-            notes.append(HygieneNote(KIND_CONFIG,
-                                     f"{key}: {b_cfg[key]!r} in the baseline, {c_cfg[key]!r} now"))
-    for key, default in _COMPARED_CONFIG_DEFAULTS.items():
-        if b_cfg and c_cfg and b_cfg.get(key, default) != c_cfg.get(key, default):
-            notes.append(HygieneNote(KIND_CONFIG, f"{key}: {b_cfg.get(key, default)!r} in the "
-                                     f"baseline, {c_cfg.get(key, default)!r} now"))
-    b_set, c_set = b_cfg.get("settings") or {}, c_cfg.get("settings") or {}
-    for key in _COMPARED_SETTINGS:
-        if key in b_set and key in c_set and b_set[key] != c_set[key]:
-            notes.append(HygieneNote(KIND_CONFIG, f"settings.{key}: {b_set[key]!r} in the "
-                                     f"baseline, {c_set[key]!r} now"))
-    b_rounds, c_rounds = b_set.get("rounds"), c_set.get("rounds")
+    # compared only when both runs recorded them; the defaults stand in for older files
+    compared = [key for key in _COMPARED_CONFIG if b_cfg.has(key) and c_cfg.has(key)]
+    notes += [n for key in (*compared, *_COMPARED_CONFIG_DEFAULTS)
+              if (n := _compared("", key, b_cfg, c_cfg)) is not None]
+    b_set, c_set = b_cfg.settings, c_cfg.settings
+    notes += [n for key in _COMPARED_SETTINGS if b_set.has(key) and c_set.has(key)
+              and (n := _compared("settings.", key, b_set, c_set)) is not None]
+    b_rounds, c_rounds = b_set.rounds, c_set.rounds
     if b_rounds is not None and c_rounds is not None and b_rounds < c_rounds:
         notes.append(HygieneNote(KIND_CONFIG, (
             f"the baseline has {b_rounds} rounds per measurement, this run {c_rounds}: the "
@@ -232,7 +236,7 @@ def environment_notes(baseline: Mapping[str, Any],
     return notes
 
 
-def inherit_settings(options: Mapping[str, Any], baseline_config: Mapping[str, Any],
+def inherit_settings(options: Mapping[str, Any], baseline_config: RecordedConfig,
                      table: Sequence[OptionSpec] = OPTIONS) -> tuple[dict[str, Any], list[str]]:
     """The gate measures the way its baseline was measured: every run option the user left
     unset (None; a flag: not given) is taken from the baseline's config, for each row of the
@@ -245,8 +249,9 @@ def inherit_settings(options: Mapping[str, Any], baseline_config: Mapping[str, A
     keywords and the inherited options as a user would type them, for the gate to print."""
     done = dict(options)
     inherited: list[str] = []
+    recorded = baseline_config.to_dict()    # the table's rows name keys as the file has them
     for spec in table:
-        value = spec.recorded_value(baseline_config)
+        value = spec.recorded_value(recorded)
         if spec.inherited and not _set(spec, done.get(spec.field)) and _set(spec, value):
             done[spec.field] = value
             inherited.append(spec.as_typed(value))

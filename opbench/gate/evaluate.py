@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from opbench.gate.baseline import (
     KIND_NOISE,
@@ -33,6 +33,7 @@ from opbench.gate.decision import (
     staged,
 )
 from opbench.gate.noise import NoiseProfile
+from opbench.results.records import InstanceRecord, Measurement, RunRecord
 from opbench.verdicts.rules import DEFAULT_MIN_EFFECT, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SLOW
 from opbench.verdicts.stats import BetweenProcessPrior
 
@@ -96,12 +97,12 @@ def _case_min_effect(pair: Pair) -> float | None:
     """The case's own min_effect: as the current run recorded it, since that is the case
     file as it is now (null there: the case sets none); from the baseline only when the
     current record predates the key (absent)."""
-    source, record = (("this run", pair.current) if "min_effect" in pair.current
+    source, record = (("this run", pair.current) if pair.current.has("min_effect")
                       else ("the baseline", pair.baseline))
-    value = record.get("min_effect")
+    value = record.min_effect
     if value is not None and not (isinstance(value, (int, float))
                                   and not isinstance(value, bool) and 0.0 < value < 1.0):
-        raise ValueError(f"{record.get('id')}: min_effect in {source} must be a number in "
+        raise ValueError(f"{record.id}: min_effect in {source} must be a number in "
                          f"(0, 1), got {value!r}")
     return value
 
@@ -213,12 +214,12 @@ def gate_exit_code(result: GateResult) -> int:
     return EXIT_OK
 
 
-def _samples(measurement: Mapping[str, Any], reference: str, target: str) -> RunSamples:
+def _samples(measurement: Measurement, reference: str, target: str) -> RunSamples:
     """The rounds, with their worker processes where the record names them (a record from
     before worker processes has no labels: its rounds count as independent)."""
-    samples = measurement["samples_s"]
-    process = measurement.get("process_of_round")
-    if process is not None and len(process) != len(samples[reference]):
+    samples = measurement.samples_s
+    process: Sequence[int | str] | None = measurement.process_of_round
+    if not measurement.has("process_of_round") or len(process) != len(samples[reference]):
         process = None     # a hand-edited or truncated record: do not guess which is which
     return RunSamples.of(samples[reference], samples[target], process)
 
@@ -231,18 +232,17 @@ def _comparisons(pairs: Sequence[Pair], reference: str, target: str
     for pair in pairs:
         if not (is_measured(pair.baseline) and is_measured(pair.current)):
             continue
-        base_ms, cur_ms = pair.baseline["measurements"], pair.current["measurements"]
+        base_ms, cur_ms = pair.baseline.measurements, pair.current.measurements
         found += [(_samples(base_ms[k], reference, target), _samples(cur_ms[k], reference,
                                                                      target))
                   for k in cur_ms if k in base_ms]
     return found
 
 
-def _ratio_of(inst: Mapping[str, Any] | None) -> tuple[float, float, float] | None:
-    if not inst or not is_measured(inst):
+def _ratio_of(inst: InstanceRecord | None) -> tuple[float, float, float] | None:
+    if inst is None or not is_measured(inst):
         return None
-    m = next(iter(inst["measurements"].values()))
-    return (m["ratio"], m["ci_low"], m["ci_high"])
+    return tuple(next(iter(inst.measurements.values())).interval)
 
 
 def _noise_floors(pair: Pair, noise: NoiseProfile | None) -> dict[str, float] | None:
@@ -250,13 +250,13 @@ def _noise_floors(pair: Pair, noise: NoiseProfile | None) -> dict[str, float] | 
     processes); looked up by its current id, else by its baseline id (a renamed case)."""
     if noise is None:
         return None
-    processes = int(pair.baseline.get("pooled_runs") or 1)
+    processes = int(pair.baseline.pooled_runs or 1)
     floors = noise.floors_for(pair.id, processes)
     return floors if floors is not None else noise.floors_for(pair.baseline_id, processes)
 
 
 def _noise_note(results: Sequence[InstanceResult], noise: NoiseProfile,
-                current: Mapping[str, Any]) -> HygieneNote:
+                current: RunRecord) -> HygieneNote:
     """What the noise profile did to this gate, so a raised minimum effect is never silent."""
     compared = [r for r in results if r.baseline_id is not None
                 and r.verdict not in (GateVerdict.MISSING, GateVerdict.NEW)]
@@ -270,19 +270,19 @@ def _noise_note(results: Sequence[InstanceResult], noise: NoiseProfile,
     if without:
         text += (f"; {len(without)} have no figure in the profile and keep their configured "
                  f"min effect")
-    here = (current.get("environment") or {}).get("machine_id")
+    here = current.environment.machine_id
     there = noise.environment.get("machine_id")
     if here and there and here != there:
         text += "; the profile was measured on another machine, whose noise may differ"
     return HygieneNote(KIND_NOISE, text)
 
 
-def _decide_keys(pair: Pair, second: Mapping[str, Any] | None, reference: str, target: str,
+def _decide_keys(pair: Pair, second: InstanceRecord | None, reference: str, target: str,
                  min_effect: float, machine: bool, floors: Mapping[str, float] | None,
                  priors: Mapping[str, BetweenProcessPrior]) -> list[MeasurementResult]:
-    base_ms = pair.baseline["measurements"]
-    cur_ms = pair.current["measurements"]
-    second_ms = (second or {}).get("measurements") or {}
+    base_ms = pair.baseline.measurements
+    cur_ms = pair.current.measurements
+    second_ms = second.measurements if second is not None else {}
     results = []
     for key in list(cur_ms) + [k for k in base_ms if k not in cur_ms]:
         if key not in base_ms:
@@ -295,7 +295,7 @@ def _decide_keys(pair: Pair, second: Mapping[str, Any] | None, reference: str, t
             continue
         baseline = _samples(base_ms[key], reference, target)
 
-        def judge(measurement: Mapping[str, Any]) -> Decision:
+        def judge(measurement: Measurement) -> Decision:
             return decide(baseline, _samples(measurement, reference, target),
                           min_effect=min_effect, same_machine=machine, floors=floors,
                           priors=priors)
@@ -312,45 +312,48 @@ def _worst_measurement(results: Sequence[MeasurementResult]) -> MeasurementResul
     return max(results, key=lambda m: m.verdict.severity)
 
 
-def _pair_result(pair: Pair, second: Mapping[str, Any] | None, reference: str, target: str,
+def _verdict_text(inst: InstanceRecord) -> str | None:
+    """The core's verdict as plain text, for InstanceResult (None: the record has none)."""
+    return None if inst.verdict is None else str(inst.verdict)
+
+
+def _pair_result(pair: Pair, second: InstanceRecord | None, reference: str, target: str,
                  settings: GateSettings, machine: bool,
                  priors: Mapping[str, BetweenProcessPrior]) -> InstanceResult:
-    configured = min_effect_for(pair.id, pair.current.get("op"), settings,
-                                _case_min_effect(pair))
+    configured = min_effect_for(pair.id, pair.current.op, settings, _case_min_effect(pair))
     floors = _noise_floors(pair, settings.noise)
     floor = None if floors is None else floors[PATH_RATIO]
     min_effect = configured if floor is None else max(configured, floor)
-    common = dict(id=pair.id, op=pair.current.get("op", ""), baseline_id=pair.baseline_id,
+    common = dict(id=pair.id, op=pair.current.op, baseline_id=pair.baseline_id,
                   min_effect=min_effect, noise_floor=floor,
-                  baseline_verdict=pair.baseline.get("verdict"),
+                  baseline_verdict=_verdict_text(pair.baseline),
                   baseline_ratio=_ratio_of(pair.baseline))
     latest = second if second is not None else pair.current
-    common.update(current_verdict=latest.get("verdict"), current_ratio=_ratio_of(latest))
+    common.update(current_verdict=_verdict_text(latest), current_ratio=_ratio_of(latest))
+    base_verdict, now_verdict = pair.baseline.verdict, pair.current.verdict
 
     if not is_measured(pair.baseline):
         if not is_measured(pair.current):
             return InstanceResult(**common, verdict=GateVerdict.INCONCLUSIVE, decided_by="",
                                   reason=f"not measured in either run (baseline "
-                                         f"{pair.baseline.get('verdict')}, now "
-                                         f"{pair.current.get('verdict')})")
+                                         f"{base_verdict}, now {now_verdict})")
         return InstanceResult(**common, verdict=GateVerdict.NEW, decided_by="",
                               reason=f"the baseline has no measurement (its verdict was "
-                                     f"{pair.baseline.get('verdict')}: "
-                                     f"{pair.baseline.get('error') or 'no timing'})")
+                                     f"{base_verdict}: "
+                                     f"{pair.baseline.error or 'no timing'})")
     if not is_measured(pair.current):
-        why = pair.current.get("error") or pair.current.get("verdict")
+        why = pair.current.error or now_verdict
         if second is None:
             return InstanceResult(**common, verdict=GateVerdict.BROKEN, decided_by="",
-                                  reason=f"measured in the baseline, now "
-                                         f"{pair.current.get('verdict')}: {why}",
+                                  reason=f"measured in the baseline, now {now_verdict}: {why}",
                                   stage1_verdict=GateVerdict.BROKEN)
         if not is_measured(second):
             return InstanceResult(**common, verdict=GateVerdict.BROKEN, decided_by="",
-                                  reason=f"{pair.current.get('verdict')} in both stages: "
-                                         f"{second.get('error') or why}",
+                                  reason=f"{now_verdict} in both stages: "
+                                         f"{second.error or why}",
                                   remeasured=True, stage1_verdict=GateVerdict.BROKEN)
         return InstanceResult(**common, verdict=GateVerdict.INCONCLUSIVE, decided_by="",
-                              reason=f"stage 1 {pair.current.get('verdict')} ({why}); the "
+                              reason=f"stage 1 {now_verdict} ({why}); the "
                                      f"re-run succeeded: flaky, not compared",
                               remeasured=True, stage1_verdict=GateVerdict.BROKEN)
 
@@ -369,41 +372,39 @@ def _pair_result(pair: Pair, second: Mapping[str, Any] | None, reference: str, t
         reason += (f"; min effect {min_effect:.1%}, raised from {configured:.0%} to this "
                    f"instance's noise floor")
     if second is not None and measured_second is None:
-        reason += (f"; the re-measurement failed ({second.get('verdict')}: "
-                   f"{second.get('error')}), stage 1 stands")
+        reason += (f"; the re-measurement failed ({second.verdict}: "
+                   f"{second.error}), stage 1 stands")
     return InstanceResult(**common, verdict=worst.verdict, decided_by=worst.decided_by,
                           reason=reason, measurements=tuple(keys),
                           remeasured=second is not None, stage1_verdict=stage1)
 
 
-def evaluate(baseline: Mapping[str, Any], current: Mapping[str, Any], *,
-             remeasured: Mapping[str, Mapping[str, Any]] | None = None,
+def evaluate(baseline: RunRecord, current: RunRecord, *,
+             remeasured: Mapping[str, InstanceRecord] | None = None,
              settings: GateSettings = GateSettings(),
              extra_notes: Sequence[HygieneNote] = ()) -> GateResult:
     """The gate over a baseline and a current record. remeasured: stage-2 instance records
     by current instance id (only for ids that GateResult.to_remeasure() named; others are
     refused by the two-stage rule). extra_notes: listed first (e.g. the self-test marker)."""
     remeasured = remeasured or {}
-    config = current.get("config") or {}
-    reference, target = config.get("reference", "torch"), config.get("target", "mindspore")
+    reference, target = current.config.reference, current.config.target
     machine = same_machine(baseline, current)
-    expected = select_records(baseline.get("instances", []), settings.ops, settings.keyword,
-                              settings.tags)
-    matching = match_instances(expected, current.get("instances", []))
+    expected = select_records(baseline.instances, settings.ops, settings.keyword, settings.tags)
+    matching = match_instances(expected, current.instances)
     # One prior per path for the whole gate, from stage 1 (stage 2 re-measures only the few
     # instances that did not pass: too few to say what is typical).
     priors = path_priors(_comparisons(matching.pairs, reference, target))
     results = [_pair_result(pair, remeasured.get(pair.id), reference, target, settings,
                             machine, priors) for pair in matching.pairs]
-    results += [InstanceResult(id=inst["id"], op=inst.get("op", ""),
-                               verdict=GateVerdict.MISSING, decided_by="", baseline_id=inst["id"],
+    results += [InstanceResult(id=inst.id, op=inst.op,
+                               verdict=GateVerdict.MISSING, decided_by="", baseline_id=inst.id,
                                reason="in the baseline, not in this run",
-                               baseline_verdict=inst.get("verdict"),
+                               baseline_verdict=_verdict_text(inst),
                                baseline_ratio=_ratio_of(inst))
                 for inst in matching.missing]
-    results += [InstanceResult(id=inst["id"], op=inst.get("op", ""), verdict=GateVerdict.NEW,
+    results += [InstanceResult(id=inst.id, op=inst.op, verdict=GateVerdict.NEW,
                                decided_by="", reason="no baseline for this instance",
-                               current_verdict=inst.get("verdict"),
+                               current_verdict=_verdict_text(inst),
                                current_ratio=_ratio_of(inst))
                 for inst in matching.new]
     noise = ([_noise_note(results, settings.noise, current)] if settings.noise is not None

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from opbench.cases.case_files import CaseInstance
+from opbench.results.records import InstanceRecord
 
 __all__ = ["FreshStageError", "remeasure_in_fresh_processes"]
 
@@ -30,7 +31,7 @@ def remeasure_in_fresh_processes(instances: Sequence[CaseInstance], ids: Sequenc
                                  config: Any, *, on_progress: Any = None,
                                  on_pass: Any = None,
                                  spawn: Callable[[int], Any] | None = None
-                                 ) -> dict[str, dict[str, Any]]:
+                                 ) -> dict[str, InstanceRecord]:
     """Measure `ids` (a subset of `instances`) again, as stage 1 did, in new worker
     processes: {id: instance record}. Raises FreshStageError when an id is not among the
     instances or the workers cannot be started."""
@@ -51,4 +52,4 @@ def remeasure_in_fresh_processes(instances: Sequence[CaseInstance], ids: Sequenc
     except WorkerError as exc:
         raise FreshStageError(f"the stage-2 worker processes failed: {exc}") from None
     apply_between_process_prior(records, config)
-    return {inst.id: record for inst, record in zip(subset, records)}
+    return {inst.id: InstanceRecord.from_dict(record) for inst, record in zip(subset, records)}

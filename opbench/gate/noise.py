@@ -31,6 +31,7 @@ from typing import Any, Mapping, Sequence
 
 from opbench.gate.decision import PATH_RATIO, PATH_REFERENCE_TIME, PATH_TARGET_TIME
 from opbench.gate.pool import check_alike
+from opbench.results.records import Measurement, RunRecord
 
 __all__ = ["MIN_PROCESSES", "NOISE_FLOOR_Z", "NOISE_VERSION", "PATHS", "SHRINK_PRIOR_DF",
            "InstanceNoise", "NoiseError", "NoiseProfile", "noise_floor", "process_noise",
@@ -147,18 +148,18 @@ def noise_floor(sd: float, baseline_processes: int) -> float:
     return 1.0 - math.exp(-NOISE_FLOOR_Z * sd * math.sqrt(1.0 + 1.0 / baseline_processes))
 
 
-def _process_medians(measurement: Mapping[str, Any], reference: str,
+def _process_medians(measurement: Measurement, reference: str,
                      target: str) -> dict[str, float]:
     """One process's estimate per path, on log scale, as its run recorded them: the ratio
     (median of the per-round ratios) and each side's median time per call (as a speed, log
     of 1 / time, so the sign agrees with the ratio's; the SD does not care)."""
-    summary = measurement["summary"]
-    return {PATH_RATIO: math.log(measurement["ratio"]),
-            PATH_TARGET_TIME: -math.log(summary[target]["median_s"]),
-            PATH_REFERENCE_TIME: -math.log(summary[reference]["median_s"])}
+    summary = measurement.summary
+    return {PATH_RATIO: math.log(measurement.ratio),
+            PATH_TARGET_TIME: -math.log(summary[target].median_s),
+            PATH_REFERENCE_TIME: -math.log(summary[reference].median_s)}
 
 
-def process_noise(records: Sequence[Mapping[str, Any]], names: Sequence[str]) -> NoiseProfile:
+def process_noise(records: Sequence[RunRecord], names: Sequence[str]) -> NoiseProfile:
     """records[i], read from names[i], each one process of the same code measured alike.
     An instance (and key) measured in fewer than MIN_PROCESSES of them gets no figure.
     Raises NoiseError with fewer than MIN_PROCESSES records or when they were not measured
@@ -172,13 +173,13 @@ def process_noise(records: Sequence[Mapping[str, Any]], names: Sequence[str]) ->
         check_alike(records, names)
     except ValueError as exc:
         raise NoiseError(str(exc)) from None
-    cfg = records[0].get("config") or {}
-    reference, target = cfg.get("reference", "torch"), cfg.get("target", "mindspore")
+    first = records[0]
+    reference, target = first.config.reference, first.config.target
     medians: dict[str, dict[str, list[dict[str, float]]]] = {}
     for record in records:
-        for inst in record.get("instances", []):
-            for key, m in (inst.get("measurements") or {}).items():
-                medians.setdefault(inst["id"], {}).setdefault(key, []).append(
+        for inst in record.instances:
+            for key, m in inst.measurements.items():
+                medians.setdefault(inst.id, {}).setdefault(key, []).append(
                     _process_medians(m, reference, target))
     raw = {}
     for inst_id, by_key in medians.items():
@@ -186,8 +187,8 @@ def process_noise(records: Sequence[Mapping[str, Any]], names: Sequence[str]) ->
                for k, runs in by_key.items() if len(runs) >= MIN_PROCESSES}
         if sds:
             raw[inst_id] = InstanceNoise(min(len(by_key[k]) for k in sds), sds)
-    return NoiseProfile(shrink(raw), tuple(names), records[0].get("environment") or {},
-                        records[0].get("frameworks") or {})
+    return NoiseProfile(shrink(raw), tuple(names), first.environment.to_dict(),
+                        {name: info.to_dict() for name, info in first.frameworks.items()})
 
 
 def shrink(instances: Mapping[str, InstanceNoise],

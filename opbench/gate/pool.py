@@ -17,11 +17,9 @@ naming the file, not a note.
 """
 from __future__ import annotations
 
-import copy
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
-from opbench.config import DEFAULT_THRESHOLD
-from opbench.results.io import framework_versions
+from opbench.results.records import InstanceRecord, Measurement, RunRecord, as_plain
 from opbench.verdicts.conclusions import measurement_statistics, share_of_round
 
 __all__ = ["PoolError", "check_alike", "pool_baselines"]
@@ -37,72 +35,72 @@ class PoolError(ValueError):
     """The baselines cannot be pooled; the message names the file and the difference."""
 
 
-def check_alike(records: Sequence[Mapping[str, Any]], names: Sequence[str]) -> None:
-    first_cfg = records[0].get("config") or {}
+def _differs(what: str, mine: Any, theirs: Any) -> tuple[str, Any, Any] | None:
+    mine, theirs = as_plain(mine), as_plain(theirs)
+    return None if mine == theirs else (what, mine, theirs)
+
+
+def check_alike(records: Sequence[RunRecord], names: Sequence[str]) -> None:
+    first = records[0]
     for name, record in zip(names[1:], records[1:]):
-        cfg = record.get("config") or {}
-        for key in _SAME_CONFIG:
-            if cfg.get(key) != first_cfg.get(key):
-                raise PoolError(f"{name}: {key} is {cfg.get(key)!r}, {names[0]} has "
-                                f"{first_cfg.get(key)!r}; only baselines measured alike can "
-                                f"be pooled")
-        settings, first_settings = cfg.get("settings") or {}, first_cfg.get("settings") or {}
-        for key in _SAME_SETTINGS:
-            if settings.get(key) != first_settings.get(key):
-                raise PoolError(f"{name}: settings.{key} is {settings.get(key)!r}, {names[0]} "
-                                f"has {first_settings.get(key)!r}; only baselines measured "
-                                f"alike can be pooled")
-        if framework_versions(record) != framework_versions(records[0]):
-            raise PoolError(f"{name}: framework versions {framework_versions(record)} differ "
-                            f"from {names[0]}'s {framework_versions(records[0])}; a baseline "
+        # getattr: the keys compared are named in the tables above
+        found = [d for key in _SAME_CONFIG
+                 if (d := _differs(key, getattr(record.config, key),
+                                   getattr(first.config, key)))]
+        found += [d for key in _SAME_SETTINGS
+                  if (d := _differs(f"settings.{key}", getattr(record.config.settings, key),
+                                    getattr(first.config.settings, key)))]
+        if found:
+            what, mine, theirs = found[0]
+            raise PoolError(f"{name}: {what} is {mine!r}, {names[0]} has {theirs!r}; only "
+                            f"baselines measured alike can be pooled")
+        if record.framework_versions() != first.framework_versions():
+            raise PoolError(f"{name}: framework versions {record.framework_versions()} differ "
+                            f"from {names[0]}'s {first.framework_versions()}; a baseline "
                             f"pools runs of the same code")
 
 
-def _pool_measurement(parts: Sequence[Mapping[str, Any]], reference: str,
-                      target: str) -> dict[str, Any]:
+def _pool_measurement(parts: Sequence[Measurement], reference: str,
+                      target: str) -> Measurement:
     """One measurement key of one instance over several runs: rounds concatenated in run
     order (each run's rounds stay paired), statistics redone on the pool."""
-    pooled = copy.deepcopy(dict(parts[0]))
-    samples = {n: [x for p in parts for x in p["samples_s"][n]] for n in parts[0]["samples_s"]}
-    pooled["samples_s"] = samples
-    pooled["order"] = [o for p in parts for o in p.get("order", [])]
-    pooled["run_of_round"] = [i for i, p in enumerate(parts)
-                              for _ in range(len(p["samples_s"][reference]))]
-    pooled["rounds"] = len(samples[reference])
+    samples = {n: [x for p in parts for x in p.samples_s[n]] for n in parts[0].samples_s}
+    order = [list(o) for p in parts for o in p.order]
     # Every run's processes are processes of their own: run 2's process 1 is not run 1's.
-    pooled["process_of_round"] = []
-    pooled["pass_of_round"] = []
+    process_of_round: list[Any] = []
+    # per round, not first-run-only: a share is (process, pass), and the order-effect test
+    # restarts the alternation at every share
+    pass_of_round: list[int] = []
+    run_of_round: list[int] = []
     for run_index, p in enumerate(parts):
-        n = len(p["samples_s"][reference])
-        labels = p.get("process_of_round") or [1] * n
-        pooled["process_of_round"] += [f"{run_index + 1}.{label}" for label in labels]
-        # per round, not first-run-only: a share is (process, pass), and the order-effect
-        # test restarts the alternation at every share
-        pooled["pass_of_round"] += p.get("pass_of_round") or [1] * n
-    pooled.update(measurement_statistics(samples, reference, target,
-                                         pooled.get("threshold", DEFAULT_THRESHOLD),
-                                         order=pooled["order"] or None,
-                                         groups=pooled["process_of_round"],
+        n = len(p.samples_s[reference])
+        labels = p.process_of_round or [1] * n
+        process_of_round += [f"{run_index + 1}.{label}" for label in labels]
+        pass_of_round += p.pass_of_round or [1] * n
+        run_of_round += [run_index] * n
+    pooled = {**parts[0].to_dict(), "samples_s": samples, "order": order,
+              "run_of_round": run_of_round, "rounds": len(samples[reference]),
+              "process_of_round": process_of_round, "pass_of_round": pass_of_round}
+    pooled.update(measurement_statistics(samples, reference, target, parts[0].threshold,
+                                         order=order or None, groups=process_of_round,
                                          shares=share_of_round(pooled)))
-    return pooled
+    return Measurement.from_dict(pooled)
 
 
-def _pool_instance(versions: Sequence[Mapping[str, Any]], reference: str,
-                   target: str) -> dict[str, Any]:
-    measured = [v for v in versions if v.get("measurements")]
+def _pool_instance(versions: Sequence[InstanceRecord], reference: str,
+                   target: str) -> InstanceRecord:
+    measured = [v for v in versions if v.measured]
     if not measured:
-        return copy.deepcopy(dict(versions[0]))   # ERROR / MISMATCH everywhere: as it was
-    pooled = copy.deepcopy(dict(measured[0]))
-    keys = [k for k in measured[0]["measurements"]
-            if all(k in v["measurements"] for v in measured)]
-    pooled["measurements"] = {k: _pool_measurement([v["measurements"][k] for v in measured],
-                                                   reference, target) for k in keys}
-    pooled["pooled_runs"] = len(measured)
-    return pooled
+        return versions[0]                  # ERROR / MISMATCH everywhere: as it was
+    keys = [k for k in measured[0].measurements
+            if all(k in v.measurements for v in measured)]
+    return measured[0].replace(
+        measurements={k: _pool_measurement([v.measurements[k] for v in measured], reference,
+                                           target) for k in keys},
+        pooled_runs=len(measured))
 
 
-def pool_baselines(records: Sequence[Mapping[str, Any]],
-                   names: Sequence[str]) -> dict[str, Any]:
+def pool_baselines(records: Sequence[RunRecord], names: Sequence[str]) -> RunRecord:
     """records[i] was read from names[i]. One record: returned unchanged. Several: one
     record whose instances carry every run's rounds (`run_of_round` says whose), with
     ratio, interval and verdict recomputed; an instance measured in only some runs pools
@@ -112,19 +110,17 @@ def pool_baselines(records: Sequence[Mapping[str, Any]],
     if len(records) != len(names) or not records:
         raise ValueError("one name per record, at least one record")
     if len(records) == 1:
-        return dict(records[0])
+        return records[0]
     check_alike(records, names)
-    cfg = records[0].get("config") or {}
-    reference, target = cfg.get("reference", "torch"), cfg.get("target", "mindspore")
-    by_id: dict[str, list[Mapping[str, Any]]] = {}
+    first = records[0]
+    reference, target = first.config.reference, first.config.target
+    by_id: dict[str, list[InstanceRecord]] = {}
     for record in records:
-        for inst in record.get("instances", []):
-            by_id.setdefault(inst["id"], []).append(inst)
-    pooled = copy.deepcopy({k: v for k, v in records[0].items() if k != "instances"})
-    pooled["instances"] = [_pool_instance(versions, reference, target)
-                           for versions in by_id.values()]
-    machine_ids = {(r.get("environment") or {}).get("machine_id") for r in records}
-    if len(machine_ids) != 1:
-        pooled.setdefault("environment", {})["machine_id"] = None
-    pooled["pooled_from"] = list(names)
-    return pooled
+        for inst in record.instances:
+            by_id.setdefault(inst.id, []).append(inst)
+    environment = first.environment
+    if len({r.environment.machine_id for r in records}) != 1:
+        environment = environment.replace(machine_id=None)
+    return first.replace(
+        instances=[_pool_instance(versions, reference, target) for versions in by_id.values()],
+        environment=environment, pooled_from=list(names))

@@ -17,11 +17,12 @@ import dataclasses
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 from opbench.gate.evaluate import GateResult, GateSettings, evaluate
 from opbench.gate.noise import process_noise
 from opbench.gate.pool import pool_baselines
+from opbench.results.records import RunRecord
 
 __all__ = ["ReplayTally", "replay_gates"]
 
@@ -49,17 +50,17 @@ class ReplayTally:
         self.verdicts.update(i.verdict.value for i in result.instances)
 
 
-def _two_stage(baseline: Mapping[str, Any], first: Mapping[str, Any],
-               second: Mapping[str, Any], settings: GateSettings) -> GateResult:
+def _two_stage(baseline: RunRecord, first: RunRecord, second: RunRecord,
+               settings: GateSettings) -> GateResult:
     stage1 = evaluate(baseline, first, settings=settings)
-    by_id = {inst["id"]: inst for inst in second.get("instances", [])}
+    by_id = {inst.id: inst for inst in second.instances}
     remeasured = {i: by_id[i] for i in stage1.to_remeasure() if i in by_id}
     return evaluate(baseline, first, remeasured=remeasured, settings=settings)
 
 
-def replay_gates(runs: Sequence[Mapping[str, Any]], names: Sequence[str], *,
+def replay_gates(runs: Sequence[RunRecord], names: Sequence[str], *,
                  baseline_processes: int, profile_processes: int = 0, gates: int = 200,
-                 seed: int = 0, injected: Sequence[Mapping[str, Any]] = (),
+                 seed: int = 0, injected: Sequence[RunRecord] = (),
                  settings: GateSettings = GateSettings()) -> tuple[ReplayTally, ReplayTally]:
     """(A/A tally, injected tally); the injected one is empty without injected runs (at
     least 2 are needed). Raises ValueError when there are too few runs for one gate, and

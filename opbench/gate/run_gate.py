@@ -27,6 +27,7 @@ from opbench.gate.evaluate import GateResult, GateSettings, evaluate
 from opbench.gate.fresh_stage import FreshStageError, remeasure_in_fresh_processes
 from opbench.gate.settings import GATE_SETTINGS
 from opbench.results.history import HistoryError, HistoryStore
+from opbench.results.records import InstanceRecord, RecordedConfig, RunRecord
 from opbench.results.recorded_run import InstanceCallback, PassCallback, open_session, run_passes
 from opbench.runner.injection import Injection, injection_from_env
 from opbench.runner.raw_records import instance_header
@@ -47,7 +48,7 @@ class GateSetupError(Exception):
 class GateRequest:
     """What a front door asks of one gate."""
 
-    baseline: Mapping[str, Any]          # the baseline record (pooled: gate/pool.py)
+    baseline: RunRecord                  # the baseline record (pooled: gate/pool.py)
     baseline_path: str                   # its file(s), as messages and outputs name it
     instances: Sequence[CaseInstance]    # the selected instances to measure now
     options: Mapping[str, Any]           # RunOptions keywords as given (None: not given)
@@ -68,7 +69,7 @@ class GateHooks:
     unknown API or an interrupt). The others only tell the user what is happening."""
 
     measure: Callable[[Sequence[CaseInstance], RunConfig, str, Injection | None],
-                      dict[str, Any]]
+                      RunRecord]
     # the options taken from the baseline, as a user types them, before measuring
     inherited: Callable[[Sequence[str]], None] = _nothing
     # stage 2 is about to re-measure this many instances
@@ -90,15 +91,15 @@ class HistoryOutcome:
 @dataclass(frozen=True)
 class GateRun:
     result: GateResult
-    record: dict[str, Any]                     # stage 1's results record
-    remeasured: Mapping[str, dict[str, Any]]   # stage 2's instance records by id
+    record: RunRecord                          # stage 1's results record
+    remeasured: Mapping[str, InstanceRecord]   # stage 2's instance records by id
     config: RunConfig
     inherited: tuple[str, ...]                 # options taken from the baseline
     history: HistoryOutcome | None = None      # None: no history database asked for
 
 
 def gate_config(options: Mapping[str, Any],
-                baseline_config: Mapping[str, Any]) -> tuple[RunConfig, list[str]]:
+                baseline_config: RecordedConfig) -> tuple[RunConfig, list[str]]:
     """The RunConfig a gate measures with: the options given, then the baseline's for those
     left out (baseline.inherit_settings), then the gate's own settings (GATE_SETTINGS) for
     what neither set. Also the inherited options, as a user types them. Raises
@@ -115,14 +116,14 @@ def run_gate(request: GateRequest, hooks: GateHooks) -> GateRun:
     record the run in the history database (after the verdict: a failure there is reported,
     never a change of the verdict). Raises GateSetupError before measuring when the gate
     cannot run as asked."""
-    b_cfg = request.baseline.get("config") or {}
+    b_cfg = request.baseline.config
     config, inherited = gate_config(request.options, b_cfg)
     if inherited:
         hooks.inherited(inherited)
-    if (b_cfg.get("reference"), b_cfg.get("target")) != (config.reference, config.target):
+    if (b_cfg.reference, b_cfg.target) != (config.reference, config.target):
         raise GateSetupError(
-            f"{request.baseline_path} compares {b_cfg.get('reference')} with "
-            f"{b_cfg.get('target')}; this run compares {config.reference} with {config.target}")
+            f"{request.baseline_path} compares {b_cfg.reference} with {b_cfg.target}; this "
+            f"run compares {config.reference} with {config.target}")
     try:
         injection = injection_from_env()
     except ValueError as exc:
@@ -137,9 +138,8 @@ def run_gate(request: GateRequest, hooks: GateHooks) -> GateRun:
     if result.compared == 0:
         raise GateSetupError(
             f"{request.baseline_path} shares no instance with this run (baseline ids: "
-            f"{', '.join(i['id'] for i in request.baseline['instances'][:5])} ...); a gate "
-            f"needs a baseline of the same cases")
-    second: dict[str, dict[str, Any]] = {}
+            f"{_first_ids(request.baseline)} ...); a gate needs a baseline of the same cases")
+    second: dict[str, InstanceRecord] = {}
     ids = result.to_remeasure()
     if ids:
         hooks.stage2_starting(len(ids))
@@ -157,7 +157,7 @@ def run_gate(request: GateRequest, hooks: GateHooks) -> GateRun:
 
 def _remeasure(instances: Sequence[CaseInstance], ids: Sequence[str], config: RunConfig,
                injection: Injection | None, hooks: GateHooks
-               ) -> tuple[dict[str, dict[str, Any]], tuple[HygieneNote, ...]]:
+               ) -> tuple[dict[str, InstanceRecord], tuple[HygieneNote, ...]]:
     """Stage 2 in fresh worker processes (gate/fresh_stage.py says why), or, when they
     fail, in this process, with a note saying so: (records by id, extra notes)."""
     try:
@@ -174,7 +174,7 @@ def _remeasure(instances: Sequence[CaseInstance], ids: Sequence[str], config: Ru
 
 def _remeasure_here(instances: Sequence[CaseInstance], ids: Sequence[str],
                     config: RunConfig, injection: Injection | None,
-                    hooks: GateHooks) -> dict[str, dict[str, Any]]:
+                    hooks: GateHooks) -> dict[str, InstanceRecord]:
     """Stage 2 in this process: the instances that did not pass, measured again the same
     way (all passes; a self-test's injection applies here too)."""
     session = open_session(replace(config, processes=1), injection=injection)
@@ -186,7 +186,7 @@ def _remeasure_here(instances: Sequence[CaseInstance], ids: Sequence[str],
                              on_pass=hooks.stage2_pass)
     finally:
         session.close()
-    return {inst.id: record for inst, record in zip(subset, records)}
+    return {inst.id: InstanceRecord.from_dict(record) for inst, record in zip(subset, records)}
 
 
 def _check_history(db_path: str) -> None:
@@ -202,17 +202,23 @@ def _check_baseline_covers(request: GateRequest, config: RunConfig) -> None:
     """A baseline of other cases is refused before measuring (it used to be found only
     after the whole run): same rule as the gate's, by id or by what the instance is."""
     settings = request.settings
-    current = [instance_header(inst, config) for inst in request.instances]
-    selected = select_records(request.baseline.get("instances", []), settings.ops,
-                              settings.keyword, settings.tags)
+    current = [InstanceRecord.from_dict(instance_header(inst, config))
+               for inst in request.instances]
+    selected = select_records(request.baseline.instances, settings.ops, settings.keyword,
+                              settings.tags)
     if not match_instances(selected, current).pairs:
         raise GateSetupError(
             f"{request.baseline_path} shares no instance with the selected cases (baseline "
-            f"ids: {', '.join(str(i.get('id')) for i in request.baseline['instances'][:5])} "
-            f"...); a gate needs a baseline of the same cases")
+            f"ids: {_first_ids(request.baseline)} ...); a gate needs a baseline of the same "
+            f"cases")
 
 
-def _record_history(db_path: str, record: Mapping[str, Any], json_path: str | None,
+def _first_ids(record: RunRecord) -> str:
+    """The first few instance ids of a record, for a message that says what it holds."""
+    return ", ".join(inst.id for inst in record.instances[:5])
+
+
+def _record_history(db_path: str, record: RunRecord, json_path: str | None,
                     injected: bool) -> HistoryOutcome:
     """Recording comes after the verdict is known: a failure is a warning, never a change
     of the gate's exit code (a locked database used to turn a pass into exit 1)."""
@@ -221,7 +227,7 @@ def _record_history(db_path: str, record: Mapping[str, Any], json_path: str | No
                                      "injected slowdown")
     try:
         with HistoryStore(db_path) as store:
-            run_id, added = store.record_run(dict(record), source=json_path, label="gate")
+            run_id, added = store.record_run(record, source=json_path, label="gate")
     except HistoryError as exc:
         return HistoryOutcome(False, f"history: not recorded: {exc}")
     return HistoryOutcome(True, f"history: run #{run_id} "

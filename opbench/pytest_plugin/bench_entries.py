@@ -23,6 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from opbench.results.records import InstanceRecord, Measurement, as_plain
+from opbench.verdicts.rules import Verdict
+
 # pytest-benchmark records the options an entry was measured with; these are opbench's.
 PROTOCOL = "opbench interleaved rounds"
 # The comparison's figures, also in each entry's params (see _comparison).
@@ -47,69 +50,71 @@ class EntrySpec:
     has_error: bool = False
 
 
-def entry_specs(record: Mapping[str, Any], nodeid: str, reference: str, target: str,
+def entry_specs(record: InstanceRecord, nodeid: str, reference: str, target: str,
                 run_config: Mapping[str, Any] | None = None) -> list[EntrySpec]:
     """One EntrySpec per framework and measured mode of an instance's record (none when
-    nothing was timed: MISMATCH, ERROR, correctness-only runs)."""
+    nothing was timed: MISMATCH, ERROR, correctness-only runs). run_config: the run's
+    device and threads (a mapping of RunConfig's names, not a record)."""
     specs = []
     run_config = run_config or {}
-    for mode, m in (record.get("measurements") or {}).items():
+    device, threads = run_config.get("device"), run_config.get("threads")
+    for mode, m in record.measurements.items():
         for framework, role in ((reference, "reference"), (target, "target")):
-            samples = tuple(float(s) for s in (m.get("samples_s") or {}).get(framework, ()))
+            samples = tuple(float(s) for s in m.samples_s.get(framework, ()))
             if not samples:
                 continue
             suffix = f"{framework}:{mode}"
             specs.append(EntrySpec(
-                name=f"{record['id']}::{suffix}",
+                name=f"{record.id}::{suffix}",
                 fullname=f"{nodeid}::{suffix}",
-                group=f"{record['id']} ({mode})",
+                group=f"{record.id} ({mode})",
                 param=suffix,
                 params={"framework": framework, "mode": mode, **_comparison(m)},
-                extra_info=_extra_info(record, m, mode, framework, role, reference, target,
-                                       run_config),
-                options={"protocol": PROTOCOL, "mode": mode, "loops": m.get("loops"),
-                         "rounds": m.get("rounds"),
-                         "rounds_requested": m.get("rounds_requested"),
-                         "device": run_config.get("device"),
-                         "threads": run_config.get("threads")},
-                iterations=int(m.get("loops") or 1),
+                extra_info={**_extra_info(record, m, mode, framework, role, reference,
+                                          target), "device": device, "threads": threads},
+                options={"protocol": PROTOCOL, "mode": mode, "loops": m.loops,
+                         "rounds": m.rounds, "rounds_requested": m.rounds_requested,
+                         "device": device, "threads": threads},
+                iterations=int(m.loops or 1),
                 samples_s=samples))
     return specs
 
 
-def _comparison(m: Mapping[str, Any]) -> dict[str, Any]:
+def _comparison(m: Measurement) -> dict[str, Any]:
     """The comparison as params: the stock tools show no extra_info, but their CSV export
     (`--benchmark-csv`, `pytest-benchmark compare --csv`) has a column per param, so the
     ratio, its interval and the verdict sit next to each side's times there."""
-    return {key: m.get(key) for key in COMPARISON_PARAMS}
+    return {key: _plain(getattr(m, key)) for key in COMPARISON_PARAMS}
 
 
-def _extra_info(record: Mapping[str, Any], m: Mapping[str, Any], mode: str, framework: str,
-                role: str, reference: str, target: str,
-                run_config: Mapping[str, Any]) -> dict[str, Any]:
+def _plain(value: Any) -> Any:
+    """A verdict as its word, frozen JSON as dicts and lists: what pytest-benchmark saves."""
+    return value.value if isinstance(value, Verdict) else as_plain(value)
+
+
+def _extra_info(record: InstanceRecord, m: Measurement, mode: str, framework: str,
+                role: str, reference: str, target: str) -> dict[str, Any]:
     return {
-        "opbench_instance": record["id"],
-        "case": record.get("case"),
-        "op": record.get("op"),
-        "file": record.get("file"),
-        "line": record.get("line"),
+        "opbench_instance": record.id,
+        "case": record.case,
+        "op": record.op,
+        "file": record.file,
+        "line": record.line,
         "framework": framework,
         "role": role,
         "reference": reference,
         "target": target,
         "mode": mode,
-        "ratio": m.get("ratio"),
-        "ci_low": m.get("ci_low"),
-        "ci_high": m.get("ci_high"),
-        "confidence": m.get("confidence"),
-        "too_few_rounds": m.get("too_few_rounds"),
-        "threshold": m.get("threshold"),
-        "verdict": m.get("verdict"),
-        "instance_verdict": record.get("verdict"),
-        "params": record.get("params"),
-        "inputs": record.get("inputs"),
-        "device": run_config.get("device"),
-        "threads": run_config.get("threads"),
+        "ratio": m.ratio,
+        "ci_low": m.ci_low,
+        "ci_high": m.ci_high,
+        "confidence": m.confidence,
+        "too_few_rounds": m.too_few_rounds,
+        "threshold": m.threshold,
+        "verdict": _plain(m.verdict),
+        "instance_verdict": _plain(record.verdict),
+        "params": as_plain(record.params),
+        "inputs": [spec.to_dict() for spec in record.inputs],
     }
 
 
@@ -126,7 +131,7 @@ def to_benchmark_entry(spec: EntrySpec) -> Any:
     return entry
 
 
-def add_benchmark_entries(session: Any, record: Mapping[str, Any], nodeid: str,
+def add_benchmark_entries(session: Any, record: InstanceRecord, nodeid: str,
                           run_config: Any) -> None:
     """Append an instance's entries to pytest-benchmark's session (what its `benchmark`
     fixture would have appended)."""

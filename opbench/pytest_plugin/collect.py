@@ -23,6 +23,7 @@ from opbench.cases.case_files import (
 )
 from opbench.pytest_plugin.bench_entries import add_benchmark_entries, benchmark_session
 from opbench.pytest_plugin.outcome import Outcome, judge
+from opbench.results.records import InstanceRecord
 from opbench.pytest_plugin.run_state import RUN_STATE, RunState
 
 # `cases:` at the start of a line: the top-level key of the case format.
@@ -125,7 +126,8 @@ class CaseItem(pytest.Item):
     def runtest(self) -> None:
         state = state_of(self.config)
         config = state.run_config
-        self.record = record = state.run(self.instance)
+        self.record = state.run(self.instance)
+        record = InstanceRecord.from_dict(self.record)
         self.outcome = outcome = judge(record, config.reference, config.target)
         if state.options.benchmark:
             self._add_benchmark_entries(record)
@@ -134,7 +136,7 @@ class CaseItem(pytest.Item):
         if outcome.failed:
             raise CaseFailed(outcome.message)
 
-    def _add_benchmark_entries(self, record: dict[str, Any]) -> None:
+    def _add_benchmark_entries(self, record: InstanceRecord) -> None:
         session = benchmark_session(self.config.pluginmanager)
         if session is not None:
             add_benchmark_entries(session, record, self.nodeid, state_of(self.config).run_config)

@@ -35,6 +35,7 @@ from opbench.pytest_plugin.xdist_isolation import (
     silence_worker_benchmark_warning,
 )
 from opbench.results.io import plain_json
+from opbench.results.records import InstanceRecord
 
 SUMMARY_TITLE = "opbench"
 # The verdict word pytest prints for an inconclusive item (-v) and counts in its final line:
@@ -56,8 +57,8 @@ class _RecordCollector:
             self.state.records.append(record)
             if self.state.controller_benchmarks is not None:   # from an xdist worker
                 cfg = self.state.run_config
-                add_benchmark_entries(self.state.controller_benchmarks, record, report.nodeid,
-                                      cfg)
+                add_benchmark_entries(self.state.controller_benchmarks,
+                                      InstanceRecord.from_dict(record), report.nodeid, cfg)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -181,7 +182,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     state = state_of(config)
     cfg = state.run_config
     verbose = config.get_verbosity() > 0
-    lines = summary_lines(state.records, cfg.reference, cfg.target, timing=cfg.timing,
+    lines = summary_lines([InstanceRecord.from_dict(r) for r in state.records], cfg.reference,
+                          cfg.target, timing=cfg.timing,
                           max_rows=None if verbose else DEFAULT_MAX_ROWS)
     if lines and cfg.timing and state.worker_records:
         # pytest-xdist timing: each worker's set-up and measuring, which bound the speed-up

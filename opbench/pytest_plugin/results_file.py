@@ -6,13 +6,17 @@ import os
 from typing import Any
 
 from opbench.pytest_plugin.run_state import RunState
-from opbench.results.io import new_record, utc_now, write_json_atomic
+from opbench.results import records
+from opbench.results.io import new_record, utc_now
+from opbench.results.records import RunRecord
 
 # names of the worker records in a merged record's merged_from
 WORKER_PART = "pytest-xdist worker {}"
 
 
 def results_record(state: RunState, complete: bool) -> dict[str, Any]:
+    """This process's record as the dicts it is built from (a pytest-xdist worker sends it
+    to the controller as such)."""
     session = state.opened
     record = new_record(state.run_config.as_dict(),
                         session.framework_info() if session else {},
@@ -26,26 +30,25 @@ def results_record(state: RunState, complete: bool) -> dict[str, Any]:
     return record
 
 
-def controller_record(state: RunState, complete: bool) -> dict[str, Any]:
+def controller_record(state: RunState, complete: bool) -> RunRecord:
     """The pytest-xdist controller's one record: the workers' records joined (merge.py),
     each worker's cores and device in merged_from. The controller runs no item, so without
     worker records it has only the records the reports carried (no framework facts)."""
     from opbench.results.merge import MergeError, merge_records
 
     if not state.worker_records:
-        return results_record(state, complete)
+        return RunRecord.from_dict(results_record(state, complete))
     ids = sorted(state.worker_records, key=lambda w: (len(w), w))     # gw2 before gw10
     try:
-        merged = merge_records([state.worker_records[w] for w in ids],
+        merged = merge_records([RunRecord.from_dict(state.worker_records[w]) for w in ids],
                                [WORKER_PART.format(w) for w in ids])
     except MergeError as exc:
         record = results_record(state, complete)
         record["merge_error"] = str(exc)
-        return record
-    merged["complete"] = merged["complete"] and complete
-    merged["interrupted"] = merged["interrupted"] or not complete
-    return merged
+        return RunRecord.from_dict(record)
+    return merged.replace(complete=merged.complete and complete,
+                          interrupted=merged.interrupted or not complete)
 
 
 def write_results(state: RunState, path: str | os.PathLike, complete: bool = True) -> None:
-    write_json_atomic(path, controller_record(state, complete))
+    records.write_results(path, controller_record(state, complete))

@@ -7,10 +7,17 @@ terminal writer owns the terminal, and captured output (CI logs, pytester) stays
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 from opbench.pytest_plugin.outcome import ratio_text
-from opbench.report.text import VERDICT_ORDER, fmt_ratio, fmt_time, sorted_rows
+from opbench.report.text import (
+    VERDICT_ORDER,
+    fmt_ratio,
+    fmt_time,
+    sorted_instance_rows,
+    verdict_of,
+)
+from opbench.results.records import InstanceRecord
 
 # A nightly run has hundreds of instances; the worst ones are what a reader acts on, the
 # rest is in the saved results. -v shows every row.
@@ -18,34 +25,34 @@ DEFAULT_MAX_ROWS = 30
 COLUMN_GAP = "  "
 
 
-def verdict_counts(records: Iterable[Mapping[str, Any]]) -> Counter:
-    return Counter(r.get("verdict") or "ERROR" for r in records)
+def verdict_counts(records: Iterable[InstanceRecord]) -> Counter:
+    return Counter(verdict_of(r) for r in records)
 
 
-def counts_line(records: Sequence[Mapping[str, Any]]) -> str:
+def counts_line(records: Sequence[InstanceRecord]) -> str:
     counts = verdict_counts(records)
     parts = [f"{counts[v]} {v}" for v in VERDICT_ORDER if counts.get(v)]
-    expected = sum(1 for r in records if (r.get("check") or {}).get("expected_mismatch"))
+    expected = sum(1 for r in records if r.check is not None and r.check.expected_mismatch)
     if expected:
         parts.append(f"{expected} with an expected mismatch")
     noun = "instance" if len(records) == 1 else "instances"
     return f"{len(records)} {noun}: " + (", ".join(parts) or "none")
 
 
-def ratio_table(records: Sequence[Mapping[str, Any]], reference: str, target: str,
+def ratio_table(records: Sequence[InstanceRecord], reference: str, target: str,
                 max_rows: int | None = DEFAULT_MAX_ROWS) -> list[str]:
     """Rows worst first: findings, then by ratio ascending. Instances without a measurement
     (MISMATCH, ERROR) get a row with their problem instead of numbers."""
     header = ("instance", "mode", f"{reference} median", f"{target} median",
               "ratio [95% CI]", "thr", "verdict")
     rows: list[tuple[str, ...]] = []
-    for inst, mode, m in sorted_rows({"instances": list(records)}):
-        if m is None:
-            rows.append((inst["id"], "-", "-", "-", "-", "-", inst.get("verdict") or "ERROR"))
+    for inst, mode, m in sorted_instance_rows(records):
+        if m is None or mode is None:
+            rows.append((inst.id, "-", "-", "-", "-", "-", verdict_of(inst)))
             continue
-        rows.append((inst["id"], mode, fmt_time(m["summary"][reference]["median_s"]),
-                     fmt_time(m["summary"][target]["median_s"]), fmt_ratio(m),
-                     f"{m['threshold']:g}", m["verdict"]))
+        rows.append((inst.id, mode, fmt_time(m.median_s(reference)),
+                     fmt_time(m.median_s(target)), fmt_ratio(m), f"{m.threshold:g}",
+                     str(m.verdict)))
     hidden = 0
     if max_rows is not None and len(rows) > max_rows:
         hidden = len(rows) - max_rows
@@ -57,31 +64,31 @@ def ratio_table(records: Sequence[Mapping[str, Any]], reference: str, target: st
     return lines
 
 
-def problem_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
+def problem_lines(records: Sequence[InstanceRecord]) -> list[str]:
     """One line per instance that failed correctness or could not run (no ratio to show)."""
     lines = []
     for r in records:
-        verdict = r.get("verdict") or "ERROR"
+        verdict = verdict_of(r)
         if verdict not in ("MISMATCH", "ERROR"):
             continue
-        check = r.get("grad_check") if (r.get("grad_check") or {}).get("ok") is False else (
-            r.get("check") or {})
-        why = r.get("error") or check.get("detail") or ""
-        lines.append(f"{verdict} {r['id']}: {why.splitlines()[0] if why else ''}".rstrip())
+        grads_differ = r.grad_check is not None and r.grad_check.ok is False
+        check = r.grad_check if grads_differ else r.check
+        why = r.error or (check.detail if check is not None else "") or ""
+        lines.append(f"{verdict} {r.id}: {why.splitlines()[0] if why else ''}".rstrip())
     return lines
 
 
-def inconclusive_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
+def inconclusive_lines(records: Sequence[InstanceRecord]) -> list[str]:
     """Why each inconclusive measurement could not decide (its row shows only the numbers)."""
     lines = []
     for r in records:
-        for mode, m in (r.get("measurements") or {}).items():
-            if m.get("verdict") == "INCONCLUSIVE":
-                lines.append(f"INCONCLUSIVE {r['id']} [{mode}]: {ratio_text(m)}")
+        for mode, m in r.measurements.items():
+            if m.verdict == "INCONCLUSIVE":
+                lines.append(f"INCONCLUSIVE {r.id} [{mode}]: {ratio_text(m)}")
     return lines
 
 
-def summary_lines(records: Sequence[Mapping[str, Any]], reference: str, target: str,
+def summary_lines(records: Sequence[InstanceRecord], reference: str, target: str,
                   timing: bool, max_rows: int | None = DEFAULT_MAX_ROWS) -> list[str]:
     """The whole summary section: the ratio table when timing, else the problems."""
     if not records:

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import xml.etree.ElementTree as ET
-from typing import Any, Mapping
+from typing import Any
 
 from opbench.gate.decision import GateVerdict
 from opbench.gate.evaluate import GateResult, InstanceResult
+from opbench.results.records import RunRecord
 
 __all__ = ["render_junit"]
 
@@ -60,30 +61,33 @@ def _seconds(value: Any) -> str:
     return f"{float(value or 0.0):.3f}"
 
 
-def _run_seconds(record: Mapping[str, Any]) -> float:
+def _run_seconds(record: RunRecord | None) -> float:
+    if record is None:
+        return 0.0
     try:
-        start = _dt.datetime.fromisoformat(record["created_utc"])
-        end = _dt.datetime.fromisoformat(record["finished_utc"])
-    except (KeyError, TypeError, ValueError):
-        return sum(float(i.get("duration_s") or 0.0) for i in record.get("instances", []))
+        start = _dt.datetime.fromisoformat(record.created_utc)
+        end = _dt.datetime.fromisoformat(record.finished_utc or "")
+    except (TypeError, ValueError):
+        return record.measuring_s
     return max(0.0, (end - start).total_seconds())
 
 
 def render_junit(result: GateResult, suite_name: str = "opbench.gate",
-                 record: Mapping[str, Any] | None = None, hostname: str | None = None) -> str:
+                 record: RunRecord | None = None, hostname: str | None = None) -> str:
     """record: the current run's results record (times and timestamp); hostname: the
     machine that ran it."""
-    record = record or {}
-    durations = {i.get("id"): i.get("duration_s") for i in record.get("instances", [])}
-    pass_errors = {i.get("id"): i.get("pass_errors") for i in record.get("instances", [])}
+    instances = record.instances if record is not None else ()
+    durations = {i.id: i.duration_s for i in instances}
+    pass_errors = {i.id: i.pass_errors for i in instances}
+    machine_id = record.environment.machine_id if record is not None else None
     counts = result.counts()
     failures = sum(counts[v.value] for v in _FAILURES)
     skipped = sum(counts[v.value] for v in _SKIPPED)
     attributes = {
         "name": suite_name, "tests": str(len(result.instances)), "failures": str(failures),
         "errors": "0", "skipped": str(skipped), "time": _seconds(_run_seconds(record)),
-        "timestamp": str(record.get("created_utc") or "")[:19],
-        "hostname": hostname or str((record.get("environment") or {}).get("machine_id", ""))}
+        "timestamp": record.created_utc[:19] if record is not None else "",
+        "hostname": hostname or str(machine_id or "")}
     suite = ET.Element("testsuite", {k: v for k, v in attributes.items() if v})
     properties = ET.SubElement(suite, "properties")
     ET.SubElement(properties, "property", {"name": "exit_code", "value": str(result.exit_code)})

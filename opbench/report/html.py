@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import html
 from collections import defaultdict
-from typing import Any
+from typing import Any, Mapping, Sequence
 
-from opbench.gapmap.analysis import analyse, ceilings_lines
+from opbench.gapmap.analysis import GapMap, analyse, ceilings_lines
 from opbench.gapmap.plots import (
     MAX_SCALING_PLOTS,
     forest_svg,
@@ -20,6 +20,7 @@ from opbench.gapmap.plots import (
     overhead_throughput_svg,
     scaling_svg,
 )
+from opbench.results.records import Measurement, PeakMemory, RunRecord
 
 UNIT_AXES = {"bytes": "bytes moved (inputs + outputs)", "flops": "FLOPs"}
 
@@ -70,55 +71,58 @@ def _e(value: Any) -> str:
     return html.escape(str(value))
 
 
-def _ratio_cell(m: dict[str, Any] | None) -> str:
-    if not m or "ratio" not in m:
+def _ratio_cell(m: Measurement | None) -> str:
+    if m is None:
         return "<td data-v=''>-</td><td>-</td>"
-    v = m["verdict"]
-    return (f"<td data-v='{m['ratio']:.6g}'>{m['ratio']:.3g} [{m['ci_low']:.3g}, "
-            f"{m['ci_high']:.3g}]</td><td class='{_e(v)}'>{_e(v)}</td>")
+    v = m.verdict
+    return (f"<td data-v='{m.ratio:.6g}'>{m.ratio:.3g} [{m.ci_low:.3g}, "
+            f"{m.ci_high:.3g}]</td><td class='{_e(v)}'>{_e(v)}</td>")
 
 
-def _table(record: dict[str, Any], gap) -> str:
-    cfg = record["config"]
-    keys = sorted({k for inst in record.get("instances", [])
-                   for k in (inst.get("measurements") or {})},
+def _table(record: RunRecord, gap: GapMap) -> str:
+    keys = sorted({k for inst in record.instances for k in inst.measurements},
                   key=lambda k: (k.split("+")[0] != "serial", "+" in k, k))
     causes = {(a.instance_id, a.key): a.cause for a in gap.attributions}
-    sides = (cfg["reference"], cfg["target"])
+    sides = (record.config.reference, record.config.target)
     head = ["instance", "op"] + [h for k in keys for h in (f"ratio {k}", f"verdict {k}")]
     head += [f"{s} time ({keys[0]})" for s in sides] if keys else []
     head += ["cause", f"roofline {sides[0]}", f"roofline {sides[1]}", "peak memory"]
     out = ["<table id='rows'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
            + "</tr></thead><tbody>"]
-    for inst in record.get("instances", []):
-        ms = inst.get("measurements") or {}
-        cells = [f"<td>{_e(inst['id'])}</td><td>{_e(inst.get('op', ''))}</td>"]
+    for inst in record.instances:
+        ms = inst.measurements
+        cells = [f"<td>{_e(inst.id)}</td><td>{_e(inst.op)}</td>"]
         cells += [_ratio_cell(ms.get(k)) for k in keys]
         first = ms.get(keys[0]) if keys else None
         for s in sides if keys else ():
-            t = first["summary"][s]["median_s"] if first else None
+            t = first.median_s(s) if first else None
             cells.append(f"<td data-v='{t or ''}'>{_time(t)}</td>")
-        cause = next((c for (iid, _), c in causes.items() if iid == inst["id"]), "")
+        cause = next((c for (iid, _), c in causes.items() if iid == inst.id), "")
         if not ms:
-            cause = (inst.get("verdict") or "") + ": " + (inst.get("error") or "outputs differ")
+            cause = f"{inst.verdict or ''}: {inst.error or 'outputs differ'}"
         cells.append(f"<td>{_e(cause)}</td>")
-        fractions = gap.fractions.get((inst["id"], keys[0]), {}) if keys else {}
+        fractions = gap.fractions.get((inst.id, keys[0]), {}) if keys else {}
         for s in sides:
             f = fractions.get(s)
             cells.append(f"<td data-v='{f if f is not None else ''}'>"
                          f"{'-' if f is None else f'{f:.1%}'}</td>")
-        cells.append(_memory_cell(inst.get("peak_memory") or {}, sides))
+        cells.append(_memory_cell(inst.peak_memory, sides))
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     return "\n".join(out)
 
 
-def _memory_cell(memory: dict[str, Any], sides) -> str:
-    parts = [f"{s} {m['bytes'] / 2**20:.3g} MiB" for s in sides
-             if (m := memory.get(s)) and m.get("bytes") is not None]
-    measures = {m.get("measure") for m in memory.values() if m.get("measure")}
+def _memory_cell(memory: Mapping[str, PeakMemory], sides: Sequence[str]) -> str:
+    parts = [f"{s} {m.bytes / 2**20:.3g} MiB" for s in sides
+             if (m := memory.get(s)) and m.bytes is not None]
+    measures = {m.measure for m in memory.values() if m.measure}
     title = "; ".join(sorted(measures))
     return f"<td title='{_e(title)}'>{_e(', '.join(parts)) or '-'}</td>"
+
+
+def _known(record: Any, key: str) -> Any:
+    """The key's value, or '?' when the record lacks it (an older or partial file)."""
+    return getattr(record, key) if record.has(key) else "?"
 
 
 def _time(seconds: float | None) -> str:
@@ -127,12 +131,11 @@ def _time(seconds: float | None) -> str:
     return fmt_time(seconds)
 
 
-def _forest_rows(record: dict[str, Any]) -> dict[str, list[tuple[str, float, float, float]]]:
+def _forest_rows(record: RunRecord) -> dict[str, list[tuple[str, float, float, float]]]:
     by_key: dict[str, list[tuple[str, float, float, float]]] = defaultdict(list)
-    for inst in record.get("instances", []):
-        for key, m in (inst.get("measurements") or {}).items():
-            if "ratio" in m:
-                by_key[key].append((inst["id"], m["ratio"], m["ci_low"], m["ci_high"]))
+    for inst in record.instances:
+        for key, m in inst.measurements.items():
+            by_key[key].append((inst.id, m.ratio, m.ci_low, m.ci_high))
     return by_key
 
 
@@ -148,7 +151,7 @@ NO_PLOTS = ("<p><i>Plots need matplotlib: pip install 'opbench[plot]', then "
             "<code>opbench report RESULTS.json --html out.html</code>.</i></p>")
 
 
-def render_html(record: dict[str, Any]) -> str:
+def render_html(record: RunRecord) -> str:
     from opbench.report.text import (
         header_text,
         kernel_gap_headers,
@@ -158,16 +161,16 @@ def render_html(record: dict[str, Any]) -> str:
         summary_line,
     )
 
-    cfg = record["config"]
-    ref, tgt = cfg["reference"], cfg["target"]
+    cfg = record.config
+    ref, tgt = cfg.reference, cfg.target
     gap = analyse(record)
-    env = record.get("environment", {})
+    env = record.environment
     parts = [f"<h1>opbench: {_e(tgt)} against {_e(ref)}</h1>",
-             f"<p class='meta'>run {_e(record.get('created_utc', '?'))} to "
-             f"{_e(record.get('finished_utc', '?'))} on {_e(env.get('cpu_model', '?'))} "
-             f"({_e(env.get('cpu_count', '?'))} cores, machine {_e(env.get('machine_id', '?'))},"
-             f" {_e(env.get('platform', ''))}); python {_e(env.get('python', '?'))}, numpy "
-             f"{_e(env.get('numpy', '?'))}</p>",
+             f"<p class='meta'>run {_e(record.created_utc)} to "
+             f"{_e(_known(record, 'finished_utc'))} on {_e(env.cpu_model)} "
+             f"({_e(_known(env, 'cpu_count'))} cores, machine {_e(_known(env, 'machine_id'))},"
+             f" {_e(env.platform or '')}); python {_e(env.python)}, numpy "
+             f"{_e(env.numpy)}</p>",
              f"<p class='meta'>{_e(header_text(record))}</p>",
              f"<p><b>{_e(summary_line(record))}</b></p>"]
     if gap.headlines:
@@ -188,10 +191,10 @@ def render_html(record: dict[str, Any]) -> str:
                      "gap:1em;align-items:flex-start'>")
         for key, rows in forest.items():
             parts.append(f"<figure class='plot' data-plot='forest'><figcaption>{_e(key)}"
-                         f"</figcaption>{forest_svg(rows, cfg['threshold'], ref, tgt)}"
+                         f"</figcaption>{forest_svg(rows, cfg.threshold, ref, tgt)}"
                          f"</figure>")
         parts.append("</div>")
-    gap_rows = kernel_gap_rows(record, gap)
+    gap_rows = kernel_gap_rows(record, gap.kernel_gaps())
     if gap_rows:
         parts.append("<h2>Largest kernel gaps</h2><table><tr>"
                      + "".join(f"<th>{_e(h)}</th>" for h in kernel_gap_headers(record))
@@ -203,7 +206,7 @@ def render_html(record: dict[str, Any]) -> str:
                      "size sweep: right of 1, the target pays more per call; below the "
                      "threshold, its kernel is slower per byte or FLOP.</p>"
                      "<figure class='plot' data-plot='scatter'>"
-                     + overhead_throughput_svg(points, cfg["threshold"], tgt, ref)
+                     + overhead_throughput_svg(points, cfg.threshold, tgt, ref)
                      + "</figure>")
     if gap.sweeps and plots:
         worst = sorted(gap.sweeps, key=lambda s: (s.kernel_ratio is None,

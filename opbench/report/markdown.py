@@ -1,8 +1,6 @@
 """The Markdown view of a results record (a CI job summary, a pull-request comment)."""
 from __future__ import annotations
 
-from typing import Any
-
 from opbench.gapmap.analysis import analyse, ceilings_lines
 from opbench.report.text import (
     describe_inputs,
@@ -16,19 +14,19 @@ from opbench.report.text import (
     sorted_rows,
     summary_line,
 )
+from opbench.results.records import RunRecord
 
 __all__ = ["render_markdown"]
 
 
-def render_markdown(record: dict[str, Any], limit: int | None = None) -> str:
-    cfg = record["config"]
-    ref, tgt = cfg["reference"], cfg["target"]
+def render_markdown(record: RunRecord, limit: int | None = None) -> str:
+    ref, tgt = record.config.reference, record.config.target
     gap = analyse(record)
     out = [f"### opbench: {tgt} against {ref}", "", header_text(record), ""]
     if gap.headlines:
         out += ["**Top causes of the SLOW verdicts**", ""]
         out += [f"- {line}" for line in gap.headlines] + [""]
-    gap_rows = kernel_gap_rows(record, gap)
+    gap_rows = kernel_gap_rows(record, gap.kernel_gaps())
     if gap_rows:
         headers = kernel_gap_headers(record)
         out += ["**Largest kernel gaps** (size sweeps; kernel ratio = target / reference "
@@ -48,12 +46,11 @@ def render_markdown(record: dict[str, Any], limit: int | None = None) -> str:
             out.append(f"| ... | {len(list(rows(record))) - limit} more rows | | | | | | |")
             break
         if m is None:
-            out.append(f"| `{inst['id']}` | {describe_inputs(inst)} | - | - | - | - | - | "
-                       f"**{inst.get('verdict')}** {problem_text(inst)[:200]} |")
+            out.append(f"| `{inst.id}` | {describe_inputs(inst)} | - | - | - | - | - | "
+                       f"**{inst.verdict}** {problem_text(inst)[:200]} |")
             continue
-        out.append(f"| `{inst['id']}` | {describe_inputs(inst)} | {key} | "
-                   f"{fmt_time(m['summary'][ref]['median_s'])} | "
-                   f"{fmt_time(m['summary'][tgt]['median_s'])} | {fmt_ratio(m)} | "
-                   f"{m['threshold']:g} | **{m['verdict']}** |")
+        out.append(f"| `{inst.id}` | {describe_inputs(inst)} | {key} | "
+                   f"{fmt_time(m.median_s(ref))} | {fmt_time(m.median_s(tgt))} | "
+                   f"{fmt_ratio(m)} | {m.threshold:g} | **{m.verdict}** |")
     out += ["", summary_line(record), ""]
     return "\n".join(out)

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from opbench.cases.ids import short_ids
 from opbench.gapmap.analysis import GapMap, analyse, ceilings_lines
+from opbench.results.records import RunRecord
 from opbench.report.text import (
     VERDICT_STYLE,
     fmt_ratio,
@@ -24,24 +25,24 @@ from opbench.report.text import (
     run_notes,
     sorted_rows,
     summary_line,
+    verdict_of,
     verdict_word,
 )
 
 __all__ = ["render_terminal", "results_table", "overhead_table", "kernel_gap_table"]
 
 
-def results_table(record: dict[str, Any], worst_first: bool = False) -> Table:
+def results_table(record: RunRecord, worst_first: bool = False) -> Table:
     """One row per instance and mode, readable at 100 columns: short ids (the JSON has the
     full ones; ids.py), no inputs column (the id holds the shapes and dtypes), and the mode
     and threshold columns only when they vary (else they are in the caption)."""
-    cfg = record["config"]
-    ref, tgt = cfg["reference"], cfg["target"]
+    ref, tgt = record.config.reference, record.config.target
     table_rows = list(sorted_rows(record) if worst_first else rows(record))
     measured = [m for _, _, m in table_rows if m is not None]
     modes = {key for _, key, m in table_rows if m is not None}
-    thresholds = {m["threshold"] for m in measured}
+    thresholds = {m.threshold for m in measured}
     show_mode, show_threshold = len(modes) > 1, len(thresholds) > 1
-    names = short_ids(inst["id"] for inst, _, _ in table_rows)
+    names = short_ids(inst.id for inst, _, _ in table_rows)
     caption = ["medians per call"]
     if modes and not show_mode:
         caption.append(f"mode {next(iter(modes))}")
@@ -62,26 +63,25 @@ def results_table(record: dict[str, Any], worst_first: bool = False) -> Table:
     table.add_column("verdict", no_wrap=True)
     for inst, key, m in table_rows:
         if m is None:
-            v = inst.get("verdict") or "ERROR"
+            v = verdict_of(inst)
             cells = ["-", "-", "-"]
         else:
-            v = m["verdict"]
-            cells = [fmt_time(m["summary"][ref]["median_s"]),
-                     fmt_time(m["summary"][tgt]["median_s"]), fmt_ratio(m)]
+            v = str(m.verdict)
+            cells = [fmt_time(m.median_s(ref)), fmt_time(m.median_s(tgt)), fmt_ratio(m)]
         # ids hold brackets ("reshape[8x16]") that rich would read as markup: Text()
-        row: list[Any] = [Text(names[inst["id"]])]
+        row: list[Any] = [Text(names[inst.id])]
         if show_mode:
             row.append(key or "-")
         row += cells
         if show_threshold:
-            row.append(f"{m['threshold']:g}" if m else "-")
+            row.append(f"{m.threshold:g}" if m else "-")
         row.append(Text(verdict_word(v, record), style=VERDICT_STYLE.get(v, "")))
         table.add_row(*row)
     return table
 
 
-def overhead_table(record: dict[str, Any]) -> Table | None:
-    overhead = record.get("overhead") or {}
+def overhead_table(record: RunRecord) -> Table | None:
+    overhead = record.overhead
     if not overhead:
         return None
     table = Table(title="Per-call overhead (a trivial 1-element add): an op near its floor is "
@@ -89,12 +89,12 @@ def overhead_table(record: dict[str, Any]) -> Table | None:
     for col in ("framework", "sync (idle)", "floor serial", "floor async", "first call+sync"):
         table.add_column(col, justify="right" if col != "framework" else "left")
     for name, o in overhead.items():
-        table.add_row(name, fmt_time(o["sync_cost_s"]), fmt_time(o["dispatch_floor_serial_s"]),
-                      fmt_time(o["dispatch_floor_async_s"]), fmt_time(o["first_call_serial_s"]))
+        table.add_row(name, fmt_time(o.sync_cost_s), fmt_time(o.dispatch_floor_serial_s),
+                      fmt_time(o.dispatch_floor_async_s), fmt_time(o.first_call_serial_s))
     return table
 
 
-def render_terminal(record: dict[str, Any], console: Console, worst_first: bool = False,
+def render_terminal(record: RunRecord, console: Console, worst_first: bool = False,
                     show_notes: bool = True) -> None:
     console.print(Text(header_text(record), style="dim"))
     ot = overhead_table(record)
@@ -125,8 +125,8 @@ def render_terminal(record: dict[str, Any], console: Console, worst_first: bool 
     console.print(Text(summary_line(record), style="bold"))
 
 
-def kernel_gap_table(record: dict[str, Any], gap: GapMap) -> Table | None:
-    rows_ = kernel_gap_rows(record, gap)
+def kernel_gap_table(record: RunRecord, gap: GapMap) -> Table | None:
+    rows_ = kernel_gap_rows(record, gap.kernel_gaps())
     if not rows_:
         return None
     table = Table(title="Largest kernel gaps (size sweeps: time = fixed + work / throughput; "

@@ -17,9 +17,10 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
 from opbench.results.io import utc_now
+from opbench.results.records import RunRecord, as_plain
 
 __all__ = ["DB_ENV", "DEFAULT_DB", "HistoryError", "HistoryStore", "TrendPoint", "default_db"]
 
@@ -102,8 +103,9 @@ class TrendPoint:
     target_median_s: float | None
 
 
-def _digest(record: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()
+def _digest(record: RunRecord) -> str:
+    text = json.dumps(record.to_dict(), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class HistoryStore:
@@ -145,7 +147,7 @@ class HistoryStore:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def record_run(self, record: Mapping[str, Any], *, source: str | None = None,
+    def record_run(self, record: RunRecord, *, source: str | None = None,
                    label: str | None = None) -> tuple[int, bool]:
         """Store a results record; returns (run id, True if newly added). A record already
         stored (same content) is not added again."""
@@ -154,28 +156,25 @@ class HistoryStore:
         except sqlite3.DatabaseError as exc:   # locked past LOCK_WAIT_S, disk full, ...
             raise HistoryError(f"{self.path}: could not record the run ({exc})") from None
 
-    def _record_run(self, record: Mapping[str, Any], source: str | None,
+    def _record_run(self, record: RunRecord, source: str | None,
                     label: str | None) -> tuple[int, bool]:
         digest = _digest(record)
         row = self._db.execute("SELECT id FROM runs WHERE digest = ?", (digest,)).fetchone()
         if row:
             return int(row[0]), False
-        env = record.get("environment") or {}
-        config = record.get("config") or {}
-        frameworks = record.get("frameworks") or {}
-        reference, target = config.get("reference"), config.get("target")
+        env, config = record.environment, record.config
+        reference, target = config.reference, config.target
+        versions = record.framework_versions()
         with self._db:
             cursor = self._db.execute(
                 "INSERT INTO runs (digest, recorded_utc, created_utc, source, label, machine_id,"
                 " cpu_model, git_commit, opbench_version, reference, target, reference_version,"
                 " target_version, device, threads, config_json)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (digest, utc_now(), record.get("created_utc"), source, label,
-                 env.get("machine_id"), env.get("cpu_model"), env.get("git_commit"),
-                 env.get("opbench"), reference, target,
-                 (frameworks.get(reference) or {}).get("version"),
-                 (frameworks.get(target) or {}).get("version"), config.get("device"),
-                 config.get("threads"), json.dumps(config, sort_keys=True)))
+                (digest, utc_now(), record.created_utc, source, label,
+                 env.machine_id, env.cpu_model, env.git_commit, env.opbench, reference, target,
+                 versions.get(reference), versions.get(target), config.device,
+                 config.threads, json.dumps(config.to_dict(), sort_keys=True)))
             run_id = int(cursor.lastrowid)
             self._db.executemany(
                 "INSERT INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -183,21 +182,19 @@ class HistoryStore:
         return run_id, True
 
     @staticmethod
-    def _measurement_rows(run_id: int, record: Mapping[str, Any], reference: str | None,
-                          target: str | None) -> Iterator[tuple]:
-        for inst in record.get("instances", []):
-            measurements = inst.get("measurements") or {}
-            if not measurements:
+    def _measurement_rows(run_id: int, record: RunRecord, reference: str,
+                          target: str) -> Iterator[tuple]:
+        for inst in record.instances:
+            verdict = None if inst.verdict is None else inst.verdict.value
+            if not inst.measurements:
                 # ERROR / MISMATCH / correctness-only: the verdict still belongs to the trend
-                yield (run_id, inst["id"], inst.get("op", ""), "-", inst.get("verdict"),
+                yield (run_id, inst.id, inst.op, "-", verdict,
                        None, None, None, None, None, None, None)
-            for mode, m in measurements.items():
-                summary = m.get("summary") or {}
-                yield (run_id, inst["id"], inst.get("op", ""), mode, m.get("verdict"),
-                       m.get("ratio"), m.get("ci_low"), m.get("ci_high"), m.get("rounds"),
-                       (summary.get(reference) or {}).get("median_s"),
-                       (summary.get(target) or {}).get("median_s"),
-                       json.dumps(m.get("samples_s") or {}))
+            for mode, m in inst.measurements.items():
+                yield (run_id, inst.id, inst.op, mode, m.verdict.value,
+                       m.ratio, m.ci_low, m.ci_high, m.rounds,
+                       m.median_s(reference), m.median_s(target),
+                       json.dumps(as_plain(m.samples_s)))
 
     # -- reading ----------------------------------------------------------------------------
 

@@ -1,7 +1,10 @@
-"""Versioned result records and their JSON I/O.
+"""The results file's version, its JSON Schema, the facts of the machine a record starts
+with, and the atomic JSON write. The typed records, the one loader and the one writer of a
+results file are records.py beside it.
 
-Format history (bump SCHEMA_VERSION on any change a reader must know about, and keep
-`read_results` able to read every older version it claims to):
+Format history (bump SCHEMA_VERSION on any change a reader must know about, and add the
+step that upgrades the previous version to records.MIGRATIONS, so `load_results` keeps
+reading every older version):
   1  (opbench 0.1) first format: environment, config, per-framework info and overheads,
      instances with correctness check, per-mode measurements with raw samples, ratio,
      interval and verdict.
@@ -16,7 +19,8 @@ Format history (bump SCHEMA_VERSION on any change a reader must know about, and 
      (absent: the record's).
 
 The JSON Schema of this format is opbench/schema/results.schema.json; writers validate
-against it in tests, readers use it to reject foreign files with a clear message.
+against it in tests, the loader (records.load_results) uses it to reject foreign files with
+a clear message.
 """
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ import tempfile
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from opbench.config import OPBENCH_VERSION
 
@@ -101,18 +105,6 @@ def environment() -> dict[str, Any]:
     }
 
 
-def measuring_seconds(record: Mapping[str, Any]) -> float:
-    """The record's instances' measuring time, summed (each instance's duration_s): the
-    wall time of a run apart from its set-up (setup_s)."""
-    return sum(float(i.get("duration_s") or 0.0) for i in record.get("instances", []))
-
-
-def framework_versions(record: dict[str, Any]) -> dict[str, Any]:
-    """Each framework's version as a record states it: what must match for two records'
-    rounds to be pooled (gate/pool.py) or joined (merge.py)."""
-    return {n: i.get("version") for n, i in (record.get("frameworks") or {}).items()}
-
-
 def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -176,31 +168,3 @@ def plain_json(data: Any) -> Any:
     """`data` as plain JSON types (numpy scalars become floats, tuples lists): what crosses
     to pytest-xdist's controller, whose channel carries only Python's own types."""
     return json.loads(json.dumps(data, allow_nan=False, default=_json_default))
-
-
-def read_results(path: str | os.PathLike) -> dict[str, Any]:
-    """Read and check a results file. Raises ResultsError naming the file."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ResultsError(f"{path}: no such results file") from None
-    except (OSError, ValueError) as exc:
-        raise ResultsError(f"{path}: not a readable JSON results file ({exc})") from None
-    if not isinstance(data, dict) or "schema_version" not in data:
-        raise ResultsError(f"{path}: not an opbench results file (no schema_version)")
-    version = data["schema_version"]
-    if isinstance(version, bool) or not isinstance(version, int):
-        raise ResultsError(f"{path}: schema_version must be an integer, got {version!r} "
-                           f"({type(version).__name__})")
-    if version != SCHEMA_VERSION:
-        raise ResultsError(f"{path}: results schema version {version} is not supported "
-                           f"(this opbench reads version {SCHEMA_VERSION})")
-    import jsonschema
-
-    try:
-        validate_record(data)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise ResultsError(f"{path}: invalid results file at {where}: {exc.message}") from None
-    return data

@@ -25,15 +25,10 @@ Pure: records in, one record out; no printing, no files.
 """
 from __future__ import annotations
 
-import copy
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
-from opbench.results.io import (
-    MIXED_MACHINES_PREFIX,
-    SCHEMA_VERSION,
-    framework_versions,
-    measuring_seconds,
-)
+from opbench.results.io import MIXED_MACHINES_PREFIX, SCHEMA_VERSION
+from opbench.results.records import RunRecord, ShardRecord, as_plain
 
 __all__ = ["MergeError", "PART_CONFIG_KEYS", "merge_records"]
 
@@ -45,52 +40,44 @@ class MergeError(ValueError):
     """The records cannot be joined; the message names the files and the key."""
 
 
-def _env(record: Mapping[str, Any], key: str) -> Any:
-    return (record.get("environment") or {}).get(key)
+def _shared_config(record: RunRecord) -> dict[str, Any]:
+    return {k: v for k, v in record.config.to_dict().items() if k not in PART_CONFIG_KEYS}
 
 
-def _shared_config(record: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in (record.get("config") or {}).items() if k not in PART_CONFIG_KEYS}
-
-
-def _shard(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    return (record.get("config") or {}).get("shard")
-
-
-def _refuse_differences(records: Sequence[Mapping[str, Any]], names: Sequence[str]) -> None:
+def _refuse_differences(records: Sequence[RunRecord], names: Sequence[str]) -> None:
     first, first_name = records[0], names[0]
 
     def differs(name: str, what: str, mine: Any, theirs: Any, why: str) -> MergeError:
         return MergeError(f"{name}: {what} is {mine!r}, {first_name} has {theirs!r}; {why}")
 
     for name, record in zip(names[1:], records[1:]):
-        if record.get("schema_version") != first.get("schema_version"):
-            raise differs(name, "schema_version", record.get("schema_version"),
-                          first.get("schema_version"), "records of one format only")
-        if _env(record, "opbench") != _env(first, "opbench"):
-            raise differs(name, "environment.opbench", _env(record, "opbench"),
-                          _env(first, "opbench"), "parts measured by different opbench "
-                          "versions are not one run")
-        if framework_versions(record) != framework_versions(first):
+        env, first_env = record.environment, first.environment
+        if record.schema_version != first.schema_version:
+            raise differs(name, "schema_version", record.schema_version,
+                          first.schema_version, "records of one format only")
+        if env.opbench != first_env.opbench:
+            raise differs(name, "environment.opbench", env.opbench, first_env.opbench,
+                          "parts measured by different opbench versions are not one run")
+        if record.framework_versions() != first.framework_versions():
             raise differs(name, "framework versions (frameworks.*.version)",
-                          framework_versions(record), framework_versions(first),
+                          record.framework_versions(), first.framework_versions(),
                           "parts must measure the same framework builds")
-        if _env(record, "git_commit") != _env(first, "git_commit"):
-            raise differs(name, "environment.git_commit", _env(record, "git_commit"),
-                          _env(first, "git_commit"), "parts of one run come from one "
-                          "checkout (its case files)")
-        mine, theirs = _shard(record), _shard(first)
+        if env.git_commit != first_env.git_commit:
+            raise differs(name, "environment.git_commit", env.git_commit,
+                          first_env.git_commit, "parts of one run come from one checkout "
+                          "(its case files)")
+        mine, theirs = record.config.shard, first.config.shard
         if (mine is None) != (theirs is None):
             raise MergeError(f"{name} and {first_name}: one is a shard (config.shard) and "
                              f"the other is not; merge the shards of one matrix")
-        if mine is not None:
-            for key, why in (("selection", "the shards ran different case files or "
-                                           "selections (config.shard.selection digests "
-                                           "the whole selection)"),
-                             ("count", "shards of different matrices")):
-                if mine.get(key) != theirs.get(key):
-                    raise differs(name, f"config.shard.{key}", mine.get(key),
-                                  theirs.get(key), why)
+        if mine is not None and theirs is not None:
+            if mine.selection != theirs.selection:
+                raise differs(name, "config.shard.selection", mine.selection, theirs.selection,
+                              "the shards ran different case files or selections "
+                              "(config.shard.selection digests the whole selection)")
+            if mine.count != theirs.count:
+                raise differs(name, "config.shard.count", mine.count, theirs.count,
+                              "shards of different matrices")
         cfg, first_cfg = _shared_config(record), _shared_config(first)
         for key in sorted(set(cfg) | set(first_cfg)):
             if cfg.get(key) != first_cfg.get(key):
@@ -98,33 +85,33 @@ def _refuse_differences(records: Sequence[Mapping[str, Any]], names: Sequence[st
                               "parts of one run are measured with one configuration")
 
 
-def _refuse_duplicates(records: Sequence[Mapping[str, Any]], names: Sequence[str]) -> None:
+def _refuse_duplicates(records: Sequence[RunRecord], names: Sequence[str]) -> None:
     seen: dict[str, str] = {}
     for name, record in zip(names, records):
-        for inst in record.get("instances", []):
-            where = seen.get(inst["id"])
+        for inst in record.instances:
+            where = seen.get(inst.id)
             if where is not None:
-                raise MergeError(f"instance {inst['id']!r} is in both {where} and {name}; a "
+                raise MergeError(f"instance {inst.id!r} is in both {where} and {name}; a "
                                  f"merge joins parts that measured different instances "
                                  f"(to pool repeated runs of one selection, give them to "
                                  f"`opbench gate` as several --baseline)")
-            seen[inst["id"]] = name
+            seen[inst.id] = name
 
 
-def _machines(records: Sequence[Mapping[str, Any]]) -> list[str]:
-    return list(dict.fromkeys(str(_env(r, "machine_id")) for r in records))
+def _machines(records: Sequence[RunRecord]) -> list[str]:
+    return list(dict.fromkeys(str(r.environment.machine_id) for r in records))
 
 
-def _missing_shards(records: Sequence[Mapping[str, Any]]) -> list[int]:
-    shards = [_shard(r) for r in records]
-    if not shards or shards[0] is None or all(s == shards[0] for s in shards):
+def _missing_shards(shards: Sequence[ShardRecord | None]) -> list[int]:
+    first = shards[0] if shards else None
+    if first is None or all(s == first for s in shards):
         return []
-    have = {s["index"] for s in shards}
-    return [k for k in range(1, shards[0]["count"] + 1) if k not in have]
+    have = {s.index for s in shards if s is not None}
+    return [k for k in range(1, first.count + 1) if k not in have]
 
 
-def merge_records(records: Sequence[Mapping[str, Any]], names: Sequence[str], *,
-                  allow_machines: bool = False) -> dict[str, Any]:
+def merge_records(records: Sequence[RunRecord], names: Sequence[str], *,
+                  allow_machines: bool = False) -> RunRecord:
     """One record holding every part's instances, in the parts' order. records[i] was read
     from names[i]. Raises MergeError (see the module doc). The result is `complete` only
     when every part is and, for shards, every shard 1..N is there."""
@@ -134,66 +121,72 @@ def merge_records(records: Sequence[Mapping[str, Any]], names: Sequence[str], *,
     _refuse_duplicates(records, names)
     machines = _machines(records)
     if len(machines) > 1 and not allow_machines:
-        where = ", ".join(f"{n} ({_env(r, 'machine_id')})" for n, r in zip(names, records))
+        where = ", ".join(f"{n} ({r.environment.machine_id})" for n, r in zip(names, records))
         raise MergeError(f"environment.machine_id differs: {where}. Absolute times from "
                          f"different machines are not comparable and are not pooled into one "
                          f"record; --allow-machines merges them anyway with the ratios side "
                          f"by side and the absolute times marked not comparable")
     first = records[0]
-    merged = copy.deepcopy({k: v for k, v in first.items()
-                            if k not in ("instances", "between_process_prior", "setup_s")})
     # between_process_prior is one run's estimate; each instance already carries what it
     # applied, so the merged record does not claim one for the whole. Set-up time is each
     # part's own (merged_from[].setup_s).
+    merged = {k: v for k, v in first.to_dict().items()
+              if k not in ("instances", "between_process_prior", "setup_s")}
     merged["schema_version"] = SCHEMA_VERSION
-    merged["config"] = _shared_config(first)
-    shards = [_shard(r) for r in records]
+    config = _shared_config(first)
+    shards = [r.config.shard for r in records]
     if shards[0] is not None and all(s == shards[0] for s in shards):
         # the workers of one shard's run (pytest -n N --opbench-shard K/N): still that shard
-        merged["config"]["shard"] = copy.deepcopy(shards[0])
-    merged["created_utc"] = min(r["created_utc"] for r in records)
-    finished = [r["finished_utc"] for r in records if r.get("finished_utc")]
+        config["shard"] = shards[0].to_dict()
+    merged["config"] = config
+    merged["created_utc"] = min(r.created_utc for r in records)
+    finished = [r.finished_utc for r in records if r.finished_utc]
     if finished:
         merged["finished_utc"] = max(finished)
-    missing = _missing_shards(records)
-    merged["complete"] = all(r.get("complete") for r in records) and not missing
-    merged["interrupted"] = any(r.get("interrupted") for r in records)
-    merged["instances"] = []
-    for name, record in zip(names, records):
-        for inst in record.get("instances", []):
-            inst = copy.deepcopy(dict(inst))
+    missing = _missing_shards(shards)
+    merged["complete"] = all(r.complete for r in records) and not missing
+    merged["interrupted"] = any(r.interrupted for r in records)
+    instances = []
+    for record in records:
+        # which worker (cores, device) measured it: on a host whose cores differ, the rows
+        # of one worker are comparable with each other first
+        worker = record.config.worker
+        for inst in record.instances:
+            inst_dict = inst.to_dict()
             if len(machines) > 1:
-                inst["machine_id"] = _env(record, "machine_id")
-            # which worker (cores, device) measured it: on a host whose cores differ, the
-            # rows of one worker are comparable with each other first
-            worker = (record.get("config") or {}).get("worker")
-            if worker and worker.get("id"):
-                inst["worker"] = worker["id"]
-            merged["instances"].append(inst)
+                inst_dict["machine_id"] = record.environment.machine_id
+            if worker is not None and worker.id:
+                inst_dict["worker"] = worker.id
+            instances.append(inst_dict)
+    merged["instances"] = instances
     merged["merged_from"] = [_part(name, record) for name, record in zip(names, records)]
     if missing:
         merged["missing_shards"] = missing
     merged["absolute_times_comparable"] = len(machines) == 1
     if len(machines) > 1:
-        env = merged["environment"]
+        env = first.environment.to_dict()
         env["machine_id"] = MIXED_MACHINES_PREFIX + "+".join(machines)
-        for key in ("cpu_model", "platform"):
-            values = list(dict.fromkeys(str(_env(r, key)) for r in records))
-            env[key] = " | ".join(values)
-        if len({_env(r, "cpu_count") for r in records}) > 1:
+        env["cpu_model"] = _joined(str(r.environment.cpu_model) for r in records)
+        env["platform"] = _joined(str(r.environment.platform) for r in records)
+        if len({r.environment.cpu_count for r in records}) > 1:
             env["cpu_count"] = None
+        merged["environment"] = env
         merged["overhead"] = {}      # one machine's floors explain no other's times
-    return merged
+    return RunRecord.from_dict(merged)
 
 
-def _part(name: str, record: Mapping[str, Any]) -> dict[str, Any]:
-    cfg = record.get("config") or {}
-    part = {"file": name, "machine_id": _env(record, "machine_id"),
-            "instances": len(record.get("instances", [])),
-            "complete": bool(record.get("complete")),
-            "shard": cfg.get("shard"), "worker": cfg.get("worker"),
+def _joined(values: Any) -> str:
+    return " | ".join(dict.fromkeys(values))
+
+
+def _part(name: str, record: RunRecord) -> dict[str, Any]:
+    cfg = record.config
+    part = {"file": name, "machine_id": record.environment.machine_id,
+            "instances": len(record.instances),
+            "complete": bool(record.complete),
+            "shard": as_plain(cfg.shard), "worker": as_plain(cfg.worker),
             # where the part's wall time went: what a scale-out's speed-up is made of
-            "measuring_s": round(measuring_seconds(record), 3)}
-    if record.get("setup_s") is not None:
-        part["setup_s"] = record["setup_s"]
+            "measuring_s": round(record.measuring_s, 3)}
+    if record.setup_s is not None:
+        part["setup_s"] = record.setup_s
     return part

@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 from opbench.cases.case_files import CaseInstance
 from opbench.config import RunConfig
 from opbench.results.io import new_record, utc_now
+from opbench.results.records import RunRecord
 from opbench.results.safe_write import ResilientSaver
 from opbench.runner.measure import Clock
 from opbench.runner.injection import Injection, InjectingSession
@@ -62,7 +63,7 @@ def run(instances: Sequence[CaseInstance], config: RunConfig, *,
         on_progress: InstanceCallback | None = None,
         session: MeasuringSession | None = None,
         clock: Clock = time.perf_counter,
-        on_pass: PassCallback | None = None) -> dict[str, Any]:
+        on_pass: PassCallback | None = None) -> RunRecord:
     """Run every instance and return the record. With json_path the record is rewritten
     atomically after every instance (and every pass), so an interrupt or crash keeps what
     was measured. on_progress(i, n, instance, record_or_None) is called before (None) and
@@ -132,7 +133,7 @@ def _run_opened(session, instances, config, json_path, on_progress, on_pass):
     record["finished_utc"] = utc_now()
     if saver:
         saver.finish()   # raises ResultsNotSaved (carrying the record) if it still fails
-    return record
+    return RunRecord.from_dict(record)
 
 
 def run_passes(session: MeasuringSession, instances: Sequence[CaseInstance],

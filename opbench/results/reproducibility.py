@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import median
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
+
+from opbench.results.records import InstanceRecord, Measurement, RunRecord
 
 __all__ = ["InstanceAgreement", "agreement", "summary"]
 
@@ -35,16 +37,13 @@ class InstanceAgreement:
         return len(set(self.verdicts)) > 1
 
 
-def _measurements(record: Mapping[str, Any]) -> dict[tuple[str, str], tuple[dict, dict]]:
-    found = {}
-    for inst in record.get("instances", []):
-        for key, m in (inst.get("measurements") or {}).items():
-            if m.get("ratio") is not None:
-                found[(inst["id"], key)] = (inst, m)
-    return found
+def _measurements(record: RunRecord
+                  ) -> dict[tuple[str, str], tuple[InstanceRecord, Measurement]]:
+    return {(inst.id, key): (inst, m) for inst in record.instances
+            for key, m in inst.measurements.items()}
 
 
-def agreement(records: Sequence[Mapping[str, Any]]) -> list[InstanceAgreement]:
+def agreement(records: Sequence[RunRecord]) -> list[InstanceAgreement]:
     """One row per (instance, measurement) measured in every run."""
     per_run = [_measurements(r) for r in records]
     if not per_run:
@@ -54,23 +53,23 @@ def agreement(records: Sequence[Mapping[str, Any]]) -> list[InstanceAgreement]:
     for inst_id, key in sorted(common):
         pairs = [run[(inst_id, key)] for run in per_run]
         ms = [m for _, m in pairs]
-        ratios = tuple(float(m["ratio"]) for m in ms)
-        sides = list(ms[0]["summary"])
-        medians = {s: [float(m["summary"][s]["median_s"]) for m in ms] for s in sides}
+        ratios = tuple(float(m.ratio) for m in ms)
+        sides = list(ms[0].summary)
+        medians = {s: [float(m.summary[s].median_s) for m in ms] for s in sides}
         covered = total = 0
         for i, r in enumerate(ratios):
             for j, m in enumerate(ms):
                 if i != j:
                     total += 1
-                    covered += m["ci_low"] <= r <= m["ci_high"]
+                    covered += m.ci_low <= r <= m.ci_high
         rows.append(InstanceAgreement(
             id=inst_id, key=key, runs=len(ms), ratios=ratios,
             ratio_spread=max(ratios) / min(ratios),
             median_spread={s: max(v) / min(v) for s, v in medians.items()},
             min_median_s=min(min(v) for v in medians.values()),
             cross_coverage=covered / total if total else float("nan"),
-            verdicts=tuple(str(m.get("verdict")) for m in ms),
-            seconds_per_run=median(float(inst.get("duration_s") or 0.0) for inst, _ in pairs)))
+            verdicts=tuple(str(m.verdict) for m in ms),
+            seconds_per_run=median(float(inst.duration_s or 0.0) for inst, _ in pairs)))
     return rows
 
 

@@ -5,16 +5,16 @@ full disk each gave a traceback and exit 1 (the code for "a real finding"), and 
 in the middle of a run aborted it. Now the results path is checked before anything is
 measured (a usage error, exit 2), and a write that fails mid-run is retried at every later
 save while the record stays in memory; if the last try fails too, the run ends with
-ResultsNotSaved, which carries the record so the caller can still show it.
+ResultsNotSaved, which carries the record (a RunRecord) so the caller can still show it.
 """
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
-from opbench.results.io import write_json_atomic
+from opbench.results.records import RunRecord, write_run_dict
 
 __all__ = ["ResultsNotSaved", "ResilientSaver", "unwritable_reason"]
 
@@ -22,7 +22,7 @@ __all__ = ["ResultsNotSaved", "ResilientSaver", "unwritable_reason"]
 class ResultsNotSaved(Exception):
     """The run finished but its results file could not be written; `record` has it all."""
 
-    def __init__(self, path: str | os.PathLike, error: BaseException, record: dict[str, Any],
+    def __init__(self, path: str | os.PathLike, error: BaseException, record: RunRecord,
                  failures: int):
         super().__init__(f"could not write the results to {path}: {_describe(error)} "
                          f"({failures} failed attempt{'s' if failures != 1 else ''}; the "
@@ -56,10 +56,11 @@ def unwritable_reason(path: str | os.PathLike) -> str | None:
 
 class ResilientSaver:
     """save() after every instance: a failed write is remembered, not raised, and the next
-    save() tries again with the whole record. finish() is the last try."""
+    save() tries again with the whole record (the dict the run is building; written through
+    records.write_run_dict). finish() is the last try."""
 
     def __init__(self, path: str | os.PathLike, record: dict[str, Any],
-                 write: Callable[[str | os.PathLike, Any], None] = write_json_atomic):
+                 write: Callable[[str | os.PathLike, Mapping[str, Any]], None] = write_run_dict):
         self.path, self.record, self._write = path, record, write
         self.error: OSError | None = None
         self.failures = 0
@@ -76,4 +77,5 @@ class ResilientSaver:
     def finish(self) -> None:
         self()
         if self.error is not None:
-            raise ResultsNotSaved(self.path, self.error, self.record, self.failures)
+            raise ResultsNotSaved(self.path, self.error, RunRecord.from_dict(self.record),
+                                  self.failures)

@@ -1,21 +1,20 @@
 """Join scan rows with measured results (`opbench run` JSON), by API name.
 
-The results file lists measured instances, each naming the API it ran in both frameworks:
-    {"schema_version": 1, "instances": [{"id": ..., "apis": {"torch": ..., "mindspore": ...},
-      "verdict": ..., "measurements": {"serial": {"ratio", "ci_low", "ci_high", "verdict"},
-                                       "async": {...}}}]}
-An API measured by several instances (a sweep over shapes, or serial and async modes) is
-reported by its worst — lowest — ratio, with that measurement's verdict and the number of
-instances. Every key is optional: a record missing what the join needs is skipped, never fatal.
+The results file lists measured instances, each naming the API it ran in both frameworks
+(results/records.py: InstanceRecord.apis) and, per measured mode, its ratio, interval and
+verdict. An API measured by several instances (a sweep over shapes, or serial and async
+modes) is reported by its worst — lowest — ratio, with that measurement's verdict and the
+number of instances. Results files are read like every other command reads them
+(records.load_results): one that is not a results file is an error naming it.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from opbench.results.records import InstanceRecord, RunRecord, load_results
 from opbench.scan.coverage import normalise_case_api
 
 # When nothing carries a ratio (every instance failed or mismatched), the most severe verdict
@@ -46,28 +45,19 @@ class MeasuredApi:
 
 
 def _number(value: Any) -> float | None:
+    """A finite ratio, or None (JSON read by Python may carry NaN)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     value = float(value)
     return value if math.isfinite(value) else None
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _instance_measurements(record: dict, instance_id: str) -> list[Measurement]:
-    found: list[Measurement] = []
-    measurements = record.get("measurements")
-    if isinstance(measurements, dict):
-        for mode, measured in measurements.items():
-            if isinstance(measured, dict):
-                found.append(Measurement(
-                    instance_id, str(mode), _number(measured.get("ratio")),
-                    _number(measured.get("ci_low")), _number(measured.get("ci_high")),
-                    _text(measured.get("verdict")) or _text(record.get("verdict"))))
-    if not found and _text(record.get("verdict")):
-        found.append(Measurement(instance_id, "", None, None, None, record["verdict"]))
+def _instance_measurements(inst: InstanceRecord) -> list[Measurement]:
+    found = [Measurement(inst.id, mode, _number(m.ratio), _number(m.ci_low),
+                         _number(m.ci_high), str(m.verdict))
+             for mode, m in inst.measurements.items()]
+    if not found and inst.verdict is not None:
+        found.append(Measurement(inst.id, "", None, None, None, str(inst.verdict)))
     return found
 
 
@@ -79,40 +69,28 @@ class ResultsIndex:
         self._instances_by_api: dict[str, list[str]] = {}
 
     @classmethod
-    def from_documents(cls, documents: Iterable[Any]) -> ResultsIndex:
-        """Build from parsed results JSON documents; a later document's instance replaces an
-        earlier one with the same id (pass files oldest first)."""
+    def from_records(cls, records: Iterable[RunRecord]) -> ResultsIndex:
+        """Build from results records; a later record's instance replaces an earlier one
+        with the same id (pass files oldest first)."""
         index = cls()
-        for document in documents:
-            index.add_document(document)
+        for record in records:
+            index.add_record(record)
         return index
 
     @classmethod
     def load(cls, paths: Iterable[str | os.PathLike]) -> ResultsIndex:
-        documents = []
-        for path in paths:
-            with open(path, encoding="utf-8") as handle:
-                documents.append(json.load(handle))
-        return cls.from_documents(documents)
+        """Raises ResultsError naming a file that is not a results file."""
+        return cls.from_records(load_results(path) for path in paths)
 
-    def add_document(self, document: Any) -> None:
-        instances = document.get("instances") if isinstance(document, dict) else None
-        if not isinstance(instances, list):
-            return
-        for position, record in enumerate(instances):
-            if not isinstance(record, dict):
-                continue
-            instance_id = _text(record.get("id")) or f"#{position}"
-            apis = record.get("apis")
-            if not isinstance(apis, dict):
-                continue
-            self._measurements[instance_id] = _instance_measurements(record, instance_id)
-            for framework, api in apis.items():
-                if isinstance(api, str) and api:
-                    name = normalise_case_api(str(framework), api)
+    def add_record(self, record: RunRecord) -> None:
+        for inst in record.instances:
+            self._measurements[inst.id] = _instance_measurements(inst)
+            for framework, api in inst.apis.items():
+                if api:
+                    name = normalise_case_api(framework, api)
                     ids = self._instances_by_api.setdefault(name, [])
-                    if instance_id not in ids:
-                        ids.append(instance_id)
+                    if inst.id not in ids:
+                        ids.append(inst.id)
 
     def __len__(self) -> int:
         return len(self._measurements)

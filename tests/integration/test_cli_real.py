@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from opbench.results.io import read_results
+from opbench.results.records import load_results
 
 pytestmark = pytest.mark.integration
 
@@ -55,17 +55,17 @@ def test_compare_times_the_case_and_saves_a_valid_record(reshape_file, tmp_path)
                      cases=reshape_file)
     assert result.returncode in (0, 1, 3), result.stderr
     assert "Traceback" not in result.stderr
-    record = read_results(out)   # validates against the results schema
-    (inst,) = record["instances"]
-    assert inst["id"] == "reshape[shape=8x16]"
-    assert inst["check"]["ok"] is True
-    assert inst["verdict"] in ("PASS", "SLOW", "INCONCLUSIVE")
-    assert record["complete"] is True
-    expected_code = {"PASS": 0, "SLOW": 1, "INCONCLUSIVE": 3}[inst["verdict"]]
+    record = load_results(out)   # validates against the results schema
+    (inst,) = record.instances
+    assert inst.id == "reshape[shape=8x16]"
+    assert inst.check.ok is True
+    assert inst.verdict in ("PASS", "SLOW", "INCONCLUSIVE")
+    assert record.complete is True
+    expected_code = {"PASS": 0, "SLOW": 1, "INCONCLUSIVE": 3}[inst.verdict]
     assert result.returncode == expected_code
     # the table's short id (the JSON keeps the full one); one mode: it is in the caption
     row = next(line for line in result.stdout.splitlines() if line.startswith("reshape[8x16]"))
-    assert inst["verdict"] in row and "mode serial" in result.stdout
+    assert inst.verdict in row and "mode serial" in result.stdout
     assert "1 instances:" in result.stdout
 
 
@@ -74,8 +74,8 @@ def test_check_passes_on_agreeing_frameworks(reshape_file, tmp_path):
     result = opbench("check", str(reshape_file), "--threads", "2", "--json", str(out),
                      cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    (inst,) = read_results(out)["instances"]
-    assert inst["verdict"] == "PASS" and "measurements" not in inst
+    (inst,) = load_results(out).instances
+    assert inst.verdict == "PASS" and not inst.has("measurements")
 
 
 def test_a_misspelt_api_exits_2_naming_file_and_line(tmp_path):
@@ -103,12 +103,12 @@ def test_blocking_launches_and_passes_on_the_real_frameworks(reshape_file, tmp_p
     assert result.returncode in (0, 1, 3), result.stderr
     assert "Traceback" not in result.stderr
     assert "blocking launches, 2 worker processes, 3 passes" in result.stderr
-    record = read_results(out)
-    assert record["config"]["launch"] == "blocking" and record["config"]["passes"] == 3
-    assert record["config"]["processes"] == 2
-    assert {fw["launch"] for fw in record["frameworks"].values()} == {"blocking"}
-    (inst,) = record["instances"]
-    for m in inst["measurements"].values():
-        assert m["passes"] == 3 and sorted(set(m["pass_of_round"])) == [1, 2, 3]
-        assert sorted(set(m["process_of_round"])) == [1, 2] and m["n_processes"] == 2
-        assert m["rounds"] == len(m["samples_s"]["torch"]) == 6 * m["rounds_per_pass"]
+    record = load_results(out)
+    assert record.config.launch == "blocking" and record.config.passes == 3
+    assert record.config.processes == 2
+    assert {fw.launch for fw in record.frameworks.values()} == {"blocking"}
+    (inst,) = record.instances
+    for m in inst.measurements.values():
+        assert m.passes == 3 and sorted(set(m.pass_of_round)) == [1, 2, 3]
+        assert sorted(set(m.process_of_round)) == [1, 2] and m.n_processes == 2
+        assert m.rounds == len(m.samples_s["torch"]) == 6 * m.rounds_per_pass

@@ -178,5 +178,5 @@ def test_emitted_cases_load_and_run(net_and_inputs, tmp_path):
     assert "primitive" in reasons["mindspore.ops.Add"]
     instances = [i for case in load_cases([tmp_path / "cases.yaml"]) for i in expand(case)]
     record = run(instances, check_only(RunConfig(threads=THREADS)))
-    verdicts = {r["id"]: r["verdict"] for r in record["instances"]}
+    verdicts = {r.id: r.verdict for r in record.instances}
     assert set(verdicts.values()) == {"PASS"}, verdicts

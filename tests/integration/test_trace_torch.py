@@ -195,7 +195,7 @@ def test_emitted_cases_load_and_run(model_and_inputs, tmp_path):
     instances = [i for case in load_cases([tmp_path / "cases.yaml"]) for i in expand(case)]
     assert len(instances) == len(report.cases)
     record = run(instances, check_only(RunConfig(threads=THREADS)))
-    verdicts = {r["id"]: r["verdict"] for r in record["instances"]}
+    verdicts = {r.id: r.verdict for r in record.instances}
     assert set(verdicts.values()) == {"PASS"}, verdicts
 
 

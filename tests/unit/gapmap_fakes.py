@@ -1,7 +1,8 @@
 """Synthetic results records with a known fixed cost and throughput per side, for the gap
 map's tests: times are drawn like a real run's (rounds in several processes, each process
 with its own speed offset, 5% SD as measured between fresh processes here) so the fit
-meets the noise it was built for."""
+meets the noise it was built for. The records are the results file's dicts, complete enough
+to read as a RunRecord (results/records.py): a test may edit them first."""
 from __future__ import annotations
 
 import numpy as np
@@ -33,14 +34,19 @@ def instance(case, shape_elems, times, ratio=None, verdict="SLOW", op=None, dtyp
     """One instance of an elementwise binary op x + y on `shape_elems` elements."""
     ref, tgt = times
     r = ratio if ratio is not None else ref["median_s"] / tgt["median_s"]
+    rounds = ref["n"]
     return {
         "id": f"{case}[n={shape_elems},dtype={dtype}]", "case": case, "op": op or case,
+        "file": "cases/sweep.yaml", "apis": {"torch": f"torch.{op or case}",
+                                             "mindspore": f"mindspore.{op or case}"},
         "params": {"n": shape_elems, "dtype": dtype},
         "inputs": [{"name": "x", "shape": [shape_elems], "dtype": dtype, "dist": "normal"},
                    {"name": "y", "shape": [shape_elems], "dtype": dtype, "dist": "normal"}],
         "output_shapes": [shape_elems], "verdict": verdict,
-        "measurements": {key: {"mode": key.split("+")[0], "summary": {"torch": ref,
-                                                                      "mindspore": tgt},
+        "measurements": {key: {"mode": key.split("+")[0], "loops": 1, "rounds": rounds,
+                               "samples_s": {"torch": [ref["median_s"]] * rounds,
+                                             "mindspore": [tgt["median_s"]] * rounds},
+                               "summary": {"torch": ref, "mindspore": tgt},
                                "ratio": r, "ci_low": r * 0.9, "ci_high": r * 1.1,
                                "threshold": 0.8, "verdict": verdict, "notes": list(notes)}},
     }
@@ -49,12 +55,14 @@ def instance(case, shape_elems, times, ratio=None, verdict="SLOW", op=None, dtyp
 def record(instances, overhead=None, launch="blocking", device="cpu", modes=("serial",)):
     return {"schema_version": 1, "created_utc": "2026-01-01T00:00:00+00:00",
             "complete": True, "environment": {"cpu_model": "test cpu", "cpu_count": 2,
-                                               "opbench": "0.1.0"},
+                                               "opbench": "0.1.0", "python": "3.11",
+                                               "numpy": "1.26", "machine_id": "m1"},
             "config": {"reference": "torch", "target": "mindspore", "device": device,
                        "threads": 1, "modes": list(modes), "threshold": 0.8,
                        "launch": launch, "processes": 3},
-            "frameworks": {"torch": {"version": "2.13.0", "device": device},
-                           "mindspore": {"version": "2.10.0", "device": device}},
+            "frameworks": {"torch": {"version": "2.13.0", "device": device, "threads": 1},
+                           "mindspore": {"version": "2.10.0", "device": device,
+                                         "threads": 1}},
             "overhead": overhead or {}, "instances": instances}
 
 

@@ -13,7 +13,8 @@ from worker_fakes import Spawner
 
 from opbench.cases.case_files import load_schema
 from opbench.cli.main import cli
-from opbench.results.io import read_results, results_schema, write_json_atomic
+from opbench.results.io import results_schema
+from opbench.results.records import load_results, write_results
 from opbench.results.recorded_run import run
 
 SWEEP_CASE = """
@@ -174,7 +175,7 @@ def saved_run(tmp_path):
     instances = load_fake_instances(case_file(tmp_path, SWEEP_CASE))
     record = run(instances, config, session=fake_session(config, cost_s=4e-4))
     path = tmp_path / "saved.json"
-    write_json_atomic(path, record)
+    write_results(path, record)
     return path
 
 
@@ -217,13 +218,13 @@ def test_a_passing_run_exits_0_and_saves_a_valid_file(fake_frameworks, cases_dir
     out = tmp_path / "out.json"
     result = invoke("run", str(cases_dir), *FAST, "--json", str(out))
     assert result.exit_code == 0, result.output
-    record = read_results(out)
-    assert [i["verdict"] for i in record["instances"]] == ["PASS"] * 3
-    assert record["config"]["settings"]["rounds"] == 6
+    record = load_results(out)
+    assert [i.verdict for i in record.instances] == ["PASS"] * 3
+    assert record.config.settings.rounds == 6
     assert "[1/3] add[4x8]" in result.stderr       # progress lines: short ids
     assert "3 instances: 3 PASS" in result.stdout
     # where the wall time went: the set-up (opening, floors) apart from the measuring
-    assert record["setup_s"] > 0
+    assert record.setup_s > 0
     assert "s set-up (" in result.stdout and "s measuring 3 instances" in result.stdout
 
 
@@ -259,10 +260,10 @@ def test_a_crashed_worker_is_named_with_its_signal_and_instance(fake_frameworks,
     # the terminal's problem lines: the short id, as in the table
     assert ("add[4x8]: worker process 1 was killed by SIGSEGV (signal 11) while running "
             "add[4x8]") in " ".join(result.stdout.split())
-    crashed = read_results(out)["instances"][0]
-    assert crashed["verdict"] == "ERROR"
-    assert crashed["error"] == ("worker process 1 was killed by SIGSEGV (signal 11) while "
-                                "running add[shape=4x8]")
+    crashed = load_results(out).instances[0]
+    assert crashed.verdict == "ERROR"
+    assert crashed.error == ("worker process 1 was killed by SIGSEGV (signal 11) while "
+                             "running add[shape=4x8]")
 
 
 def test_the_gate_junit_names_a_crashed_worker(fake_frameworks, cases_dir, tmp_path,
@@ -287,7 +288,7 @@ def test_the_gate_junit_names_a_crashed_worker(fake_frameworks, cases_dir, tmp_p
     lost_pass = ("pass 1: worker process 2 was killed by SIGSEGV (signal 11) while running "
                  "add[shape=2x3]")
     assert cases["add[shape=2x3]"].find("system-err").text == lost_pass
-    assert read_results(current)["instances"][1]["pass_errors"] == [lost_pass]
+    assert load_results(current).instances[1].pass_errors == (lost_pass,)
 
 
 def test_check_compares_without_timing(fake_frameworks, cases_dir, tmp_path):
@@ -295,9 +296,9 @@ def test_check_compares_without_timing(fake_frameworks, cases_dir, tmp_path):
     out = tmp_path / "check.json"
     result = invoke("check", str(cases_dir), "--json", str(out))
     assert result.exit_code == 0, result.output
-    record = read_results(out)
-    assert record["config"]["timing"] is False
-    assert all("measurements" not in i for i in record["instances"])
+    record = load_results(out)
+    assert record.config.timing is False
+    assert all(not i.has("measurements") for i in record.instances)
 
 
 def test_a_mismatch_in_check_exits_1(fake_frameworks, cases_dir, tmp_path):
@@ -332,7 +333,7 @@ def test_the_default_results_file_goes_to_out(fake_frameworks, cases_dir, tmp_pa
     result = invoke("check", str(cases_dir), "-q")
     assert result.exit_code == 0, result.output
     (saved,) = (tmp_path / "out").glob("opbench-*.json")
-    assert len(read_results(saved)["instances"]) == 3
+    assert len(load_results(saved).instances) == 3
 
 
 def test_list_shows_case_file_paths_with_brackets(tmp_path):
@@ -365,11 +366,11 @@ def test_run_for_gate_records_the_gate_settings_and_options_given_win(fake_frame
     result = invoke("run", str(cases_dir), "--for-gate", "--passes", "2", "--max-time", "1",
                     "--min-sample-time", "0.002", "-q", "--json", str(out))
     assert result.exit_code == 0, result.output
-    config = read_results(out)["config"]
-    assert (config["launch"], config["threads"], config["passes"]) == ("blocking", 1, 2)
-    assert config["settings"]["rounds"] == 40 and config["settings"]["max_time_s"] == 1
-    m = read_results(out)["instances"][0]["measurements"]["serial"]
-    assert m["passes"] == 2 and m["rounds"] == 40
+    config = load_results(out).config
+    assert (config.launch, config.threads, config.passes) == ("blocking", 1, 2)
+    assert config.settings.rounds == 40 and config.settings.max_time_s == 1
+    m = load_results(out).instances[0].measurements["serial"]
+    assert m.passes == 2 and m.rounds == 40
 
 
 def test_the_gate_measures_like_its_baseline(fake_frameworks, cases_dir, tmp_path):
@@ -384,8 +385,8 @@ def test_the_gate_measures_like_its_baseline(fake_frameworks, cases_dir, tmp_pat
     assert ("measuring like the baseline: --mode serial, --threads 3, --launch blocking, "
             "--passes 2, --processes 3, --rounds 8, --min-sample-time 0.002, --max-time 1") in " ".join(
                 result.stderr.split())
-    config = read_results(current)["config"]
-    assert (config["launch"], config["passes"], config["threads"]) == ("blocking", 2, 3)
+    config = load_results(current).config
+    assert (config.launch, config.passes, config.threads) == ("blocking", 2, 3)
     assert "gate: PASS" in result.stdout
 
 
@@ -414,8 +415,8 @@ def test_check_takes_its_options_from_the_table(fake_frameworks, cases_dir, tmp_
     result = invoke("check", str(cases_dir), "--threads", "3", "--reference", "torch", "-q",
                     "--json", str(out))
     assert result.exit_code == 0, result.output
-    config = read_results(out)["config"]
-    assert (config["threads"], config["timing"]) == (3, False)
+    config = load_results(out).config
+    assert (config.threads, config.timing) == (3, False)
 
 
 def test_a_gate_option_given_on_the_command_line_wins_and_is_listed(fake_frameworks,

@@ -11,10 +11,15 @@ from opbench.gapmap.attribute import (
     shared_note_lines,
 )
 from opbench.gapmap.decompose import sweeps
+from opbench.results.records import RunRecord
 
 ELEMS = (1024, 98304, 4194304)
 OVERHEADS = {"torch": {"dispatch_floor_serial_s": 2e-6, "dispatch_floor_async_s": 1e-6},
              "mindspore": {"dispatch_floor_serial_s": 30e-6, "dispatch_floor_async_s": 20e-6}}
+
+
+def typed(*args, **options) -> RunRecord:
+    return RunRecord.from_dict(record(*args, **options))
 
 
 def exact(fixed_s, throughput, n):
@@ -33,12 +38,12 @@ def causes(rec):
 
 
 def test_a_larger_fixed_cost_with_the_same_kernel_is_per_call_overhead():
-    rec = record(sweep_instances("add", (2e-6, 20e9), (300e-6, 20e9)), OVERHEADS)
+    rec = typed(sweep_instances("add", (2e-6, 20e9), (300e-6, 20e9)), OVERHEADS)
     assert set(causes(rec).values()) == {OVERHEAD}
 
 
 def test_a_slower_kernel_is_kernel_throughput_where_the_work_dominates():
-    rec = record(sweep_instances("mul", (2e-6, 20e9), (3e-6, 1e9)), OVERHEADS)
+    rec = typed(sweep_instances("mul", (2e-6, 20e9), (3e-6, 1e9)), OVERHEADS)
     found = causes(rec)
     assert found[("mul", str(ELEMS[-1]))] == KERNEL
     assert found[("mul", str(ELEMS[1]))] == KERNEL
@@ -47,7 +52,7 @@ def test_a_slower_kernel_is_kernel_throughput_where_the_work_dominates():
 def test_the_split_follows_the_size_within_one_sweep():
     # 100 us more per call and a 4x slower kernel: small sizes pay the overhead, the
     # largest pays the kernel
-    rec = record(sweep_instances("div", (2e-6, 20e9), (100e-6, 5e9)), OVERHEADS)
+    rec = typed(sweep_instances("div", (2e-6, 20e9), (100e-6, 5e9)), OVERHEADS)
     found = causes(rec)
     assert found[("div", str(ELEMS[0]))] == OVERHEAD
     assert found[("div", str(ELEMS[-1]))] == KERNEL
@@ -58,24 +63,24 @@ def test_views_that_disagree_are_threading_or_launch():
     other = instance("exp", 1024, (summary([1e-5] * 5), summary([1.1e-5] * 5)),
                      verdict="PASS", key="async")
     inst["measurements"].update(other["measurements"])
-    [a] = attribute(record([inst], OVERHEADS, modes=("serial", "async")), [])
+    [a] = attribute(typed([inst], OVERHEADS, modes=("serial", "async")), [])
     assert (a.key, a.cause) == ("serial", THREADING)
 
 
 def test_without_a_sweep_near_the_floor_is_overhead_and_far_from_it_unknown():
     near = instance("neg", 64, (summary([3e-6] * 5), summary([50e-6] * 5)))
     far = instance("sin", 64, (summary([3e-6] * 5), summary([5e-3] * 5)))
-    rec = record([near, far], OVERHEADS)
+    rec = typed([near, far], OVERHEADS)
     assert [a.cause for a in attribute(rec, sweeps(rec))] == [OVERHEAD, UNKNOWN]
 
 
 def test_only_slow_measurements_are_attributed():
-    rec = record(sweep_instances("add", (2e-6, 20e9), (3e-6, 20e9), verdict="PASS"), OVERHEADS)
+    rec = typed(sweep_instances("add", (2e-6, 20e9), (3e-6, 20e9), verdict="PASS"), OVERHEADS)
     assert attribute(rec, sweeps(rec)) == []
 
 
 def test_headlines_state_each_cause_once_with_its_count_and_the_floor_line():
-    rec = record(sweep_instances("add", (2e-6, 20e9), (300e-6, 20e9))
+    rec = typed(sweep_instances("add", (2e-6, 20e9), (300e-6, 20e9))
                  + sweep_instances("mul", (2e-6, 20e9), (3e-6, 1e9)), OVERHEADS)
     lines = headlines(rec, attribute(rec, sweeps(rec)))
     assert lines[0].startswith("3 of 6 SLOW measurements: ")
@@ -87,7 +92,7 @@ def test_headlines_state_each_cause_once_with_its_count_and_the_floor_line():
 
 
 def test_no_slow_measurement_no_headline():
-    assert headlines(record([], OVERHEADS), []) == []
+    assert headlines(typed([], OVERHEADS), []) == []
 
 
 def test_shared_notes_are_counted_once_per_family():

@@ -5,6 +5,7 @@ import pytest
 from gapmap_fakes import instance, record, summary
 
 from opbench.gapmap.analysis import ceilings_lines, roofline_fractions
+from opbench.results.records import RunRecord
 from opbench.runner.ceilings import achieved_fraction, ceilings_from_times, measure_ceilings
 
 
@@ -81,9 +82,9 @@ def test_each_forward_measurement_gets_both_sides_fractions():
     back = instance("add", n, (summary([1e-3] * 5), summary([1e-3] * 5)),
                     key="serial+backward")
     inst["measurements"].update(back["measurements"])
-    rec = record([inst])
-    rec["ceilings"] = {"torch": ceilings_from_times(2**20, 2**21 / 20e9, 1024, 1.0),
-                       "mindspore": {"error": "no clone"}}
+    rec = RunRecord.from_dict(dict(record([inst]), ceilings={
+        "torch": ceilings_from_times(2**20, 2**21 / 20e9, 1024, 1.0),
+        "mindspore": {"error": "no clone"}}))
     fractions = roofline_fractions(rec)
     assert list(fractions) == [(inst["id"], "serial")]
     assert fractions[(inst["id"], "serial")] == {"torch": pytest.approx(12e6 / 1.2e-3 / 20e9)}

@@ -15,6 +15,7 @@ from opbench.gapmap.decompose import (
     variant_of,
 )
 from opbench.gapmap.work import work_of
+from opbench.results.records import InstanceRecord, RunRecord, SideSummary
 
 FIXED_S, THROUGHPUT = 30e-6, 5e9        # MindSpore-like: 30 us per call, 5 GB/s
 
@@ -22,7 +23,7 @@ FIXED_S, THROUGHPUT = 30e-6, 5e9        # MindSpore-like: 30 us per call, 5 GB/s
 def fit_one(rng, fixed_s=FIXED_S, throughput=THROUGHPUT, works=SWEEP_BYTES, **noise):
     summaries = [summary(side_rounds(rng, fixed_s, throughput, w, **noise)) for w in works]
     return fit_line(works, [s["median_s"] for s in summaries],
-                    [median_error_s(s) for s in summaries])
+                    [median_error_s(SideSummary.from_dict(s)) for s in summaries])
 
 
 def test_fit_recovers_overhead_and_throughput_of_one_sweep():
@@ -97,14 +98,14 @@ def test_fewer_than_three_sizes_refuse_to_fit():
 
 
 def test_median_error_is_floored_at_the_between_process_spread():
-    assert median_error_s({"n": 15, "median_s": 1e-3, "mad_s": 0.0}) == pytest.approx(3e-5)
-    big = median_error_s({"n": 4, "median_s": 1e-3, "mad_s": 2e-4})
+    assert median_error_s(SideSummary(n=15, median_s=1e-3, mad_s=0.0)) == pytest.approx(3e-5)
+    big = median_error_s(SideSummary(n=4, median_s=1e-3, mad_s=2e-4))
     assert big == pytest.approx(1.2533 * 1.4826 * 2e-4 / 2)
 
 
 def test_sweeps_fits_each_case_from_the_record_and_gives_the_kernel_ratio():
     rec = sweep_record(np.random.default_rng(3), ref=(2e-6, 20e9), tgt=(30e-6, 5e9))
-    [sweep] = sweeps(rec)
+    [sweep] = sweeps(RunRecord.from_dict(rec))
     assert (sweep.case, sweep.key, sweep.variant, sweep.unit) == (
         "add", "serial", "dtype=float32", "bytes")
     assert [p.work for p in sweep.points] == sorted(p.work for p in sweep.points)
@@ -117,7 +118,7 @@ def test_sweeps_keep_dtypes_apart_and_skip_cases_with_two_sizes():
     rec = sweep_record(rng, dtype="float32")
     rec["instances"] += sweep_record(rng, dtype="float16")["instances"]
     rec["instances"] += sweep_record(rng, case="two", elems=(10, 1000))["instances"]
-    found = sorted((s.case, s.variant) for s in sweeps(rec))
+    found = sorted((s.case, s.variant) for s in sweeps(RunRecord.from_dict(rec)))
     assert found == [("add", "dtype=float16"), ("add", "dtype=float32")]
 
 
@@ -129,16 +130,23 @@ def test_variant_keeps_non_size_parameters():
 def test_a_poor_fit_gives_no_kernel_ratio():
     rec = record([instance("flat", n, (summary([1e-5 * f] * 5), summary([1e-4] * 5)))
                   for n, f in ((100, 1.0), (10000, 3.0), (1000000, 1.5))])
-    [sweep] = sweeps(rec)
+    [sweep] = sweeps(RunRecord.from_dict(rec))
     assert sweep.fits["torch"].status == POOR
     assert sweep.kernel_ratio is None and sweep.kernel_ci is None
 
 
 # -- work -----------------------------------------------------------------------------------
 
+def case_instance(op, inputs, **keys) -> InstanceRecord:
+    """An instance record of `op` on `inputs` [(shape, dtype)] with the other keys given."""
+    return InstanceRecord.from_dict({
+        "id": op, "case": op, "op": op, "file": "x.yaml", "apis": {}, "verdict": "PASS",
+        "inputs": [{"name": f"i{n}", "shape": s, "dtype": d} for n, (s, d) in enumerate(inputs)],
+        **keys})
+
+
 def gemm(op, shapes, out):
-    return {"op": op, "inputs": [{"name": f"i{n}", "shape": s, "dtype": "float32"}
-                                 for n, s in enumerate(shapes)], "output_shapes": out}
+    return case_instance(op, [(s, "float32") for s in shapes], output_shapes=out)
 
 
 def test_gemm_work_is_two_flops_per_multiply_add():
@@ -159,19 +167,17 @@ def test_conv_work_counts_the_weight_per_output_channel():
 
 
 def test_elementwise_work_is_bytes_read_and_written():
-    inst = {"op": "add", "inputs": [{"shape": [16, 64], "dtype": "float16"}] * 2,
-            "output_shapes": [16, 64]}
+    inst = case_instance("add", [([16, 64], "float16")] * 2, output_shapes=[16, 64])
     w = work_of(inst)
     assert (w.amount, w.unit) == (3 * 16 * 64 * 2, "bytes")
 
 
 def test_declared_work_wins_and_tuple_outputs_are_summed():
-    inst = {"op": "softmax", "inputs": [{"shape": [4, 8], "dtype": "float32"}],
-            "output_shapes": [[4, 8], [4, 8]],
-            "work": {"unit": "flops", "per_output_element": 5}}
+    inst = case_instance("softmax", [([4, 8], "float32")], output_shapes=[[4, 8], [4, 8]],
+                         work={"unit": "flops", "per_output_element": 5})
     w = work_of(inst)
     assert (w.amount, w.unit, w.source) == (5 * 64, "flops", "declared")
 
 
 def test_an_instance_without_outputs_has_no_work():
-    assert work_of({"op": "add", "inputs": [{"shape": [4], "dtype": "float32"}]}) is None
+    assert work_of(case_instance("add", [([4], "float32")])) is None

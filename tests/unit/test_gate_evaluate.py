@@ -2,7 +2,8 @@
 
 Records are built here in the results format (the same dicts `opbench run --json` writes),
 with per-round samples drawn from a seeded generator, so the gate's inputs are realistic
-without any framework."""
+without any framework; a test edits them as a file would differ, and the gate reads them
+as records (RunRecord.from_dict), as `opbench gate` reads its files."""
 from __future__ import annotations
 
 import copy
@@ -12,15 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from opbench.gate.baseline import (
-    environment_notes,
-    instance_signature,
-    match_instances,
-    same_machine,
-    select_records,
-)
+from opbench.gate import baseline as hygiene
 from opbench.gate.decision import GateVerdict
-from opbench.gate.evaluate import GateSettings, evaluate, gate_exit_code, min_effect_for
+from opbench.gate.evaluate import GateSettings, gate_exit_code, min_effect_for
+from opbench.gate.evaluate import evaluate as evaluate_records
+from opbench.results.records import InstanceRecord, RunRecord
 from opbench.verdicts.rules import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SLOW
 from opbench.verdicts.stats import summarize
 
@@ -73,6 +70,33 @@ def record(instances, *, machine="m1", torch_version="2.13.0", ms_version="2.10.
             "instances": list(instances)}
 
 
+def typed(instances: list[dict]) -> list[InstanceRecord]:
+    return [InstanceRecord.from_dict(i) for i in instances]
+
+
+def evaluate(base: dict, cur: dict, *, remeasured: dict | None = None, **options):
+    """The gate over two records given as dicts, and stage-2 instances by id."""
+    second = {i: InstanceRecord.from_dict(inst) for i, inst in (remeasured or {}).items()}
+    return evaluate_records(RunRecord.from_dict(base), RunRecord.from_dict(cur),
+                            remeasured=second, **options)
+
+
+def match_instances(base: list[dict], cur: list[dict]):
+    return hygiene.match_instances(typed(base), typed(cur))
+
+
+def environment_notes(base: dict, cur: dict):
+    return hygiene.environment_notes(RunRecord.from_dict(base), RunRecord.from_dict(cur))
+
+
+def same_machine(base: dict, cur: dict) -> bool:
+    return hygiene.same_machine(RunRecord.from_dict(base), RunRecord.from_dict(cur))
+
+
+def instance_signature(inst: dict) -> str:
+    return hygiene.instance_signature(InstanceRecord.from_dict(inst))
+
+
 def pair_of_runs(seed: int, target_slowdown: dict[str, float] | None = None,
                  ids=("add[a]", "add[b]", "relu[a]")):
     """A baseline and a current record of the same instances; target_slowdown multiplies
@@ -95,8 +119,8 @@ def test_pairs_by_id_and_lists_missing_and_new():
            instance("c", "add", measurement(rng, 1, 1), shape=(16,))]
     m = match_instances(base, cur)
     assert [p.id for p in m.pairs] == ["a"]
-    assert [i["id"] for i in m.missing] == ["b"]
-    assert [i["id"] for i in m.new] == ["c"]
+    assert [i.id for i in m.missing] == ["b"]
+    assert [i.id for i in m.new] == ["c"]
     kinds = [n.kind for n in m.notes()]
     assert kinds == ["missing", "new"]
 
@@ -138,10 +162,11 @@ def test_selection_filters_the_baseline_like_the_run():
     rng = np.random.default_rng(5)
     recs = [instance("add[f32]", "add", measurement(rng, 1, 1), tags=("elementwise",)),
             instance("relu[f32]", "relu", measurement(rng, 1, 1), tags=("activation",))]
-    assert [r["id"] for r in select_records(recs, ops=("relu",))] == ["relu[f32]"]
-    assert [r["id"] for r in select_records(recs, keyword="ADD")] == ["add[f32]"]
-    assert [r["id"] for r in select_records(recs, tags=("activation",))] == ["relu[f32]"]
-    assert len(select_records(recs)) == 2
+    recs = typed(recs)
+    assert [r.id for r in hygiene.select_records(recs, ops=("relu",))] == ["relu[f32]"]
+    assert [r.id for r in hygiene.select_records(recs, keyword="ADD")] == ["add[f32]"]
+    assert [r.id for r in hygiene.select_records(recs, tags=("activation",))] == ["relu[f32]"]
+    assert len(hygiene.select_records(recs)) == 2
 
 
 def test_environment_differences_are_spelled_out():

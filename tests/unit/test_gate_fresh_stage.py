@@ -27,10 +27,10 @@ def test_only_the_ids_asked_for_are_measured_in_every_process_and_pass(instances
     config = fake_config(processes=2, passes=2)
     records = remeasure_in_fresh_processes(instances, ["sub"], config, spawn=spawn)
     assert list(records) == ["sub"]
-    m = records["sub"]["measurements"]["serial"]
-    assert m["passes"] == 2 and sorted(set(m["process_of_round"])) == [1, 2]
-    assert m["rounds"] == 4 * m["rounds_per_pass"]
-    assert m["ratio"] == pytest.approx(1.0)
+    m = records["sub"].measurements["serial"]
+    assert m.passes == 2 and sorted(set(m.process_of_round)) == [1, 2]
+    assert m.rounds == 4 * m.rounds_per_pass
+    assert m.ratio == pytest.approx(1.0)
     assert spawn.spawned == [1, 2]          # a pool of its own, fresh
 
 

@@ -10,12 +10,14 @@ from test_gate_evaluate import pair_of_runs
 
 from opbench.cli.gate import history_command
 from opbench.results.history import HistoryError, HistoryStore
+from opbench.results.records import RunRecord
 
 
 def test_records_runs_once_and_returns_a_trend(tmp_path):
     db = tmp_path / "h.db"
     base, cur = pair_of_runs(40, {"add[b]": 1.25})
     cur["environment"]["git_commit"] = "def"
+    base, cur = RunRecord.from_dict(base), RunRecord.from_dict(cur)
     with HistoryStore(db) as store:
         first, added = store.record_run(base, source="base.json")
         assert added
@@ -35,8 +37,8 @@ def test_records_runs_once_and_returns_a_trend(tmp_path):
         assert {p.instance_id for p in store.trend("[b")} == {"add[b]"}
         assert [p.run_id for p in store.trend("add", last_runs=1)] == [second, second]
         samples = store.samples(first, "add[a]", "serial")
-        assert samples["torch"] == base["instances"][0]["measurements"]["serial"]["samples_s"][
-            "torch"]
+        assert samples["torch"] == list(base.instances[0].measurements["serial"].samples_s[
+            "torch"])
 
 
 def test_refuses_a_foreign_sqlite_file(tmp_path):
@@ -80,6 +82,6 @@ def test_history_command_without_a_db_is_a_usage_error(tmp_path):
     assert result.exit_code == 2
     missing = tmp_path / "h.db"
     with HistoryStore(missing) as store:
-        store.record_run(pair_of_runs(42)[0])
+        store.record_run(RunRecord.from_dict(pair_of_runs(42)[0]))
     result = CliRunner().invoke(history_command, ["--db", str(missing), "softmax"])
     assert result.exit_code == 2

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from opbench.config.options import OPTIONS, OptionSpec, RunOptions
-from opbench.gate.baseline import environment_notes, inherit_settings
+from opbench.gate.baseline import environment_notes
+from opbench.gate.baseline import inherit_settings as inherit_from_record
+from opbench.results.records import RecordedConfig, RunRecord
 from opbench.verdicts.explain import explain_modes
 
 UNSET = dict(mode=None, threshold=None, device="cpu", threads=None, reference="torch",
@@ -17,6 +19,11 @@ BASELINE_CONFIG = {"reference": "torch", "target": "mindspore", "device": "cpu",
                    "launch": "blocking", "passes": 5,
                    "settings": {"rounds": 30, "min_sample_time_s": 0.01, "max_time_s": 2.0,
                                 "warmup_time_s": 0.1}}
+
+
+def inherit_settings(options: dict, baseline_config: dict, *table):
+    """inherit_settings with the baseline's config as its results file holds it."""
+    return inherit_from_record(options, RecordedConfig.from_dict(baseline_config), *table)
 
 
 def test_unset_options_come_from_the_baseline_and_are_listed():
@@ -50,13 +57,20 @@ def test_an_old_baseline_without_launch_or_passes_means_queued_and_one_pass():
     assert done["launch"] == "queued" and done["passes"] == 1
 
 
-def _record(**config):
-    return {"config": {**BASELINE_CONFIG, **config}, "environment": {"machine_id": "m"},
-            "frameworks": {}}
+def _record(**config) -> dict:
+    return {"schema_version": 1, "created_utc": "2026-01-01T00:00:00+00:00",
+            "complete": True, "config": {**BASELINE_CONFIG, **config},
+            "environment": {"opbench": "0.1.0", "python": "3.11", "numpy": "1.26",
+                            "cpu_model": "cpu", "machine_id": "m"},
+            "frameworks": {}, "instances": []}
+
+
+def notes_between(baseline: dict, current: dict):
+    return environment_notes(RunRecord.from_dict(baseline), RunRecord.from_dict(current))
 
 
 def test_launch_and_passes_differences_are_listed():
-    notes = environment_notes(_record(), _record(launch="queued", passes=1))
+    notes = notes_between(_record(), _record(launch="queued", passes=1))
     messages = [n.message for n in notes if n.kind == "config"]
     assert "launch: 'blocking' in the baseline, 'queued' now" in messages
     assert "passes: 5 in the baseline, 1 now" in messages
@@ -65,7 +79,7 @@ def test_launch_and_passes_differences_are_listed():
 def test_an_old_file_counts_as_queued_with_one_pass():
     old = _record()
     del old["config"]["launch"], old["config"]["passes"]
-    assert not [n for n in environment_notes(old, _record(launch="queued", passes=1))
+    assert not [n for n in notes_between(old, _record(launch="queued", passes=1))
                 if n.kind == "config"]
 
 

@@ -10,7 +10,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from test_gate_evaluate import instance, measurement, record
+from test_gate_evaluate import evaluate, instance, measurement, record
 from timing_simulation import SHARED_MACHINE, simulate_runs
 
 from opbench.cli.gate import GATE_DEFAULT_ROUNDS
@@ -25,7 +25,8 @@ from opbench.gate.decision import (
     needs_remeasure,
     staged,
 )
-from opbench.gate.evaluate import GateSettings, evaluate
+from opbench.gate.evaluate import GateSettings
+from opbench.gate.evaluate import evaluate as evaluate_records
 from opbench.gate.noise import (
     MIN_PROCESSES,
     NOISE_FLOOR_Z,
@@ -34,10 +35,11 @@ from opbench.gate.noise import (
     NoiseError,
     NoiseProfile,
     noise_floor,
-    process_noise,
     shrink,
 )
+from opbench.gate.noise import process_noise as process_noise_of_records
 from opbench.gate.pool import pool_baselines
+from opbench.results.records import RunRecord
 
 
 def process_records(seed: int, processes: int, offsets_sd: dict[str, float],
@@ -52,6 +54,11 @@ def process_records(seed: int, processes: int, offsets_sd: dict[str, float],
             rng, 1e-3 * machine, 1e-3 * machine * math.exp(rng.normal(0.0, sd))))
             for i, sd in offsets_sd.items()]))
     return runs
+
+
+def process_noise(runs: list[dict], names: list[str]) -> NoiseProfile:
+    """process_noise over runs given as their results files' dicts."""
+    return process_noise_of_records([RunRecord.from_dict(r) for r in runs], names)
 
 
 def profile_of(sd_by_id: dict[str, float], processes: int = 5) -> NoiseProfile:
@@ -196,11 +203,11 @@ def test_a_drop_beyond_the_floor_still_fails():
 
 
 def test_the_floor_uses_the_baselines_process_count():
-    base, cur = _runs_with_drop(12, 0.0)
+    base, cur = (RunRecord.from_dict(r) for r in _runs_with_drop(12, 0.0))
     pooled = pool_baselines([base, base, base], ["b1", "b2", "b3"])
     floors = profile_of({"add[a]": 0.05, "add[b]": 0.05})
-    one = evaluate(base, cur, settings=GateSettings(noise=floors)).instances[0]
-    three = evaluate(pooled, cur, settings=GateSettings(noise=floors)).instances[0]
+    one = evaluate_records(base, cur, settings=GateSettings(noise=floors)).instances[0]
+    three = evaluate_records(pooled, cur, settings=GateSettings(noise=floors)).instances[0]
     assert one.min_effect == pytest.approx(noise_floor(0.05, 1))
     assert three.min_effect == pytest.approx(noise_floor(0.05, 3))
 

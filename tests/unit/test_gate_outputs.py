@@ -4,12 +4,12 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from test_gate_evaluate import pair_of_runs
+from test_gate_evaluate import evaluate, pair_of_runs
 
-from opbench.gate.evaluate import evaluate
 from opbench.gate.serialize import result_as_dict
 from opbench.report.gate_junit import render_junit
 from opbench.report.gate_markdown import render_markdown
+from opbench.results.records import RunRecord
 
 
 def mixed_result():
@@ -52,10 +52,11 @@ def test_junit_inconclusive_is_skipped_with_its_reason_and_each_line_appears_onc
     inconclusive = dataclasses.replace(result.instances[0], verdict=GateVerdict.INCONCLUSIVE,
                                        reason="interval straddles the minimum effect")
     result = dataclasses.replace(result, instances=(inconclusive, *result.instances[1:]))
-    record = {"created_utc": "2026-01-02T03:04:05+00:00",
-              "finished_utc": "2026-01-02T03:05:35+00:00",
-              "instances": [{"id": inconclusive.id, "duration_s": 12.5}]}
-    xml = render_junit(result, record=record, hostname="runner-7")
+    _, record = pair_of_runs(33)
+    record.update(created_utc="2026-01-02T03:04:05+00:00",
+                  finished_utc="2026-01-02T03:05:35+00:00",
+                  instances=[dict(record["instances"][0], id=inconclusive.id, duration_s=12.5)])
+    xml = render_junit(result, record=RunRecord.from_dict(record), hostname="runner-7")
     root = ET.fromstring(xml.split("\n", 1)[1])
     assert root.find(".//error") is None
     skipped = root.find(f".//testcase[@name='{inconclusive.id}']/skipped")

@@ -2,8 +2,6 @@
 statistics redone, runs measured differently refused, and the pool named in the notes."""
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pytest
 from test_gate_evaluate import instance, measurement, record
@@ -11,40 +9,49 @@ from test_gate_evaluate import instance, measurement, record
 from opbench.gate.baseline import environment_notes, same_machine
 from opbench.gate.evaluate import evaluate
 from opbench.gate.pool import PoolError, pool_baselines
+from opbench.results.records import RunRecord
 from opbench.verdicts.stats import ratio_estimate
 
 
-def run_record(seed: int, target_s: float = 2e-4, **kwargs):
+def run_record(seed: int, target_s: float = 2e-4, **kwargs) -> dict:
+    """One run of add[4x4] as its results file holds it."""
     rng = np.random.default_rng(seed)
     return record([instance("add[4x4]", "add", measurement(rng, 1e-4, target_s))], **kwargs)
 
 
+def typed(*runs: dict) -> list[RunRecord]:
+    return [RunRecord.from_dict(r) for r in runs]
+
+
+def pool(runs: list[dict], names: list[str]) -> RunRecord:
+    return pool_baselines(typed(*runs), names)
+
+
 def test_one_baseline_is_used_as_it_is():
-    only = run_record(1)
-    assert pool_baselines([only], ["a.json"]) == only
+    only = RunRecord.from_dict(run_record(1))
+    assert pool_baselines([only], ["a.json"]) is only
 
 
 def test_rounds_are_concatenated_in_run_order_and_the_ratio_is_redone():
     a, b = run_record(1), run_record(2)
-    pooled = pool_baselines([a, b], ["a.json", "b.json"])
-    m = pooled["instances"][0]["measurements"]["serial"]
+    pooled = pool([a, b], ["a.json", "b.json"])
+    m = pooled.instances[0].measurements["serial"]
     ma, mb = (r["instances"][0]["measurements"]["serial"] for r in (a, b))
     for side in ("torch", "mindspore"):
-        assert m["samples_s"][side] == ma["samples_s"][side] + mb["samples_s"][side]
-    assert m["rounds"] == 2 * ma["rounds"]
-    assert m["run_of_round"] == [0] * ma["rounds"] + [1] * mb["rounds"]
+        assert list(m.samples_s[side]) == ma["samples_s"][side] + mb["samples_s"][side]
+    assert m.rounds == 2 * ma["rounds"]
+    assert list(m.run_of_round) == [0] * ma["rounds"] + [1] * mb["rounds"]
     # each run's process is a process of its own (the interval treats them as units)
-    assert m["process_of_round"] == ["1.1"] * ma["rounds"] + ["2.1"] * mb["rounds"]
+    assert list(m.process_of_round) == ["1.1"] * ma["rounds"] + ["2.1"] * mb["rounds"]
     # every round keeps its pass (a bug kept only the first run's: shares were cut short)
-    assert len(m["pass_of_round"]) == m["rounds"]
-    expected = ratio_estimate(m["samples_s"]["torch"], m["samples_s"]["mindspore"],
-                              groups=m["process_of_round"])
-    assert (m["ratio"], m["ci_low"], m["ci_high"]) == (expected.ratio, expected.ci_low,
-                                                       expected.ci_high)
-    assert m["summary"]["mindspore"]["median_s"] == pytest.approx(
-        float(np.median(m["samples_s"]["mindspore"])))
-    assert pooled["instances"][0]["pooled_runs"] == 2
-    assert pooled["pooled_from"] == ["a.json", "b.json"]
+    assert len(m.pass_of_round) == m.rounds
+    expected = ratio_estimate(m.samples_s["torch"], m.samples_s["mindspore"],
+                              groups=m.process_of_round)
+    assert tuple(m.interval) == (expected.ratio, expected.ci_low, expected.ci_high)
+    assert m.summary["mindspore"].median_s == pytest.approx(
+        float(np.median(m.samples_s["mindspore"])))
+    assert pooled.instances[0].pooled_runs == 2
+    assert pooled.pooled_from == ("a.json", "b.json")
     # the inputs are not modified
     assert len(ma["samples_s"]["torch"]) == ma["rounds"]
 
@@ -54,9 +61,10 @@ def test_process_offsets_average_out():
     alone an unchanged current run looks changed by ~12%; against the pool it does not."""
     fast, slow = run_record(1, target_s=2e-4 / 1.12), run_record(2, target_s=2e-4 * 1.12)
     current = run_record(3)
-    pooled = pool_baselines([fast, slow], ["fast.json", "slow.json"])
-    ratio = pooled["instances"][0]["measurements"]["serial"]["ratio"]
+    pooled = pool([fast, slow], ["fast.json", "slow.json"])
+    ratio = pooled.instances[0].measurements["serial"].ratio
     assert ratio == pytest.approx(0.5, rel=0.03)
+    fast, current = typed(fast, current)
     alone = evaluate(fast, current).instances[0]
     together = evaluate(pooled, current).instances[0]
     assert alone.verdict.value != "PASS"          # -12% against the fast process alone
@@ -67,19 +75,19 @@ def test_an_instance_that_failed_in_one_run_pools_the_runs_that_measured_it():
     a = run_record(1)
     b = run_record(2)
     b["instances"][0] = instance("add[4x4]", "add", None, error="boom")
-    pooled = pool_baselines([a, b], ["a.json", "b.json"])
-    inst = pooled["instances"][0]
-    assert inst["pooled_runs"] == 1 and inst["verdict"] != "ERROR"
-    assert (inst["measurements"]["serial"]["samples_s"]
-            == a["instances"][0]["measurements"]["serial"]["samples_s"])
+    pooled = pool([a, b], ["a.json", "b.json"])
+    inst = pooled.instances[0]
+    assert inst.pooled_runs == 1 and inst.verdict != "ERROR"
+    assert (inst.measurements["serial"].samples_s
+            == RunRecord.from_dict(a).instances[0].measurements["serial"].samples_s)
 
 
 def test_an_instance_failed_everywhere_stays_failed():
     a, b = run_record(1), run_record(2)
     for r in (a, b):
         r["instances"][0] = instance("add[4x4]", "add", None, error="boom")
-    inst = pool_baselines([a, b], ["a.json", "b.json"])["instances"][0]
-    assert inst["verdict"] == "ERROR" and inst["measurements"] == {}
+    inst = pool([a, b], ["a.json", "b.json"]).instances[0]
+    assert inst.verdict == "ERROR" and inst.measurements == {}
 
 
 @pytest.mark.parametrize("change, message", [
@@ -93,23 +101,23 @@ def test_runs_not_measured_alike_are_refused_with_the_file_named(change, message
     a, b = run_record(1), run_record(2)
     change(b)
     with pytest.raises(PoolError, match=message.replace("[", r"\[")):
-        pool_baselines([a, b], ["a.json", "b.json"])
+        pool([a, b], ["a.json", "b.json"])
 
 
 def test_a_pool_from_several_machines_compares_ratios_only():
     a, b = run_record(1, machine="m1"), run_record(2, machine="m2")
-    pooled = pool_baselines([a, b], ["a.json", "b.json"])
-    assert not same_machine(pooled, run_record(3, machine="m1"))
-    same = pool_baselines([a, run_record(2, machine="m1")], ["a.json", "b.json"])
-    assert same_machine(same, run_record(3, machine="m1"))
+    pooled = pool([a, b], ["a.json", "b.json"])
+    (third,) = typed(run_record(3, machine="m1"))
+    assert not same_machine(pooled, third)
+    same = pool([a, run_record(2, machine="m1")], ["a.json", "b.json"])
+    assert same_machine(same, third)
 
 
 def test_the_notes_say_the_baseline_is_pooled():
-    pooled = pool_baselines([run_record(1), run_record(2), run_record(3)],
-                            ["a.json", "b.json", "c.json"])
-    notes = environment_notes(pooled, run_record(4))
+    pooled = pool([run_record(1), run_record(2), run_record(3)],
+                  ["a.json", "b.json", "c.json"])
+    single, current = typed(run_record(1), run_record(4))
+    notes = environment_notes(pooled, current)
     assert notes[0].kind == "pooled baseline"
     assert "pools 3 runs (a.json, b.json, c.json)" in notes[0].message
-    single = copy.deepcopy(run_record(1))
-    assert not [n for n in environment_notes(single, run_record(4))
-                if n.kind == "pooled baseline"]
+    assert not [n for n in environment_notes(single, current) if n.kind == "pooled baseline"]

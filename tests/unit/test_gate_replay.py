@@ -7,7 +7,8 @@ import copy
 import pytest
 from test_gate_noise import process_records
 
-from opbench.gate.replay import replay_gates
+from opbench.gate.replay import replay_gates as replay_gates_over_records
+from opbench.results.records import RunRecord
 from opbench.verdicts.rules import EXIT_OK, EXIT_SLOW
 
 QUIET = {"add[a]": 0.005, "add[b]": 0.005}
@@ -23,6 +24,14 @@ def slowed(runs, factor: float):
             for m in inst["measurements"].values():
                 m["samples_s"]["mindspore"] = [t * factor for t in m["samples_s"]["mindspore"]]
     return out
+
+
+def replay_gates(runs: list[dict], names: list[str], *, injected: list[dict] = (), **options):
+    """replay_gates over runs given as their results files' dicts."""
+    def typed(dicts):
+        return [RunRecord.from_dict(r) for r in dicts]
+
+    return replay_gates_over_records(typed(runs), names, injected=typed(injected), **options)
 
 
 def names(runs):

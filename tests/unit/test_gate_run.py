@@ -13,6 +13,7 @@ from opbench.gate.fresh_stage import FreshStageError
 from opbench.gate.run_gate import GateHooks, GateRequest, GateSetupError, gate_config, run_gate
 from opbench.results.history import HistoryStore
 from opbench.results.recorded_run import run
+from opbench.results.records import RecordedConfig
 from opbench.runner.injection import INJECT_ENV
 from opbench.verdicts.rules import EXIT_OK, EXIT_SLOW
 
@@ -62,23 +63,28 @@ def test_the_gate_measures_like_its_baseline_and_passes_an_unchanged_run(baselin
     (_, config), = [t for t in door.told if t[0] == "measure"]
     assert config == gate.config
     assert (config.threads, config.processes, config.settings.rounds) == (
-        2, 1, baseline["config"]["settings"]["rounds"])
+        2, 1, baseline.config.settings.rounds)
     assert ("inherited", list(gate.inherited)) in door.told and "--threads 2" in gate.inherited
     assert gate.history is None
 
 
 def test_options_the_baseline_does_not_record_come_from_the_gate_settings():
-    config, inherited = gate_config({"rounds": 12}, {"settings": {}})
+    # a baseline that records the least the schema asks for
+    recorded = RecordedConfig.from_dict({"reference": "torch", "target": "mindspore",
+                                         "device": "cpu", "threads": 2, "modes": ["serial"],
+                                         "threshold": 0.8, "settings": {}})
+    config, inherited = gate_config({"rounds": 12}, recorded)
     assert config.settings.rounds == 12 and "--rounds" not in " ".join(inherited)
-    assert (config.threads, config.settings.max_time_s) == (1, 6.0)
+    # threads from the baseline; the budget, which it does not record, from the gate's own
+    assert (config.threads, config.settings.max_time_s) == (2, 6.0)
     with pytest.raises(GateSetupError, match="--threads must be a positive integer"):
-        gate_config({"threads": 0}, {})
+        gate_config({"threads": 0}, recorded)
 
 
 def test_a_baseline_of_other_frameworks_or_other_cases_stops_the_gate_before_measuring(
         baseline, instances, tmp_path):
     door = FrontDoor()
-    other = dict(baseline, config=dict(baseline["config"], target="numpy"))
+    other = baseline.replace(config=baseline.config.replace(target="numpy"))
     with pytest.raises(GateSetupError, match="base.json compares torch with numpy"):
         run_gate(request(other, instances, tmp_path), door.hooks())
     unrelated = load_instances(case_file(tmp_path, binary_case("mul", shape="[3, 3]"),

@@ -369,9 +369,10 @@ def test_a_baseline_of_other_cases_is_refused_before_measuring(gate_setup, tmp_p
 
 
 def test_a_string_schema_version_gets_a_message_that_makes_sense(tmp_path):
-    from opbench.results.io import ResultsError, read_results
+    from opbench.results.io import ResultsError
+    from opbench.results.records import load_results
 
     path = tmp_path / "r.json"
     path.write_text('{"schema_version": "1"}')
     with pytest.raises(ResultsError, match=r"schema_version must be an integer, got '1' \(str\)"):
-        read_results(path)
+        load_results(path)

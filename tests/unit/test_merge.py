@@ -12,17 +12,16 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 from test_cli import FAST, assert_user_error, cases_dir, fake_frameworks  # noqa: F401
-from test_gate_evaluate import instance, measurement, record
+from test_gate_evaluate import evaluate, instance, measurement, record, same_machine
 
 from opbench.cli.main import cli
-from opbench.gate.baseline import same_machine
-from opbench.gate.evaluate import evaluate
 from opbench.report.markdown import render_markdown
 from opbench.report.terminal import render_terminal
 from opbench.report.text import timing_notes
 from opbench.results.history import HistoryStore
-from opbench.results.io import read_results, validate_record, write_json_atomic
+from opbench.results.io import validate_record, write_json_atomic
 from opbench.results.merge import MergeError, merge_records
+from opbench.results.records import RunRecord, load_results
 
 IDS = ("add[a]", "add[b]", "relu[a]", "sum[a]")
 DIGEST = "0123456789abcdef"
@@ -50,6 +49,17 @@ def as_shards(run: dict, groups=(("add[a]", "add[b]"), ("relu[a]", "sum[a]"))):
     return parts
 
 
+def merge(parts: list[dict], file_names: list[str], **options) -> dict:
+    """merge_records over parts given as their files' dicts; the merged record as its file
+    holds it (what these tests check against the format)."""
+    typed = [RunRecord.from_dict(p) for p in parts]
+    return merge_records(typed, file_names, **options).to_dict()
+
+
+def typed(record: dict) -> RunRecord:
+    return RunRecord.from_dict(record)
+
+
 def names(n):
     return [f"shard{k}.json" for k in range(1, n + 1)]
 
@@ -62,7 +72,7 @@ def verdicts(result):
 
 def test_shards_merge_into_the_unsharded_selection():
     run = whole_run(1)
-    merged = merge_records(as_shards(run), names(2))
+    merged = merge(as_shards(run), names(2))
     assert [i["id"] for i in merged["instances"]] == list(IDS)
     assert merged["instances"] == run["instances"]       # measurements kept, not redone
     assert merged["complete"] and merged["absolute_times_comparable"]
@@ -75,28 +85,28 @@ def test_shards_merge_into_the_unsharded_selection():
 def test_the_inputs_are_not_modified():
     parts = as_shards(whole_run(1))
     before = copy.deepcopy(parts)
-    merge_records(parts, names(2))
+    merge(parts, names(2))
     assert parts == before
 
 
 def test_a_missing_shard_makes_an_incomplete_record_that_says_which():
     parts = as_shards(whole_run(1), groups=(("add[a]", "add[b]"), ("relu[a]",), ("sum[a]",)))
-    merged = merge_records([parts[0], parts[2]], ["shard1.json", "shard3.json"])
+    merged = merge([parts[0], parts[2]], ["shard1.json", "shard3.json"])
     assert not merged["complete"] and merged["missing_shards"] == [2]
     assert "shard" not in merged["config"]
     validate_record(merged)
     console = Console(record=True, width=120)
-    render_terminal(merged, console)
+    render_terminal(typed(merged), console)
     assert "shards 2 are missing" in console.export_text()
     # one shard alone is still that shard, complete as what it claims to be
-    alone = merge_records(parts[:1], ["shard1.json"])
+    alone = merge(parts[:1], ["shard1.json"])
     assert alone["config"]["shard"]["index"] == 1 and alone["complete"]
 
 
 def test_an_interrupted_part_makes_the_merge_incomplete():
     parts = as_shards(whole_run(1))
     parts[1]["complete"], parts[1]["interrupted"] = False, True
-    merged = merge_records(parts, names(2))
+    merged = merge(parts, names(2))
     assert not merged["complete"] and merged["interrupted"]
 
 
@@ -104,7 +114,7 @@ def test_an_interrupted_part_makes_the_merge_incomplete():
 
 def refused(parts, *fragments, **kwargs):
     with pytest.raises(MergeError) as info:
-        merge_records(parts, names(len(parts)), **kwargs)
+        merge(parts, names(len(parts)), **kwargs)
     for fragment in fragments:
         assert fragment in str(info.value), str(info.value)
 
@@ -159,7 +169,7 @@ def test_different_machines_are_refused_unless_allowed_and_then_marked():
     parts[1]["environment"].update(machine_id="m2", cpu_model="other cpu", cpu_count=8)
     refused(parts, "environment.machine_id differs: shard1.json (m1), shard2.json (m2)",
             "not comparable", "--allow-machines")
-    merged = merge_records(parts, names(2), allow_machines=True)
+    merged = merge(parts, names(2), allow_machines=True)
     validate_record(merged)
     assert merged["absolute_times_comparable"] is False
     assert merged["environment"]["machine_id"] == "mixed:m1+m2"
@@ -173,7 +183,7 @@ def test_different_machines_are_refused_unless_allowed_and_then_marked():
     assert not same_machine(merged, copy.deepcopy(merged))
     assert not same_machine(merged, parts[0])
     console = Console(record=True, width=200)
-    render_terminal(merged, console)
+    render_terminal(typed(merged), console)
     assert "absolute times of different rows are not comparable" in console.export_text()
 
 
@@ -182,7 +192,7 @@ def test_different_machines_are_refused_unless_allowed_and_then_marked():
 def test_a_merged_baseline_gates_like_the_single_run():
     baseline = whole_run(1)
     current = whole_run(2, slowdown={"relu[a]": 1.5})
-    merged = merge_records(as_shards(baseline), names(2))
+    merged = merge(as_shards(baseline), names(2))
     single = evaluate(baseline, current)
     from_merge = evaluate(merged, current)
     assert verdicts(from_merge) == verdicts(single)
@@ -193,20 +203,20 @@ def test_a_merged_baseline_gates_like_the_single_run():
 def test_a_merged_candidate_gates_like_the_single_run():
     baseline = whole_run(1)
     current = whole_run(2, slowdown={"add[b]": 1.5})
-    merged = merge_records(as_shards(current), names(2))
+    merged = merge(as_shards(current), names(2))
     assert verdicts(evaluate(baseline, merged)) == verdicts(evaluate(baseline, current))
     assert verdicts(evaluate(baseline, merged))["add[b]"] == "REGRESSION"
 
 
 def test_a_merged_record_renders_and_goes_into_the_history(tmp_path):
-    merged = merge_records(as_shards(whole_run(1)), names(2))
+    merged = merge(as_shards(whole_run(1)), names(2))
     console = Console(record=True, width=160)
-    render_terminal(merged, console)
+    render_terminal(typed(merged), console)
     text = console.export_text()
     assert "4 instances" in text and "merged from 2 records" in text
-    assert "sum[a]" in render_markdown(merged)
+    assert "sum[a]" in render_markdown(typed(merged))
     with HistoryStore(tmp_path / "h.db") as store:
-        run_id, added = store.record_run(merged, source="all.json", label="merged")
+        run_id, added = store.record_run(typed(merged), source="all.json", label="merged")
         assert added
         assert {p.instance_id for p in store.trend("add")} == {"add[a]", "add[b]"}
         assert [p.run_id for p in store.trend("sum")] == [run_id]
@@ -218,7 +228,7 @@ def test_each_part_keeps_its_own_set_up_and_measuring_time():
         part["setup_s"] = seconds
         for inst in part["instances"]:
             inst["duration_s"] = 2.0
-    merged = merge_records(parts, names(2))
+    merged = merge(parts, names(2))
     assert [(p["setup_s"], p["measuring_s"]) for p in merged["merged_from"]] == \
         [(11.25, 4.0), (9.5, 4.0)]
     assert "setup_s" not in merged            # one part's set-up is not the whole run's
@@ -234,27 +244,27 @@ def test_workers_parts_say_where_the_wall_time_went():
                                     "visible_device": None}
         for inst in part["instances"]:
             inst["duration_s"] = 3.0 + k
-    merged = merge_records(parts, ["pytest-xdist worker gw0", "pytest-xdist worker gw1"])
+    merged = merge(parts, ["pytest-xdist worker gw0", "pytest-xdist worker gw1"])
     assert [i["worker"] for i in merged["instances"]] == ["gw0", "gw0", "gw1", "gw1"]
     validate_record(merged)
-    notes = timing_notes(merged)
+    notes = timing_notes(typed(merged))
     assert notes[0] == ("pytest-xdist worker gw0 (cores 0): 2 instances measured in 6.0 s "
                         "after a 11.0 s set-up (both frameworks imported in this process)")
     assert notes[1].startswith("pytest-xdist worker gw1 (cores 1): 2 instances measured in "
                                "8.0 s after a 12.0 s set-up")
     assert "slowest worker's set-up and measuring (20.0 s)" in notes[2]
     console = Console(record=True, width=300)
-    render_terminal(merged, console)
+    render_terminal(typed(merged), console)
     assert "more workers shorten only the measuring" in console.export_text()
 
 
 def test_a_single_run_says_its_set_up_and_measuring_time():
     run = whole_run(1)
-    assert timing_notes(run) == []                   # not recorded: nothing claimed
+    assert timing_notes(typed(run)) == []                   # not recorded: nothing claimed
     run["setup_s"], run["config"]["processes"] = 8.84, 3
     for inst in run["instances"]:
         inst["duration_s"] = 1.5
-    assert timing_notes(run) == [
+    assert timing_notes(typed(run)) == [
         "time: 8.8 s set-up (3 processes, each importing both frameworks; per-call "
         "floors), 6.0 s measuring 4 instances"]
     validate_record(run)
@@ -280,7 +290,7 @@ def test_merge_writes_a_record_that_report_and_history_read(tmp_path):
     result = invoke("merge", *paths, "-o", str(out))
     assert result.exit_code == 0, result.output
     assert "merged 4 instances from 2 files" in result.stderr
-    assert [i["id"] for i in read_results(out)["instances"]] == list(IDS)
+    assert [i.id for i in load_results(out).instances] == list(IDS)
     assert invoke("report", str(out)).exit_code == 0
     history = invoke("history", "--db", str(tmp_path / "h.db"), "--add", str(out))
     assert history.exit_code == 0, history.output
@@ -313,7 +323,7 @@ def test_shards_run_merged_and_gated_end_to_end(fake_frameworks, cases_dir, tmp_
         assert result.exit_code == 0, result.output
     merged = tmp_path / "all.json"
     assert invoke("merge", *paths, "-o", str(merged)).exit_code == 0
-    ids = [i["id"] for i in read_results(merged)["instances"]]
+    ids = [i.id for i in load_results(merged).instances]
     assert sorted(ids) == ["add[shape=2x3]", "add[shape=4x8]", "sub"]
     result = invoke("gate", str(cases_dir), "--baseline", str(merged), "--processes", "1",
                     "-q", "--json", str(tmp_path / "current.json"))
@@ -326,7 +336,7 @@ def test_parts_of_one_shard_stay_that_shard():
     shard = as_shards(whole_run(1))[0]
     parts = [copy.deepcopy(shard), copy.deepcopy(shard)]
     parts[0]["instances"], parts[1]["instances"] = shard["instances"][:1], shard["instances"][1:]
-    merged = merge_records(parts, ["gw0", "gw1"])
+    merged = merge(parts, ["gw0", "gw1"])
     assert merged["config"]["shard"] == shard["config"]["shard"]
     assert "missing_shards" not in merged and merged["complete"]
     validate_record(merged)

@@ -1,6 +1,6 @@
 """The pure parts of the pytest plugin: which files are case files, outcome texts,
 pytest-benchmark entries, and the end-of-session summary. Records are built by hand in the
-shape opbench.runner writes them."""
+shape opbench.runner writes them, and read as the plugin reads them (InstanceRecord)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +11,7 @@ from opbench.pytest_plugin.bench_entries import entry_specs, to_benchmark_entry
 from opbench.pytest_plugin.collect import is_case_file
 from opbench.pytest_plugin.outcome import judge
 from opbench.pytest_plugin.summary import counts_line, ratio_table, summary_lines
+from opbench.results.records import InstanceRecord
 
 REF, TGT = "torch", "mindspore"
 
@@ -19,7 +20,9 @@ def measurement(ref_s: float, tgt_s: float, verdict: str, rounds: int = 6,
                 low: float | None = None, high: float | None = None,
                 threshold: float = 0.8, **extra) -> dict:
     ratio = ref_s / tgt_s
-    return {"summary": {REF: {"median_s": ref_s}, TGT: {"median_s": tgt_s}},
+    return {"mode": "serial",
+            "summary": {REF: {"n": rounds, "median_s": ref_s},
+                        TGT: {"n": rounds, "median_s": tgt_s}},
             "samples_s": {REF: [ref_s] * rounds, TGT: [tgt_s] * rounds},
             "ratio": ratio, "ci_low": ratio if low is None else low,
             "ci_high": ratio if high is None else high, "confidence": 0.95,
@@ -27,11 +30,15 @@ def measurement(ref_s: float, tgt_s: float, verdict: str, rounds: int = 6,
             "rounds_requested": rounds, "too_few_rounds": False, "notes": [], **extra}
 
 
-def record(id_: str, verdict: str, measurements: dict | None = None, **extra) -> dict:
-    return {"id": id_, "case": id_.split("[")[0], "op": id_.split("[")[0],
-            "file": "cases/x.yaml", "line": 7, "params": {"n": 4},
-            "inputs": [{"name": "x", "shape": [4, 8], "dtype": "float32", "dist": "normal"}],
-            "verdict": verdict, "error": None, "measurements": measurements or {}, **extra}
+def record(id_: str, verdict: str | None, measurements: dict | None = None,
+           **extra) -> InstanceRecord:
+    op = id_.split("[")[0]
+    return InstanceRecord.from_dict({
+        "id": id_, "case": op, "op": op, "file": "cases/x.yaml", "line": 7,
+        "params": {"n": 4},
+        "inputs": [{"name": "x", "shape": [4, 8], "dtype": "float32", "dist": "normal"}],
+        "apis": {REF: f"{REF}.{op}", TGT: f"{TGT}.{op}"}, "verdict": verdict, "error": None,
+        "measurements": measurements or {}, **extra})
 
 
 # -- which YAML files are collected ------------------------------------------------------------
@@ -174,7 +181,8 @@ def test_ratio_table_is_cut_at_max_rows_and_says_so():
 
 
 def test_counts_line_counts_verdicts_and_expected_mismatches():
-    records = [record("a", "PASS", check={"ok": False, "expected_mismatch": "known"}),
+    records = [record("a", "PASS", check={"ok": False, "rtol": 1e-4, "atol": 1e-5,
+                                          "expected_mismatch": "known"}),
                record("b", "SLOW"), record("c", "SLOW"), record("d", "INCONCLUSIVE")]
     assert counts_line(records) == ("4 instances: 2 SLOW, 1 INCONCLUSIVE, 1 PASS, "
                                     "1 with an expected mismatch")

@@ -13,7 +13,7 @@ from opbench.report.html import render_html
 from opbench.report.markdown import render_markdown
 from opbench.report.terminal import render_terminal
 from opbench.report.text import fmt_time, summary_line
-from opbench.results.io import read_results, write_json_atomic
+from opbench.results.records import load_results, write_results
 from opbench.results.recorded_run import run
 from opbench.verdicts.explain import explain_measurement, explain_modes
 
@@ -64,7 +64,7 @@ def terminal_text(record, **options) -> str:
 
 
 def test_the_fake_run_has_every_verdict(record):
-    verdicts = {inst["id"]: inst["verdict"] for inst in record["instances"]}
+    verdicts = {inst.id: inst.verdict for inst in record.instances}
     assert verdicts == {"add[style=bold]": "PASS", "sine": "SLOW", "negate": "MISMATCH",
                         "broken": "ERROR", "known": "PASS"}
 
@@ -114,7 +114,7 @@ def test_terminal_table_fits_100_columns_with_whole_short_ids(tmp_path):
                   "layer_norm.affine[32x1024,float32,1e-05]"):
         (row,) = [line for line in lines if line.startswith(short)]
         assert "PASS" in row                    # one line per row: nothing folded
-    assert record["instances"][0]["id"] == (
+    assert record.instances[0].id == (
         "layer_norm.affine[shape=1x128x768,dtype=float16,eps=1e-05]")
     assert "mode serial; threshold 0.8" in "\n".join(lines)
 
@@ -162,15 +162,14 @@ def test_html_escapes_text_and_keeps_ids_and_notes(record):
 
 def test_a_saved_record_renders_like_the_live_one(record, tmp_path):
     path = tmp_path / "run.json"
-    write_json_atomic(path, record)
-    saved = read_results(path)
+    write_results(path, record)
+    saved = load_results(path)
     assert render_markdown(saved) == render_markdown(record)
     assert terminal_text(saved) == terminal_text(record)
 
 
 def test_an_interrupted_record_says_so(record):
-    partial = dict(record, complete=False, interrupted=True,
-                   instances=record["instances"][:2])
+    partial = record.replace(complete=False, interrupted=True, instances=record.instances[:2])
     assert summary_line(partial) == "2 instances: 1 SLOW, 1 PASS (INTERRUPTED: partial results)"
     assert "INTERRUPTED" in terminal_text(partial)
 

@@ -9,6 +9,7 @@ import pytest
 from gapmap_fakes import sweep_record
 
 from opbench.report.html import render_html
+from opbench.results.records import RunRecord
 from opbench.runner.ceilings import ceilings_from_times
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -25,7 +26,7 @@ def page():
     for inst in rec["instances"]:
         inst["peak_memory"] = {"torch": {"bytes": 2**20, "measure": "rss"},
                                "mindspore": {"bytes": 2**21, "measure": "rss"}}
-    return render_html(rec)
+    return render_html(RunRecord.from_dict(rec))
 
 
 def test_the_page_holds_every_plot_inline_and_loads_nothing(page):
@@ -82,6 +83,6 @@ def test_without_matplotlib_the_page_keeps_its_tables_and_says_how_to_get_plots(
     import opbench.report.html as report_html
 
     monkeypatch.setattr(report_html, "plotting_available", lambda: False)
-    page = report_html.render_html(sweep_record(np.random.default_rng(5)))
+    page = report_html.render_html(RunRecord.from_dict(sweep_record(np.random.default_rng(5))))
     assert "<svg" not in page and "opbench[plot]" in page
     assert "<table id='rows'>" in page

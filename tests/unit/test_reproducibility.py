@@ -2,17 +2,29 @@
 from __future__ import annotations
 
 import pytest
+from test_gate_evaluate import record as run_record
 
 from opbench.report.text import notes_lines, run_notes, view_text
-from opbench.results.reproducibility import agreement, summary
+from opbench.results.records import RecordedConfig, RunRecord
+from opbench.results.reproducibility import agreement as agreement_of_records
+from opbench.results.reproducibility import summary
 
 
 def record(ratio, low, high, torch_s=20e-6, ms_s=40e-6, verdict="SLOW", duration=1.2,
-           iid="add[x]"):
-    return {"config": {"modes": ["serial"]}, "instances": [{
-        "id": iid, "duration_s": duration, "measurements": {"serial": {
+           iid="add[x]") -> dict:
+    """A run of one instance with the given serial measurement, as its file holds it."""
+    return run_record([{
+        "id": iid, "case": "add", "op": "add", "file": "cases/x.yaml", "apis": {},
+        "verdict": verdict, "duration_s": duration, "measurements": {"serial": {
+            "mode": "serial", "loops": 1, "rounds": 6, "threshold": 0.8,
+            "samples_s": {"torch": [torch_s] * 6, "mindspore": [ms_s] * 6},
             "ratio": ratio, "ci_low": low, "ci_high": high, "verdict": verdict,
-            "summary": {"torch": {"median_s": torch_s}, "mindspore": {"median_s": ms_s}}}}}]}
+            "summary": {"torch": {"n": 6, "median_s": torch_s},
+                        "mindspore": {"n": 6, "median_s": ms_s}}}}}])
+
+
+def agreement(runs: list[dict]):
+    return agreement_of_records([RunRecord.from_dict(r) for r in runs])
 
 
 def test_spread_coverage_and_flips_over_runs():
@@ -36,8 +48,10 @@ def test_only_instances_measured_in_every_run_are_compared():
 
 
 def test_report_says_which_view_and_why_a_verdict_is_inconclusive():
-    cfg = {"modes": ["serial"], "launch": "blocking", "threads": 1, "processes": 3,
-           "quiesce": True}
+    cfg = RecordedConfig.from_dict({
+        "reference": "torch", "target": "mindspore", "device": "cpu", "threshold": 0.8,
+        "modes": ["serial"], "launch": "blocking", "threads": 1, "processes": 3,
+        "quiesce": True})
     assert view_text(cfg) == ("view: serial latency (sync after every call), blocking "
                               "launches, 1 threads, rounds over 3 worker processes, idle-wait "
                               "before each sample")
@@ -46,10 +60,11 @@ def test_report_says_which_view_and_why_a_verdict_is_inconclusive():
     m["inconclusive_reason"] = "would be SLOW, but torch is 2x as long ..."
     m["settle_s"] = {"torch": [0.002, 0.15], "mindspore": [0.002, None]}
     m["settle_timed_out"] = {"torch": 1, "mindspore": 0}
-    lines = notes_lines(rec)
+    lines = notes_lines(RunRecord.from_dict(rec))
     assert "add[x]: [serial] INCONCLUSIVE: would be SLOW, but torch is 2x" in lines[0]
     assert "torch waited up to 150 ms" in lines[1] and "1 of torch's waits hit the limit" \
         in lines[1]
     rec["between_process_prior"] = {"sd": 0.031, "df": 4, "instances": 18}
-    assert run_notes(rec) == ["between worker processes a ratio moved by 3.1% (typical SD "
-                              "over 18 measurements); every interval includes that spread"]
+    assert run_notes(RunRecord.from_dict(rec)) == [
+        "between worker processes a ratio moved by 3.1% (typical SD over 18 measurements); "
+        "every interval includes that spread"]

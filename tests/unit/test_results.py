@@ -10,11 +10,11 @@ from opbench.results.io import (
     SCHEMA_VERSION,
     ResultsError,
     new_record,
-    read_results,
     results_schema,
     validate_record,
     write_json_atomic,
 )
+from opbench.results.records import RunRecord, load_results
 
 CONFIG = {"reference": "torch", "target": "mindspore", "device": "cpu", "threads": 2,
           "modes": ["serial"], "threshold": 0.8}
@@ -41,7 +41,8 @@ def test_write_then_read_round_trips(tmp_path):
     path = tmp_path / "deep" / "dir" / "run.json"   # missing directories are created
     record = minimal_record()
     write_json_atomic(path, record)
-    assert read_results(path) == record
+    assert load_results(path) == RunRecord.from_dict(record)
+    assert load_results(path).to_dict() == record
     assert leftovers(path.parent) == []
 
 
@@ -87,14 +88,14 @@ def test_an_interrupt_during_the_write_leaves_the_old_file(tmp_path, monkeypatch
 def test_reading_a_missing_file_names_it(tmp_path):
     path = tmp_path / "nope.json"
     with pytest.raises(ResultsError, match="nope.json: no such results file"):
-        read_results(path)
+        load_results(path)
 
 
 def test_reading_a_file_that_is_not_json_names_it(tmp_path):
     path = tmp_path / "garbage.json"
     path.write_text("{not json")
     with pytest.raises(ResultsError) as info:
-        read_results(path)
+        load_results(path)
     assert str(info.value).startswith(f"{path}: not a readable JSON results file")
 
 
@@ -102,7 +103,7 @@ def test_reading_json_that_is_not_a_record_names_it(tmp_path):
     path = tmp_path / "list.json"
     path.write_text("[1, 2]")
     with pytest.raises(ResultsError, match="list.json: not an opbench results file"):
-        read_results(path)
+        load_results(path)
 
 
 def test_reading_another_schema_version_names_the_file_and_both_versions(tmp_path):
@@ -111,7 +112,7 @@ def test_reading_another_schema_version_names_the_file_and_both_versions(tmp_pat
     record["schema_version"] = SCHEMA_VERSION + 1
     path.write_text(json.dumps(record))
     with pytest.raises(ResultsError) as info:
-        read_results(path)
+        load_results(path)
     message = str(info.value)
     assert message.startswith(f"{path}: results schema version {SCHEMA_VERSION + 1}")
     assert f"reads version {SCHEMA_VERSION}" in message
@@ -124,7 +125,7 @@ def test_reading_an_invalid_record_names_the_file_and_the_place(tmp_path):
                             "apis": {}, "verdict": "FAST"}]
     path.write_text(json.dumps(record))
     with pytest.raises(ResultsError) as info:
-        read_results(path)
+        load_results(path)
     message = str(info.value)
     assert message.startswith(f"{path}: invalid results file at instances/0/verdict")
     assert "FAST" in message
@@ -136,4 +137,4 @@ def test_a_record_missing_a_required_key_is_invalid(tmp_path):
     del record["config"]
     path.write_text(json.dumps(record))
     with pytest.raises(ResultsError, match=r"short.json: invalid results file at \(top level\)"):
-        read_results(path)
+        load_results(path)

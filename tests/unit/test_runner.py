@@ -9,19 +9,21 @@ import pytest
 from runner_fakes import binary_case, case_file, fake_config, fake_session, load_instances
 
 from opbench.config import RunConfig
-from opbench.results.io import read_results, validate_record
+from opbench.results.io import validate_record
+from opbench.results.records import load_results
 from opbench.results.recorded_run import check_only, run
 from opbench.runner.raw_records import instance_header
 from opbench.runner.session import ApiError
 
 
 def run_fake(tmp_path, *cases, config=None, json_path=None, on_progress=None, **target):
+    """The record as the results file holds it (plain JSON data), and the session."""
     config = config or fake_config()
     session = fake_session(config, **target)
     instances = load_instances(case_file(tmp_path, *cases))
     record = run(instances, config, session=session, json_path=json_path,
                  on_progress=on_progress)
-    return record, session
+    return record.to_dict(), session
 
 
 def only(record):
@@ -250,9 +252,9 @@ def test_the_json_file_is_rewritten_after_every_instance(tmp_path):
                          on_progress=on_progress)
     # before instance i the file holds i instances; after it, i + 1
     assert seen == [(0, True, 0), (0, False, 1), (1, True, 1), (1, False, 2)]
-    saved = read_results(out)
-    assert saved == json.loads(json.dumps(record))
-    assert saved["complete"] is True and "finished_utc" in saved
+    saved = load_results(out)
+    assert saved.to_dict() == json.loads(json.dumps(record))
+    assert saved.complete is True and saved.has("finished_utc")
 
 
 def test_an_interrupt_keeps_the_finished_instances_in_a_valid_file(tmp_path):
@@ -302,12 +304,12 @@ def test_non_finite_parameter_values_still_give_a_valid_json_file(tmp_path):
 """
     out = tmp_path / "run.json"
     record, _ = run_fake(tmp_path, case, json_path=out, config=check_only(fake_config()))
-    saved = read_results(out)
-    assert [i["id"] for i in saved["instances"]] == ["shift[by=inf]", "shift[by=1.5]"]
-    assert [i["verdict"] for i in saved["instances"]] == ["PASS", "PASS"]
-    assert saved["instances"][0]["params"] == {"by": "inf"}
-    assert saved["instances"][1]["params"] == {"by": 1.5}
-    assert saved["complete"] is True
+    saved = load_results(out)
+    assert [i.id for i in saved.instances] == ["shift[by=inf]", "shift[by=1.5]"]
+    assert [i.verdict for i in saved.instances] == ["PASS", "PASS"]
+    assert saved.instances[0].params == {"by": "inf"}
+    assert saved.instances[1].params == {"by": 1.5}
+    assert saved.complete is True
 
 
 def test_the_header_records_the_case_min_effect_for_the_gate(tmp_path):

@@ -21,6 +21,7 @@ from runner_fakes import (
 from opbench.config import MeasureSettings, RunConfig
 from opbench.report.text import header_text, notes_lines
 from opbench.results.io import validate_record
+from opbench.results.records import RunRecord
 from opbench.results.recorded_run import run
 from opbench.runner import session as runner
 from opbench.runner.measure import Side, more_rounds
@@ -34,7 +35,7 @@ def run_passes_fake(tmp_path, *cases, passes=3, settings=FAST_SETTINGS, session=
     instances = load_instances(case_file(tmp_path, *cases))
     seen_passes: list[tuple[int, int]] = []
     record = run(instances, config, session=session,
-                 on_pass=lambda i, n: seen_passes.append((i, n)))
+                 on_pass=lambda i, n: seen_passes.append((i, n))).to_dict()
     return record, session, seen_passes
 
 
@@ -50,7 +51,7 @@ def test_each_pass_adds_the_first_passes_round_count_at_the_same_loop_count(tmp_
     assert m["ratio"] == pytest.approx(1.0, rel=1e-3)
     assert seen == [(2, 3), (3, 3)]
     assert record["config"]["passes"] == 3
-    assert "rounds over one process, 3 passes each" in header_text(record)
+    assert "rounds over one process, 3 passes each" in header_text(RunRecord.from_dict(record))
 
 
 def test_rounds_of_later_passes_reflect_a_changed_cost(tmp_path):
@@ -64,7 +65,7 @@ def test_rounds_of_later_passes_reflect_a_changed_cost(tmp_path):
     def slow_down(pass_index, passes):
         target.costs["mindspore.add"] = target.cost_s * 2
 
-    record = run(instances, config, session=session, on_pass=slow_down)
+    record = run(instances, config, session=session, on_pass=slow_down).to_dict()
     m = record["instances"][0]["measurements"]["serial"]
     ratios = np.array(m["samples_s"]["torch"]) / np.array(m["samples_s"]["mindspore"])
     assert ratios[:2] == pytest.approx([1.0, 1.0], rel=1e-2)      # pass 1
@@ -82,7 +83,7 @@ def test_a_failing_later_pass_keeps_the_earlier_rounds_and_says_so(tmp_path):
     def break_target(pass_index, passes):
         target.functions["mindspore.add"] = target.functions["mindspore.boom"]
 
-    record = run(instances, config, session=session, on_pass=break_target)
+    record = run(instances, config, session=session, on_pass=break_target).to_dict()
     validate_record(record)
     inst = record["instances"][0]
     m = inst["measurements"]["serial"]
@@ -92,7 +93,7 @@ def test_a_failing_later_pass_keeps_the_earlier_rounds_and_says_so(tmp_path):
     assert len(inst["pass_errors"]) == 2
     assert inst["pass_errors"][0].startswith("pass 2: mindspore failed calling mindspore.add")
     assert any("pass 2" in line and "earlier passes' rounds are kept" in line
-               for line in notes_lines(record))
+               for line in notes_lines(RunRecord.from_dict(record)))
 
 
 def test_errors_and_mismatches_are_not_visited_again(tmp_path):
@@ -101,7 +102,7 @@ def test_errors_and_mismatches_are_not_visited_again(tmp_path):
     instances = load_instances(case_file(
         tmp_path, binary_case("broken", mindspore_api="mindspore.boom"),
         binary_case("wrong", mindspore_api="mindspore.neg")))
-    record = run(instances, config, session=session)
+    record = run(instances, config, session=session).to_dict()
     assert [i["verdict"] for i in record["instances"]] == ["ERROR", "MISMATCH"]
     assert session.adapters["mindspore"].calls["mindspore.neg"] == 1
 
@@ -137,7 +138,7 @@ def test_the_file_is_saved_after_every_pass(tmp_path):
         rounds_on_disk.append(saved["instances"][0]["measurements"]["serial"]["rounds"])
 
     record = run(instances, config, session=fake_session(config), json_path=out,
-                 on_pass=on_pass)
+                 on_pass=on_pass).to_dict()
     assert rounds_on_disk == [2, 4]
     assert json.loads(out.read_text())["instances"][0]["measurements"]["serial"]["rounds"] == 6
     assert record["complete"] is True
@@ -147,7 +148,7 @@ def test_correctness_only_runs_make_one_pass(tmp_path):
     config = fake_config(passes=3, timing=False)
     session = fake_session(config)
     instances = load_instances(case_file(tmp_path, binary_case("add")))
-    record = run(instances, config, session=session)
+    record = run(instances, config, session=session).to_dict()
     assert record["instances"][0]["verdict"] == "PASS"
     assert session.adapters["mindspore"].calls["mindspore.add"] == 1
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from rich.console import Console
+from test_gate_evaluate import record as run_record
 
 from opbench.cli.scan import scan_command
 from opbench.scan import COLUMNS, scan_paths, summarize
@@ -51,14 +52,18 @@ cases:
       args: [$x]
 """
 
-RESULTS = {"schema_version": 1, "instances": [
-    {"id": "relu", "op": "relu",
+RESULTS = run_record([
+    {"id": "relu", "case": "relu", "op": "relu", "file": "cases/relu.yaml",
      "apis": {"torch": "torch.nn.functional.relu",
               "mindspore": "mindspore.mint.nn.functional.relu"},
      "verdict": "SLOW",
-     "measurements": {"serial": {"ratio": 0.42, "ci_low": 0.4, "ci_high": 0.45,
-                                 "verdict": "SLOW"}}},
-]}
+     "measurements": {"serial": {
+         "mode": "serial", "loops": 1, "rounds": 6, "threshold": 0.8,
+         "samples_s": {"torch": [1e-5] * 6, "mindspore": [2.4e-5] * 6},
+         "summary": {"torch": {"n": 6, "median_s": 1e-5},
+                     "mindspore": {"n": 6, "median_s": 2.4e-5}},
+         "ratio": 0.42, "ci_low": 0.4, "ci_high": 0.45, "verdict": "SLOW"}}},
+])
 
 
 @pytest.fixture
@@ -161,6 +166,11 @@ def test_unreadable_results_and_bad_cases_are_errors(inputs):
     bad.write_text("{not json")
     result = CliRunner().invoke(scan_command, [str(TREE), "--results", str(bad)])
     assert result.exit_code == 1 and "cannot read results" in result.output
+    # a JSON file that is no results record is named, with the key that is wrong
+    foreign = inputs["dir"] / "foreign.json"
+    foreign.write_text(json.dumps({"schema_version": 1, "instances": [{"id": "a"}]}))
+    result = CliRunner().invoke(scan_command, [str(TREE), "--results", str(foreign)])
+    assert result.exit_code == 1 and "foreign.json: invalid results file" in result.output
     broken_cases = inputs["dir"] / "broken_cases"
     broken_cases.mkdir()
     (broken_cases / "x.yaml").write_text("cases:\n  - nme: x\n")

@@ -9,6 +9,10 @@ from test_pytest_plugin_fake import plugin_args
 from opbench.cases.case_files import expand, load_case_file
 from opbench.cases.selection import Selection, SelectionError
 from opbench.cli.main import cli
+from opbench.config import RunConfig
+from opbench.gate.baseline import select_records
+from opbench.results.records import InstanceRecord
+from opbench.runner.raw_records import instance_header
 
 pytest_plugins = ["pytester"]
 
@@ -93,12 +97,11 @@ def test_a_bad_expression_is_refused_with_a_hint():
 
 
 def test_selection_of_records_matches_instances(instances):
-    records = [{"id": i.id, "op": i.op, "tags": list(i.case.tags), "file": i.case.file}
-               for i in instances]
+    records = [InstanceRecord.from_dict(instance_header(i, RunConfig())) for i in instances]
     for expression in EXPRESSIONS:
         sel = Selection(keyword=expression)
-        assert [r["id"] for r in sel.records(records)] == [i.id for i in sel.instances(
-            instances)], expression
+        assert [r.id for r in select_records(records, keyword=expression)] == [
+            i.id for i in sel.instances(instances)], expression
 
 
 @pytest.mark.parametrize("expression", EXPRESSIONS)

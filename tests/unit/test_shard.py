@@ -18,7 +18,7 @@ from worker_fakes import Spawner
 from opbench.cases.shard import assign, select, selection_digest, shard_info
 from opbench.cli.main import cli
 from opbench.config import Shard, ShardError, parse_shard
-from opbench.results.io import read_results
+from opbench.results.records import load_results
 
 pytest_plugins = ["pytester"]
 
@@ -126,11 +126,11 @@ def test_run_shards_record_their_slice_and_cover_the_run(fake_frameworks, tmp_pa
         result = invoke("run", str(path), *FAST, "--processes", "1", "-q", "--shard",
                         f"{k}/2", "--json", str(out))
         assert result.exit_code == 0, result.output
-        records.append(read_results(out))      # valid against the results schema
-    ids = [[i["id"] for i in r["instances"]] for r in records]
+        records.append(load_results(out))      # valid against the results schema
+    ids = [[i.id for i in r.instances] for r in records]
     assert ids == [["add[shape=4x8]", "add[shape=2x3]"], ["sub"]]
     whole = selection_digest(load_fake_instances(path))
-    assert [r["config"]["shard"] for r in records] == [
+    assert [r.config.shard.to_dict() for r in records] == [
         {"index": k, "count": 2, "of_instances": 3, "selection": whole} for k in (1, 2)]
 
 
@@ -139,7 +139,7 @@ def test_a_run_without_shard_records_none(fake_frameworks, tmp_path):
     result = invoke("run", str(case_file(tmp_path, CASES)), *FAST, "--processes", "1", "-q",
                     "--json", str(out))
     assert result.exit_code == 0, result.output
-    assert "shard" not in read_results(out)["config"]
+    assert not load_results(out).config.has("shard")
 
 
 def test_more_shards_than_cases_is_a_usage_error(fake_frameworks, tmp_path):

@@ -12,6 +12,7 @@ from opbench.cases.ids import short_id, short_ids
 from opbench.cli.gate import _trend_table
 from opbench.report.console import PIPED_WIDTH, console_width
 from opbench.results.history import HistoryStore
+from opbench.results.records import RunRecord
 
 LONG_IDS = ("layer_norm.affine[shape=1x128x768,dtype=float16]",
             "layer_norm.affine[shape=1x128x768,dtype=float32]")
@@ -51,8 +52,8 @@ def test_history_table_at_100_columns_keeps_float16_and_float32_apart(tmp_path):
     cur["environment"]["git_commit"] = "def"
     db = tmp_path / "h.db"
     with HistoryStore(db) as store:
-        store.record_run(base)
-        store.record_run(cur)
+        store.record_run(RunRecord.from_dict(base))
+        store.record_run(RunRecord.from_dict(cur))
         points = store.trend("layer_norm")
     console = Console(file=io.StringIO(), width=100, color_system=None)
     console.print(_trend_table(points, "layer_norm"))

@@ -49,13 +49,13 @@ def test_rounds_are_spread_over_every_process(tmp_path):
     finally:
         pool.close()
     validate_record(json.loads((tmp_path / "r.json").read_text()))
-    for inst in record["instances"]:
-        m = inst["measurements"]["serial"]
-        assert sorted(set(m["process_of_round"])) == [1, 2, 3]
-        assert len(m["process_of_round"]) == m["rounds"] == len(m["samples_s"]["torch"])
-        assert m["n_processes"] == 3 and m["between_process_sd"] is not None
-        assert inst["verdict"] in ("PASS", "INCONCLUSIVE")
-    assert record["frameworks"]["torch"]["processes"] == 3
+    for inst in record.instances:
+        m = inst.measurements["serial"]
+        assert sorted(set(m.process_of_round)) == [1, 2, 3]
+        assert len(m.process_of_round) == m.rounds == len(m.samples_s["torch"])
+        assert m.n_processes == 3 and m.between_process_sd is not None
+        assert inst.verdict in ("PASS", "INCONCLUSIVE")
+    assert record.frameworks["torch"].processes == 3
     assert spawn.spawned == [1, 2, 3]
 
 
@@ -65,11 +65,11 @@ def test_a_dying_worker_is_recorded_and_replaced(tmp_path):
     with WorkerPool(config, spawn=spawn) as pool:
         pool.open()
         record = run(_instances(tmp_path, "a", "b"), config, session=pool)
-    first, second = record["instances"]
-    assert first["pass_errors"] == [
-        "pass 1: worker process 2 was killed by SIGSEGV (signal 11) while running a"]
-    assert set(first["measurements"]["serial"]["process_of_round"]) == {1, 3}
-    assert set(second["measurements"]["serial"]["process_of_round"]) == {1, 2, 3}
+    first, second = record.instances
+    assert first.pass_errors == (
+        "pass 1: worker process 2 was killed by SIGSEGV (signal 11) while running a",)
+    assert set(first.measurements["serial"].process_of_round) == {1, 3}
+    assert set(second.measurements["serial"].process_of_round) == {1, 2, 3}
     assert spawn.spawned == [1, 2, 3, 2]
 
 
@@ -113,15 +113,15 @@ def test_a_worker_dying_in_pass_1_names_how_and_the_instance(tmp_path, code):
     with WorkerPool(config, spawn=spawn) as pool:
         pool.open()
         record = run(instances, config, session=pool, json_path=json_path)
-    crashed, measured = record["instances"]
+    crashed, measured = record.instances
     message = (f"worker process 1 {ENDINGS[code]} while running "
                f"exp[shape=16x64,dtype=float32]")
-    assert crashed["verdict"] == "ERROR" and crashed["error"] == message
+    assert crashed.verdict == "ERROR" and crashed.error == message
     saved = json.loads(json_path.read_text())
     validate_record(saved)
     assert saved["instances"][0]["error"] == message      # the full id in the JSON
     assert pool.restarts == [message] and spawn.spawned == [1, 2, 1]
-    assert measured["verdict"] != "ERROR" and not measured.get("pass_errors")
+    assert measured.verdict != "ERROR" and not measured.pass_errors
     # the terminal's problem lines name the instance by the short id, as its table does
     assert problem_lines(record) == [
         f"exp[16x64,float32]: worker process 1 {ENDINGS[code]} while running "
@@ -137,13 +137,13 @@ def test_a_worker_dying_in_a_later_pass_is_a_pass_error_naming_the_instance(tmp_
     with WorkerPool(config, spawn=spawn) as pool:
         pool.open()
         record = run(instances, config, session=pool, json_path=tmp_path / "r.json")
-    first = record["instances"][0]
-    assert first["pass_errors"] == [
+    first = record.instances[0]
+    assert first.pass_errors == (
         "pass 1: worker process 2 was killed by SIGKILL (signal 9) while running "
-        "exp[shape=16x64,dtype=float32]"]
+        "exp[shape=16x64,dtype=float32]",)
     assert json.loads((tmp_path / "r.json").read_text())["instances"][0]["pass_errors"] == \
-        first["pass_errors"]
-    assert first["verdict"] != "ERROR"     # worker 1's rounds still make a measurement
+        list(first.pass_errors)
+    assert first.verdict != "ERROR"     # worker 1's rounds still make a measurement
     assert ("exp[16x64,float32]: pass 1: worker process 2 was killed by SIGKILL (signal 9) "
             "while running exp[16x64,float32]; the earlier passes' rounds are kept"
             ) in notes_lines(record, short=True)

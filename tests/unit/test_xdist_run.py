@@ -15,7 +15,7 @@ from test_pytest_plugin_fake import CASES, CONFTEST, FAST_S
 
 from opbench.cli.main import cli
 from opbench.cli.xdist_run import PLUGIN_MODULE, node_id, option_flags, pytest_command
-from opbench.results.io import read_results
+from opbench.results.records import load_results
 
 pytest.importorskip("xdist")
 
@@ -70,10 +70,10 @@ def test_run_with_workers_measures_in_isolated_xdist_workers(fake_project):
     result = CliRunner().invoke(cli, ["run", "cases.yaml", "--workers", "2", *QUICK,
                                       "--json", "run.json"])
     assert result.exit_code == 0, result.output
-    record = read_results(fake_project / "run.json")
-    assert sorted(i["id"] for i in record["instances"]) == ["add[n=16]", "add[n=4]", "neg"]
-    assert record["config"]["threads"] == 1
-    assert all(p["worker"]["cpus"] for p in record["merged_from"])
+    record = load_results(fake_project / "run.json")
+    assert sorted(i.id for i in record.instances) == ["add[n=16]", "add[n=4]", "neg"]
+    assert record.config.threads == 1
+    assert all(p.worker.cpus for p in record.merged_from)
     assert "3 instances: 3 PASS" in result.stdout
 
 
@@ -81,10 +81,10 @@ def test_run_with_workers_and_a_shard_records_the_shard(fake_project):
     result = CliRunner().invoke(cli, ["run", "cases.yaml", "--workers", "1", "--shard", "2/2",
                                       *QUICK, "-q", "--json", "run.json"])
     assert result.exit_code == 0, result.output
-    record = read_results(fake_project / "run.json")
-    assert [i["id"] for i in record["instances"]] == ["neg"]
-    assert record["config"]["shard"]["index"] == 2
-    assert record["config"]["shard"]["of_instances"] == 3
+    record = load_results(fake_project / "run.json")
+    assert [i.id for i in record.instances] == ["neg"]
+    assert record.config.shard.index == 2
+    assert record.config.shard.of_instances == 3
 
 
 def test_workers_that_would_share_cores_are_a_usage_error(fake_project):
