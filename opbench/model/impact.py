@@ -322,7 +322,7 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
 
 def _measure_alone(impact: ModelImpact, options: ModelOptions, work: Path,
                    on_progress: Progress) -> None:
-    from opbench.model.isolated import cause_of, measure_isolated
+    from opbench.model.isolated import cause_of, measure_isolated, target_floor_s
 
     started = time.perf_counter()
     try:
@@ -334,10 +334,7 @@ def _measure_alone(impact: ModelImpact, options: ModelOptions, work: Path,
         return
     impact.isolated_share = share
     impact.isolated_s = time.perf_counter() - started
-    floor = None
-    if record is not None:
-        floor = ((record.get("overhead") or {}).get(impact.target) or {}).get(
-            "dispatch_floor_serial_s")
+    floor = target_floor_s(record, impact.target)
     by_key = {(r.api, r.signature, r.mapped_api): r for r in impact.signatures}
     for iso in rows:
         row = by_key.get(iso.key)

@@ -34,9 +34,10 @@ from opbench.frameworks.apimap import load_mapping
 from opbench.model.program import Dtype, Ext, Lit, Opaque, Ref, Seq, SliceOf
 from opbench.model.routes import Route, Unmapped, case_spelling, route_for
 from opbench.results.recorded_run import run
+from opbench.results.records import RunRecord
 
-__all__ = ["IsolatedRow", "measure_isolated", "case_for", "DISPATCH_BOUND_FACTOR",
-           "CONTEXT_FACTOR_BOUND"]
+__all__ = ["IsolatedRow", "measure_isolated", "case_for", "cause_of", "target_floor_s",
+           "DISPATCH_BOUND_FACTOR", "CONTEXT_FACTOR_BOUND"]
 
 # A call within this factor of its framework's per-call floor is dominated by dispatch (the
 # gap map's rule, gapmap/attribute.py).
@@ -176,24 +177,32 @@ def case_for(impact: Any, key: tuple[str, str, str], members: Sequence[int],
              "inputs": builder.inputs, **sections}, "")
 
 
-def _measured(record: dict[str, Any], instance_id: str, reference: str, target: str
+def _measured(record: RunRecord, instance_id: str, reference: str, target: str
               ) -> tuple[str | None, float | None, tuple[float, float] | None,
                          float | None, float | None]:
-    for inst in record.get("instances", []):
-        if inst.get("id") != instance_id:
+    for inst in record.instances:
+        if inst.id != instance_id:
             continue
-        m = (inst.get("measurements") or {}).get("serial")
-        if not m:
-            return inst.get("verdict"), None, None, None, None
-        return (inst.get("verdict"), m.get("ratio"), (m.get("ci_low"), m.get("ci_high")),
-                m["summary"][reference]["median_s"], m["summary"][target]["median_s"])
+        verdict = inst.verdict.value if inst.verdict is not None else None
+        m = inst.measurements.get("serial")
+        if m is None:
+            return verdict, None, None, None, None
+        return (verdict, m.ratio, (m.ci_low, m.ci_high), m.summary[reference].median_s,
+                m.summary[target].median_s)
     return None, None, None, None, None
+
+
+def target_floor_s(record: RunRecord | None, target: str) -> float | None:
+    """The target's per-call floor (serial) in the isolated run."""
+    if record is None or target not in record.overhead:
+        return None
+    return record.overhead[target].dispatch_floor_serial_s
 
 
 def measure_isolated(impact: Any, budget_s: float, workdir: Path,
                      processes: int = DEFAULT_PROCESSES,
                      on_progress: Any = lambda message: None
-                     ) -> tuple[list[IsolatedRow], dict[str, Any] | None, float]:
+                     ) -> tuple[list[IsolatedRow], RunRecord | None, float]:
     """Measure the signature rows alone, heaviest traced time first, within budget_s.
     Returns the rows, the run record, and the share of the region's traced time measured."""
     rows = sorted(impact.signatures, key=lambda r: r.traced_s, reverse=True)
