@@ -12,7 +12,7 @@ from rich.markup import escape
 from opbench.cli.common import err, fail, out
 from opbench.model.impact import (DEFAULT_PROCESSES, FRAMEWORKS, ModelError, ModelOptions,
                                   measure_model)
-from opbench.model.record import impact_json
+from opbench.model.record import ModelRecord, impact_json
 from opbench.report.model import (DEFAULT_TOP, render_model_html, render_model_markdown,
                                   render_model_terminal)
 from opbench.results.io import write_json_atomic
@@ -100,9 +100,10 @@ def model_command(reference: str, target: str, processes: int, launch: str | Non
                                on_progress=progress)
     except ModelError as exc:
         fail(str(exc))
-    record = impact_json(impact)
+    written = impact_json(impact)
     if json_path:
-        write_json_atomic(json_path, {"model": record})
+        write_json_atomic(json_path, {"model": written})
+    record = ModelRecord.from_json(written)
     if markdown_path:
         Path(markdown_path).write_text(render_model_markdown(record, top), encoding="utf-8")
     if html_path:
@@ -111,7 +112,6 @@ def model_command(reference: str, target: str, processes: int, launch: str | Non
     for path in (json_path, markdown_path, html_path):
         if path:
             err.print(f"[dim]wrote {escape(os.fspath(path))}[/]", highlight=False)
-    incomplete = (record["script"]["status"] != 0 or record["errors"]
-                  or record["mismatches"])
+    incomplete = record.script.status != 0 or record.errors or record.mismatches
     sys.exit(EXIT_INCOMPLETE if incomplete else 0)
 

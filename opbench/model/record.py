@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import math
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:      # the record reads the impact; nothing here runs it
     from opbench.model.impact import ModelImpact
 
-__all__ = ["MODEL_FORMAT", "impact_json", "model_schema"]
+__all__ = ["MODEL_FORMAT", "impact_json", "model_schema", "ModelRecord", "LostRow",
+           "Projection"]
 
 # Version of the `model` object: bump and say what changed when its shape changes.
 #   1  first format
@@ -132,3 +134,172 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
         "errors": impact.errors,
         "measuring_s": impact.measuring_s,
     }
+
+
+# -- reading: the typed record the views take ---------------------------------------------
+
+def _build(cls: type, data: Mapping[str, Any] | None) -> Any:
+    """A frozen record from its JSON object: each field from its key, absent keys take the
+    field's default (older files, rows not measured alone)."""
+    data = data or {}
+    given = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+    return cls(**given)
+
+
+@dataclass(frozen=True)
+class Projection:
+    estimate: float
+    ci_low: float
+    ci_high: float
+    processes: int = 0
+    method: str = ""
+    launch: str | None = None
+    scale: float | None = None
+
+
+@dataclass(frozen=True)
+class LostRow:
+    """A row per API (or per signature): per-call times in context, ratio, time lost; and
+    where it was measured alone, the isolated figures and the cause."""
+    api: str
+    mapped_api: str
+    calls: int
+    reference_s: float | None
+    target_s: float | None
+    ratio: float | None
+    ratio_ci: tuple[float | None, float | None]
+    lost_s: float | None
+    lost_ci: tuple[float | None, float | None]
+    share: float = 0.0
+    signatures: int = 0
+    signature: str = ""
+    traced_s: float = 0.0
+    isolated_ratio: float | None = None
+    isolated_ratio_ci: tuple[float | None, float | None] | None = None
+    verdict: str | None = None
+    cause: str | None = None
+    cause_detail: str | None = None
+    context_factor: Mapping[str, float | None] = field(default_factory=dict)
+    isolated_signature: str = ""
+
+
+@dataclass(frozen=True)
+class RegionInfo:
+    rule: str
+    steps: int
+    calls_per_step: int = 0
+    excluded_calls: int = 0
+    excluded_s: float = 0.0
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ScriptInfo:
+    status: int = 0
+    error: str | None = None
+    captured_calls: int = 0
+    dropped_calls: int = 0
+
+
+@dataclass(frozen=True)
+class NotCovered:
+    api: str
+    reason: str
+    calls: int
+    traced_s: float
+    share: float
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    call: int
+    api: str
+    mapped_api: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Training:
+    backward_calls: int
+    backward_traced_s: float
+    backward_share: float
+    covered: bool
+    how: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IsolatedInfo:
+    share: float = 0.0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class StepRatio:
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    method: str = ""
+    too_few_rounds: bool = False
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """The `model` object, typed: what every view of a model run reads."""
+    reference: str
+    target: str
+    traced_framework: str
+    traced_s: float
+    coverage: float
+    projected_s: Mapping[str, Projection]
+    apis: tuple[LostRow, ...]
+    command: tuple[str, ...] = ()
+    interpreter: str = ""
+    traced_version: str = ""
+    threads: int | None = None
+    covered_traced_s: float = 0.0
+    replayed_calls_s: Mapping[str, float] = field(default_factory=dict)
+    ratio: StepRatio = StepRatio()
+    self_check: float | None = None
+    region: RegionInfo = RegionInfo("automatic", 0)
+    script: ScriptInfo = ScriptInfo()
+    signatures: tuple[LostRow, ...] = ()
+    not_covered: tuple[NotCovered, ...] = ()
+    mismatches: tuple[Mismatch, ...] = ()
+    errors: tuple[str, ...] = ()
+    measuring_s: float = 0.0
+    isolated: IsolatedInfo = IsolatedInfo()
+    training: Training | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "ModelRecord":
+        """The object under the file's `model` key (or the file's whole object)."""
+        data = data.get("model", data)
+        rows = [_row_record(r) for r in data.get("apis", ())]
+        sigs = [_row_record(r) for r in data.get("signatures", ())]
+        base = _build(cls, data)
+        training = data.get("training")
+        return replace(
+            base, command=tuple(base.command), errors=tuple(base.errors), apis=tuple(rows),
+            signatures=tuple(sigs),
+            projected_s={fw: _build(Projection, p) for fw, p in base.projected_s.items()},
+            ratio=_build(StepRatio, data.get("ratio")),
+            region=_build(RegionInfo, data.get("region")),
+            script=_build(ScriptInfo, data.get("script")),
+            not_covered=tuple(_build(NotCovered, r) for r in data.get("not_covered", ())),
+            mismatches=tuple(_build(Mismatch, r) for r in data.get("mismatches", ())),
+            isolated=_build(IsolatedInfo, data.get("isolated")),
+            training=_build(Training, training) if training else None)
+
+    @property
+    def other(self) -> str:
+        """The framework the script did not run: the projected one."""
+        return self.target if self.traced_framework == self.reference else self.reference
+
+
+def _row_record(data: Mapping[str, Any]) -> LostRow:
+    row = _build(LostRow, data)
+    ci = row.isolated_ratio_ci
+    return replace(row, ratio_ci=tuple(row.ratio_ci), lost_ci=tuple(row.lost_ci),
+                    isolated_ratio_ci=tuple(ci) if ci is not None else None,
+                    context_factor=dict(row.context_factor or {}))
+

@@ -1,29 +1,25 @@
-"""Views of a `model` record (opbench/model/record.py): which APIs cost the model how much
-of its step time. Terminal (rich), Markdown and one offline HTML page with a bar chart of
-the time lost per API and the projected against the traced totals (inline SVG)."""
+"""Views of a `model` record (opbench/model/record.py ModelRecord): which APIs cost the model
+how much of its step time. Terminal (rich), Markdown and one offline HTML page with a bar
+chart of the time lost per API and the projected against the traced totals (inline SVG)."""
 from __future__ import annotations
 
 import html
 import io
-from typing import Any, Mapping
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from opbench.model.record import LostRow, ModelRecord
 from opbench.report.text import fmt_time
 
 __all__ = ["model_lines", "render_model_terminal", "render_model_markdown",
            "render_model_html", "DEFAULT_TOP"]
 
 DEFAULT_TOP = 15
-
-
-def _interval(pair: Any, fmt=fmt_time) -> str:
-    if not pair or pair[0] is None or pair[1] is None:
-        return ""
-    return f"[{fmt(pair[0])}, {fmt(pair[1])}]"
+# Lines of what was not covered shown before "... and N more".
+NOT_COVERED_SHOWN = 8
 
 
 def _signed(seconds: float | None) -> str:
@@ -36,95 +32,84 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
 
 
-def model_lines(record: Mapping[str, Any]) -> list[str]:
-    """The header lines every view starts with: what ran, the region, the totals, the
-    self-check and coverage."""
-    ref, tgt, traced = record["reference"], record["target"], record["traced_framework"]
-    region, script = record["region"], record["script"]
-    lines = [f"script: {' '.join(record['command'])} (in {record['interpreter']}), "
-             f"{traced} {record['traced_version']}, "
-             f"{record['threads'] if record['threads'] else 'default'} threads"]
-    if script["status"]:
-        error = f": {script['error']}" if script["error"] else ""
-        lines.append(f"the script exited with status {script['status']}{error} "
-                     f"(what it ran before is measured)")
-    excluded = region["excluded_s"]
-    lines.append(f"steady state ({region['rule']}): {region['steps']} steps of "
-                 f"{region['calls_per_step']} calls; set-up and warm-up left out: "
-                 f"{region['excluded_calls']} calls, {fmt_time(excluded)} traced"
-                 + (f" ({region['note']})" if region["note"] else ""))
-    projected = record["projected_s"]
-    totals = []
-    for fw in (ref, tgt):
-        p = projected.get(fw)
-        if p:
-            totals.append(f"{fw} {fmt_time(p['estimate'])} "
-                          f"[{fmt_time(p['ci_low'])}, {fmt_time(p['ci_high'])}] "
-                          f"({p['launch']} launch)")
-    lines.append(f"projected time of the {region['steps']} steps: " + "; ".join(totals))
-    ratio = record["ratio"]
-    if ratio.get("ratio") is not None:
-        interval = (f" [{ratio['ci_low']:.3g}, {ratio['ci_high']:.3g}]"
-                    if ratio.get("ci_low") is not None and ratio.get("ci_high") is not None
-                    else "")
-        lines.append(f"ratio {ref}/{tgt} {ratio['ratio']:.3g}{interval}"
-                     f" (below 1: {tgt} slower)")
-    check = record.get("self_check")
-    if check is not None:
-        lines.append(f"self-check: {traced}'s replayed calls take {check * 100:+.0f}% against "
-                     f"their traced time ({fmt_time(record['covered_traced_s'])}; each call "
-                     f"synced in both, as traced)")
-    lines.append(f"coverage: {record['coverage'] * 100:.0f}% of the region's traced time "
-                 f"({fmt_time(record['traced_s'])}) was replayed in both frameworks")
-    for row in record["not_covered"][:8]:
-        lines.append(f"  not covered: {row['api']} x{row['calls']} "
-                     f"({row['share'] * 100:.1f}%): {row['reason']}")
-    if len(record["not_covered"]) > 8:
-        lines.append(f"  ... and {len(record['not_covered']) - 8} more (see the JSON)")
-    for m in record["mismatches"][:8]:
-        lines.append(f"  MISMATCH: call {m['call']} {m['api']} -> {m['mapped_api']}: "
-                     f"{m['detail']}")
-    for e in record["errors"]:
-        lines.append(f"  error: {e}")
-    training = record.get("training")
+def model_lines(record: ModelRecord) -> list[str]:
+    """The lines every view starts with: what ran, the region, the totals, the self-check
+    and coverage, what was not covered, the training step and what was measured alone."""
+    ref, tgt, traced = record.reference, record.target, record.traced_framework
+    region, script = record.region, record.script
+    lines = [f"script: {' '.join(record.command)} (in {record.interpreter}), "
+             f"{traced} {record.traced_version}, "
+             f"{record.threads if record.threads else 'default'} threads"]
+    if script.status:
+        lines.append(f"the script exited with status {script.status}"
+                     + (f": {script.error}" if script.error else "")
+                     + " (what it ran before is measured)")
+    lines.append(f"steady state ({region.rule}): {region.steps} steps of "
+                 f"{region.calls_per_step} calls; set-up and warm-up left out: "
+                 f"{region.excluded_calls} calls, {fmt_time(region.excluded_s)} traced"
+                 + (f" ({region.note})" if region.note else ""))
+    totals = [f"{fw} {fmt_time(p.estimate)} [{fmt_time(p.ci_low)}, {fmt_time(p.ci_high)}] "
+              f"({p.launch} launch)"
+              for fw in (ref, tgt) for p in [record.projected_s.get(fw)] if p]
+    lines.append(f"projected time of the {region.steps} steps: " + "; ".join(totals))
+    ratio = record.ratio
+    if ratio.ratio is not None:
+        interval = (f" [{ratio.ci_low:.3g}, {ratio.ci_high:.3g}]"
+                    if ratio.ci_low is not None and ratio.ci_high is not None else "")
+        lines.append(f"ratio {ref}/{tgt} {ratio.ratio:.3g}{interval} (below 1: {tgt} slower)")
+    if record.self_check is not None:
+        lines.append(f"self-check: {traced}'s replayed calls take {record.self_check * 100:+.0f}"
+                     f"% against their traced time ({fmt_time(record.covered_traced_s)}; each "
+                     f"call synced in both, as traced)")
+    lines.append(f"coverage: {record.coverage * 100:.0f}% of the region's traced time "
+                 f"({fmt_time(record.traced_s)}) was replayed in both frameworks")
+    for row in record.not_covered[:NOT_COVERED_SHOWN]:
+        lines.append(f"  not covered: {row.api} x{row.calls} ({row.share * 100:.1f}%): "
+                     f"{row.reason}")
+    if len(record.not_covered) > NOT_COVERED_SHOWN:
+        lines.append(f"  ... and {len(record.not_covered) - NOT_COVERED_SHOWN} more "
+                     f"(see the JSON)")
+    for m in record.mismatches[:NOT_COVERED_SHOWN]:
+        lines.append(f"  MISMATCH: call {m.call} {m.api} -> {m.mapped_api}: {m.detail}")
+    for error in record.errors:
+        lines.append(f"  error: {error}")
+    training = record.training
     if training:
-        lines.append(f"training step: backward {fmt_time(training['backward_traced_s'])} traced "
-                     f"({training['backward_share'] * 100:.0f}% of the region), "
-                     + ("projected: " + "; ".join(f"{fw}: {how}" for fw, how in
-                                                  training["how"].items())
-                        if training["covered"] else "NOT projected (see not covered)"))
-    isolated = record.get("isolated") or {}
-    if isolated.get("seconds"):
-        lines.append(f"measured alone: signatures holding {isolated['share'] * 100:.0f}% of "
-                     f"the region's traced time ({isolated['seconds']:.0f} s, heaviest first "
-                     f"within --budget); context = time in the model / time alone")
-    lost = sum(max(0.0, r["lost_s"] or 0.0) for r in record["apis"])
-    lines.append(f"time {tgt} loses where it is slower: "
-                 f"{fmt_time(lost)} over the region; APIs by time lost:")
+        lines.append(f"training step: backward {fmt_time(training.backward_traced_s)} traced "
+                     f"({training.backward_share * 100:.0f}% of the region), "
+                     + ("projected: " + "; ".join(f"{fw}: {how}"
+                                                  for fw, how in training.how.items())
+                        if training.covered else "NOT projected (see not covered)"))
+    if record.isolated.seconds:
+        lines.append(f"measured alone: signatures holding {record.isolated.share * 100:.0f}% "
+                     f"of the region's traced time ({record.isolated.seconds:.0f} s, heaviest "
+                     f"first within --budget); context = time in the model / time alone")
+    lost = sum(max(0.0, r.lost_s or 0.0) for r in record.apis)
+    lines.append(f"time {tgt} loses where it is slower: {fmt_time(lost)} over the region; "
+                 f"APIs by time lost:")
     return lines
 
 
-def _headers(record: Mapping[str, Any]) -> list[str]:
-    ref, tgt = record["reference"], record["target"]
+def _headers(record: ModelRecord) -> list[str]:
+    ref, tgt = record.reference, record.target
     return ["api", "replayed as", "calls", f"{ref} /call", f"{tgt} /call",
             "ratio [95% CI]", "lost [95% CI]", "share", "alone", f"{tgt} context", "cause"]
 
 
-def _cells(record: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
-    return [row["api"], row["mapped_api"], str(row["calls"]), fmt_time(row["reference_s"]),
-            fmt_time(row["target_s"]),
-            f"{_ratio(row['ratio'])} [{_ratio(row['ratio_ci'][0])}, {_ratio(row['ratio_ci'][1])}]",
-            f"{_signed(row['lost_s'])} [{_signed(row['lost_ci'][0])}, "
-            f"{_signed(row['lost_ci'][1])}]",
-            f"{row['share'] * 100:.1f}%",
-            (f"{_ratio(row['isolated_ratio'])} {row.get('verdict') or ''}".strip()
-             if row.get("isolated_ratio") is not None else "-"),
-            (f"{row['context_factor'][record['target']]:.2g}x"
-             if (row.get("context_factor") or {}).get(record["target"]) else "-"),
-            row.get("cause") or "-"]
+def _cells(record: ModelRecord, row: LostRow) -> list[str]:
+    context = row.context_factor.get(record.target)
+    return [row.api, row.mapped_api, str(row.calls), fmt_time(row.reference_s),
+            fmt_time(row.target_s),
+            f"{_ratio(row.ratio)} [{_ratio(row.ratio_ci[0])}, {_ratio(row.ratio_ci[1])}]",
+            f"{_signed(row.lost_s)} [{_signed(row.lost_ci[0])}, {_signed(row.lost_ci[1])}]",
+            f"{row.share * 100:.1f}%",
+            (f"{_ratio(row.isolated_ratio)} {row.verdict or ''}".strip()
+             if row.isolated_ratio is not None else "-"),
+            f"{context:.2g}x" if context else "-",
+            row.cause or "-"]
 
 
-def render_model_terminal(record: Mapping[str, Any], console: Console,
+def render_model_terminal(record: ModelRecord, console: Console,
                           top: int = DEFAULT_TOP) -> None:
     for line in model_lines(record):
         console.print(Text(line))
@@ -132,61 +117,61 @@ def render_model_terminal(record: Mapping[str, Any], console: Console,
     for n, header in enumerate(_headers(record)):
         table.add_column(header, justify="left" if n < 2 else "right",
                          overflow="fold" if n < 2 else "ellipsis")
-    for row in record["apis"][:top]:
+    for row in record.apis[:top]:
         table.add_row(*_cells(record, row))
     console.print(table)
-    for row in record["apis"][:top]:
-        if row.get("cause_detail") and row.get("lost_s", 0) > 0:
-            console.print(Text(f"  {row['api']}: {row.get('cause') or 'cause'}: "
-                               f"{row['cause_detail']}", style="dim"))
-    if len(record["apis"]) > top:
-        console.print(Text(f"{len(record['apis']) - top} more APIs in the JSON "
-                           f"(--top to show more)", style="dim"))
+    for row in record.apis[:top]:
+        if row.cause_detail and (row.lost_s or 0) > 0:
+            console.print(Text(f"  {row.api}: {row.cause or 'cause'}: {row.cause_detail}",
+                               style="dim"))
+    if len(record.apis) > top:
+        console.print(Text(f"{len(record.apis) - top} more APIs in the JSON (--top to show "
+                           f"more)", style="dim"))
 
 
-def render_model_markdown(record: Mapping[str, Any], top: int = DEFAULT_TOP) -> str:
-    out = [f"### opbench model: {record['target']} against {record['reference']}", ""]
+def render_model_markdown(record: ModelRecord, top: int = DEFAULT_TOP) -> str:
+    out = [f"### opbench model: {record.target} against {record.reference}", ""]
     out += [f"- {line}" for line in model_lines(record)] + [""]
     headers = _headers(record)
     out += ["| " + " | ".join(headers) + " |", "|---|---|" + "---:|" * (len(headers) - 2)]
-    for row in record["apis"][:top]:
+    for row in record.apis[:top]:
         cells = _cells(record, row)
         out.append("| `" + cells[0] + "` | `" + cells[1] + "` | " + " | ".join(cells[2:]) + " |")
     out.append("")
     return "\n".join(out)
 
 
-def _bars_svg(record: Mapping[str, Any], top: int) -> str:
+def _bars_svg(record: ModelRecord, top: int) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in record["apis"][:top] if r["lost_s"] is not None][::-1]
+    rows = [r for r in record.apis[:top] if r.lost_s is not None][::-1]
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, max(2.5, 0.3 * len(rows) + 1.2)),
                                   gridspec_kw={"width_ratios": [3, 1]})
-    labels = [r["api"] for r in rows]
-    values = [r["lost_s"] * 1e3 for r in rows]
-    def end(row: Mapping[str, Any], i: int) -> float:
-        value = row["lost_ci"][i]
-        return row["lost_s"] if value is None else value      # 0.0 is an end, not a gap
 
-    errors = [[max(0.0, (r["lost_s"] - end(r, 0)) * 1e3) for r in rows],
-              [max(0.0, (end(r, 1) - r["lost_s"]) * 1e3) for r in rows]]
-    ax.barh(range(len(rows)), values, xerr=errors, color="#D55E00", ecolor="#555555")
+    def end(row: LostRow, i: int) -> float:
+        value = row.lost_ci[i]
+        return row.lost_s if value is None else value      # 0.0 is an end, not a gap
+
+    ax.barh(range(len(rows)), [r.lost_s * 1e3 for r in rows],
+            xerr=[[max(0.0, (r.lost_s - end(r, 0)) * 1e3) for r in rows],
+                  [max(0.0, (end(r, 1) - r.lost_s) * 1e3) for r in rows]],
+            color="#D55E00", ecolor="#555555")
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_yticklabels([r.api for r in rows], fontsize=7)
     ax.set_xlabel(f"time lost over the region (ms, 95% interval); negative: "
-                  f"{record['target']} faster")
+                  f"{record.target} faster")
     ax.axvline(0, color="#888888", lw=0.6)
-    names, totals, lows, highs = ["traced"], [record["traced_s"] * 1e3], [0.0], [0.0]
-    for fw in (record["reference"], record["target"]):
-        p = record["projected_s"].get(fw)
+    names, totals, lows, highs = ["traced"], [record.traced_s * 1e3], [0.0], [0.0]
+    for fw in (record.reference, record.target):
+        p = record.projected_s.get(fw)
         if p:
             names.append(f"{fw}\nprojected")
-            totals.append(p["estimate"] * 1e3)
-            lows.append(max(0.0, (p["estimate"] - p["ci_low"]) * 1e3))
-            highs.append(max(0.0, (p["ci_high"] - p["estimate"]) * 1e3))
+            totals.append(p.estimate * 1e3)
+            lows.append(max(0.0, (p.estimate - p.ci_low) * 1e3))
+            highs.append(max(0.0, (p.ci_high - p.estimate) * 1e3))
     ax2.bar(range(len(totals)), totals, yerr=[lows, highs],
             color=["#888888", "#0072B2", "#D55E00"][:len(totals)], ecolor="#333333")
     ax2.set_xticks(range(len(totals)))
@@ -200,20 +185,20 @@ def _bars_svg(record: Mapping[str, Any], top: int) -> str:
     return text[text.index("<svg"):]
 
 
-def render_model_html(record: Mapping[str, Any], top: int = DEFAULT_TOP) -> str:
+def render_model_html(record: ModelRecord, top: int = DEFAULT_TOP) -> str:
     esc = html.escape
     rows = "\n".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in _cells(record, r))
-                     + "</tr>" for r in record["apis"])
+                     + "</tr>" for r in record.apis)
     head = "".join(f"<th>{esc(h)}</th>" for h in _headers(record))
     lines = "".join(f"<li>{esc(line)}</li>" for line in model_lines(record))
+    title = f"opbench model: {esc(record.target)} against {esc(record.reference)}"
     return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>opbench model: {esc(record['target'])} against
-{esc(record['reference'])}</title>
+<html><head><meta charset="utf-8"><title>{title}</title>
 <style>body{{font-family:sans-serif;margin:2em;}} table{{border-collapse:collapse;
 font-size:13px}} td,th{{border-bottom:1px solid #ddd;padding:3px 8px;text-align:right}}
 td:first-child,td:nth-child(2),th:first-child,th:nth-child(2){{text-align:left}}</style>
 </head><body>
-<h1>opbench model: {esc(record['target'])} against {esc(record['reference'])}</h1>
+<h1>{title}</h1>
 <ul>{lines}</ul>
 <figure id="lost">{_bars_svg(record, top)}</figure>
 <table id="apis"><thead><tr>{head}</tr></thead><tbody>

@@ -19,6 +19,7 @@ from rich.console import Console
 
 from opbench.cli.main import cli
 from opbench.model.record import MODEL_FORMAT, model_schema
+from opbench.model.record import ModelRecord
 from opbench.report.model import (render_model_html, render_model_markdown,
                                   render_model_terminal)
 
@@ -206,7 +207,7 @@ def test_the_schema_refuses_a_record_of_another_format():
 
 def test_the_terminal_view_has_the_header_lines_and_a_row_per_api():
     buffer = io.StringIO()
-    render_model_terminal(_record()["model"], Console(file=buffer, width=220), top=15)
+    render_model_terminal(ModelRecord.from_json(_record()), Console(file=buffer, width=220), top=15)
     text = buffer.getvalue()
     assert "script: python train.py --steps 4 (in /venv/bin/python), torch 2.5.1, 2 threads" \
         in text
@@ -230,14 +231,14 @@ def test_the_terminal_view_has_the_header_lines_and_a_row_per_api():
 
 def test_the_terminal_view_shows_the_top_apis_and_counts_the_rest():
     buffer = io.StringIO()
-    render_model_terminal(_record()["model"], Console(file=buffer, width=220), top=2)
+    render_model_terminal(ModelRecord.from_json(_record()), Console(file=buffer, width=220), top=2)
     text = buffer.getvalue()
     assert "torch.nn.functional.gelu" in text and "torch.Tensor.view" not in text
     assert "2 more APIs in the JSON (--top to show more)" in text
 
 
 def test_the_markdown_view_is_a_table_with_a_row_per_api():
-    text = render_model_markdown(_record()["model"])
+    text = render_model_markdown(ModelRecord.from_json(_record()))
     assert text.startswith("### opbench model: mindspore against torch")
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     assert len(rows) == len(API_ROWS)
@@ -251,7 +252,7 @@ def test_the_markdown_view_is_a_table_with_a_row_per_api():
 
 
 def test_the_html_view_has_the_svg_bar_chart_and_a_row_per_api():
-    page = render_model_html(_record()["model"])
+    page = render_model_html(ModelRecord.from_json(_record()))
     assert page.startswith("<!doctype html>")
     figure = page[page.index('<figure id="lost">'):page.index("</figure>")]
     assert "<svg" in figure and "</svg>" in figure
@@ -278,6 +279,6 @@ def test_a_script_that_failed_after_its_steps_is_said_in_every_view(error, expec
     record["model"]["script"].update(status=1, error=error)
     jsonschema.Draft202012Validator(model_schema()).validate(record)
     buffer = io.StringIO()
-    render_model_terminal(record["model"], Console(file=buffer, width=220))
-    for text in (buffer.getvalue(), render_model_markdown(record["model"])):
+    render_model_terminal(ModelRecord.from_json(record), Console(file=buffer, width=220))
+    for text in (buffer.getvalue(), render_model_markdown(ModelRecord.from_json(record))):
         assert expected in text and "None" not in text

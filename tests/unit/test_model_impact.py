@@ -20,7 +20,7 @@ import opbench.model.replay as replay_module
 from opbench.model.impact import ModelError, ModelOptions, measure_program
 from opbench.model.processes import Interpreter
 from opbench.model.program import Call, Ext, ExternalTensor, Lit, Program, Ref, Seq
-from opbench.model.record import impact_json, model_schema
+from opbench.model.record import ModelRecord, impact_json, model_schema
 from opbench.model.replay_main import serve_request
 from opbench.report.model import render_model_html, render_model_markdown
 
@@ -166,9 +166,9 @@ def test_the_record_is_valid_against_the_schema_and_renders(replays_here, tmp_pa
                                 "excluded_calls": 1 + 5, "excluded_s": 40e-6 + 700e-6,
                                 "note": ""}
     assert [a["api"] for a in record["apis"]][0] == "torch.matmul"
-    markdown = render_model_markdown(record)
+    markdown = render_model_markdown(ModelRecord.from_json(record))
     assert "MISMATCH: call 4 torch.flip -> mindspore.mint.flip" in markdown
-    page = render_model_html(record)
+    page = render_model_html(ModelRecord.from_json(record))
     assert "<svg" in page and page.count("<tr>") == len(record["apis"]) + 1
     assert "not covered: torch.nn.Bilinear x3" in markdown
 
