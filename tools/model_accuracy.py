@@ -58,12 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.pairs:
         torch_script, port_script = (REPO / "examples" / name / s for s in PAIRS[name])
         record_path = out / f"{name}.json"
-        subprocess.run([sys.executable, "-m", "opbench.cli", "model", "-q", "--budget", "0",
-                        "--processes", str(args.processes), "--json", str(record_path),
-                        "-o", str(out / f"work-{name}"), "--", sys.executable,
-                        str(torch_script), "--steps", str(args.steps)],
-                       env=_env(), cwd=torch_script.parent, check=True, timeout=3600,
-                       stdout=subprocess.DEVNULL)
+        done = subprocess.run([sys.executable, "-m", "opbench.cli", "model", "-q", "--budget",
+                               "0", "--processes", str(args.processes), "--json",
+                               str(record_path), "-o", str(out / f"work-{name}"), "--",
+                               sys.executable, str(torch_script), "--steps", str(args.steps)],
+                              env=_env(), cwd=torch_script.parent, timeout=3600,
+                              stdout=subprocess.DEVNULL)
+        if done.returncode not in (0, 3):      # 3: projected, but something is in doubt
+            raise RuntimeError(f"opbench model exited {done.returncode} on {name}")
         model = json.loads(record_path.read_text())["model"]
         steps = model["region"]["steps"]
         projected = {fw: p["estimate"] / steps * 1e3 for fw, p in model["projected_s"].items()}
@@ -77,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
                "mindspore_projected_ms": projected["mindspore"],
                "mindspore_port_ms": statistics.median(port_runs),
                "mindspore_port_runs_ms": port_runs,
-               "self_check": model["self_check"], "coverage": model["coverage"]}
+               "self_check": model["self_check"], "coverage": model["coverage"],
+               "mismatches": len(model["mismatches"]), "errors": model["errors"]}
         row["torch_vs_traced"] = row["torch_projected_ms"] / traced_ms - 1
         row["torch_vs_untraced"] = row["torch_projected_ms"] / row["torch_untraced_ms"] - 1
         row["mindspore_vs_port"] = row["mindspore_projected_ms"] / row["mindspore_port_ms"] - 1

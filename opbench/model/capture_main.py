@@ -114,7 +114,15 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS) -> Pro
         externals=tuple(capture.externals()), markers=tuple(capture.markers),
         wall_ns=wall, overhead_ns_per_call=float(overhead), notes=tuple(data.notes),
         dropped_calls=capture.dropped, script_status=status, script_error=error,
-        frameworks_imported=tuple(imported))
+        frameworks_imported=tuple(imported), cpus=_affinity())
+
+
+def _affinity() -> tuple[int, ...]:
+    """The cores the script could run on: the replays run on the same ones."""
+    try:
+        return tuple(sorted(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):      # not Linux: no affinity to keep
+        return ()
 
 
 def _run_settings(framework: str, ms: _MindSporeSettings) -> tuple[int | None, str, str]:

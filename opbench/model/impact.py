@@ -253,7 +253,8 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
                          traced_framework=traced, program=program, region=region, step=step,
                          launch=launch, threads=program.threads)
     started = time.perf_counter()
-    base = {"step": step, "device": program.device, "threads": program.threads}
+    base = {"step": step, "device": program.device, "threads": program.threads,
+            "cpus": list(program.cpus)}
 
     # 1. probes: routes, and outputs compared
     probes = {}

@@ -132,6 +132,7 @@ class Program:
     script_status: int = 0         # the script's exit status
     script_error: str | None = None
     frameworks_imported: tuple[str, ...] = field(default_factory=tuple)
+    cpus: tuple[int, ...] = ()     # the cores the script could run on (its affinity)
 
     # -- JSON ---------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -143,6 +144,7 @@ class Program:
             "dropped_calls": self.dropped_calls, "script_status": self.script_status,
             "script_error": self.script_error,
             "frameworks_imported": list(self.frameworks_imported),
+            "cpus": list(self.cpus),
             "markers": [[m.at, m.label] for m in self.markers],
             "externals": [[e.id, list(e.shape), e.dtype, e.role, e.name, e.low, e.high]
                           for e in self.externals],
@@ -164,7 +166,8 @@ class Program:
             wall_ns=data["wall_ns"], overhead_ns_per_call=data["overhead_ns_per_call"],
             notes=tuple(data["notes"]), dropped_calls=data["dropped_calls"],
             script_status=data["script_status"], script_error=data["script_error"],
-            frameworks_imported=tuple(data["frameworks_imported"]))
+            frameworks_imported=tuple(data["frameworks_imported"]),
+            cpus=tuple(data.get("cpus", ())))
 
 
 def _call_to_json(c: Call) -> dict[str, Any]:

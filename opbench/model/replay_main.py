@@ -24,6 +24,10 @@ def serve_request(request: dict[str, Any]) -> dict[str, Any]:
     from opbench.model.replay import Replayer
 
     framework = request["framework"]
+    cpus = request.get("cpus")
+    if cpus and hasattr(os, "sched_setaffinity"):
+        # the cores the script had, set before the framework starts its thread pools
+        os.sched_setaffinity(0, cpus)
     adapter = get_adapter(framework)
     threads = request.get("threads") or adapter.threads()
     adapter.setup(request.get("device", "cpu"), int(threads))
