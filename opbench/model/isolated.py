@@ -22,6 +22,7 @@ Cause of a row where the target is slower (in this order):
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -31,6 +32,8 @@ import yaml
 from opbench.cases.case_files import expand, load_cases
 from opbench.config import DEFAULT_PROCESSES, RunConfig
 from opbench.frameworks.apimap import load_mapping
+from opbench.model.alone_replay import replay_alone
+from opbench.model.processes import Interpreter
 from opbench.model.program import Dtype, Ext, Lit, Opaque, Ref, Seq, SliceOf
 from opbench.model.routes import Route, Unmapped, case_spelling, route_for
 from opbench.results.recorded_run import run
@@ -50,6 +53,14 @@ CONTEXT_FACTOR_BOUND = 1.5
 SETUP_ESTIMATE_S = 15.0
 INSTANCE_ESTIMATE_S = 2.5
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
+# A route a case file can name: a dotted path, not a composition or a primitive built from
+# the call's arguments (those are measured alone through the replay: alone_replay.py).
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+COMPOSED = "its route is composed, not one API"
+# Processes of each framework for the calls measured alone through the replay, and the time
+# one such process takes here (imports, warm-up, 8 passes of a few calls): ~10 s.
+REPLAY_ALONE_PROCESSES = 3
+REPLAY_ALONE_ESTIMATE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -164,8 +175,8 @@ def case_for(impact: Any, key: tuple[str, str, str], members: Sequence[int],
         route = candidates[chosen] if chosen < len(candidates) else route
         try:
             spelled = case_spelling(impact.other, route.api)
-            if not spelled.startswith((impact.other + ".", "Tensor.")):
-                return None, f"its {impact.other} route is composed ({route.api})"
+            if not _DOTTED.match(spelled):
+                return None, f"{COMPOSED}: {route.api}"
             sections = {"torch": builder.call(case_spelling("torch", call.replay_api),
                                               call.args, call.kwargs),
                         impact.other: builder.call(spelled, route.args, route.kwargs)}
@@ -209,7 +220,9 @@ def measure_isolated(impact: Any, budget_s: float, workdir: Path,
     cases: list[dict[str, Any]] = []
     out: list[IsolatedRow] = []
     planned: list[tuple[tuple[str, str, str], str]] = []
+    composed: list[Any] = []
     estimate = SETUP_ESTIMATE_S
+    replay_cost = 2 * REPLAY_ALONE_PROCESSES * REPLAY_ALONE_ESTIMATE_S
     for row in rows:
         key = (row.api, row.signature, row.mapped_api)
         if estimate + INSTANCE_ESTIMATE_S * processes > budget_s:
@@ -217,14 +230,36 @@ def measure_isolated(impact: Any, budget_s: float, workdir: Path,
                                    "left out: over the --budget"))
             continue
         case, reason = case_for(impact, key, row.members, len(cases) + 1)
+        if case is None and reason.startswith(COMPOSED) and (
+                composed or estimate + replay_cost <= budget_s):
+            if not composed:
+                estimate += replay_cost
+            composed.append(row)
+            continue
         if case is None:
             out.append(IsolatedRow(key, None, None, None, None, None, None, reason))
             continue
         cases.append(case)
         planned.append((key, case["name"]))
         estimate += INSTANCE_ESTIMATE_S * processes
+    measured_s = 0.0
+    if composed:
+        found = replay_alone(Interpreter(impact.interpreter, True), impact.step,
+                             [r.members[0] for r in composed], impact.reference,
+                             impact.target, impact.threads, impact.program.device,
+                             impact.program.cpus, REPLAY_ALONE_PROCESSES, workdir, on_progress)
+        for row in composed:
+            got = found.get(row.members[0], {})
+            key = (row.api, row.signature, row.mapped_api)
+            out.append(IsolatedRow(key, None, got.get("verdict"), got.get("ratio"),
+                                   got.get("ratio_ci"), got.get("reference_s"),
+                                   got.get("target_s"),
+                                   got.get("reason", "") or "alone through the replay"))
+            if got.get("ratio") is not None:
+                measured_s += row.traced_s
     if not cases:
-        return out, None, 0.0
+        share = measured_s / impact.traced_s if impact.traced_s else 0.0
+        return out, None, share
     path = workdir / "isolated_cases.yaml"
     path.write_text(yaml.safe_dump({"cases": cases}, sort_keys=False), encoding="utf-8")
     instances = [i for c in load_cases([path]) for i in expand(c)]
@@ -234,7 +269,6 @@ def measure_isolated(impact: Any, budget_s: float, workdir: Path,
                 f"({processes} worker processes)")
     record = run(instances, config, json_path=workdir / "isolated_run.json")
     by_case = {i.case.name: i.id for i in instances}
-    measured_s = 0.0
     traced = {(r.api, r.signature, r.mapped_api): r.traced_s for r in impact.signatures}
     for key, name in planned:
         iid = by_case[name]

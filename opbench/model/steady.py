@@ -215,7 +215,7 @@ def step_program(program: Program, region: Region) -> StepProgram:
         key = (ref.call, ref.path)
         if key not in made:
             made[key] = len(externals)
-            externals.append(_external_from_output(len(externals),
+            externals.append(external_from_output(len(externals),
                                                    program.calls[ref.call].outputs, ref.path,
                                                    program.calls[ref.call].api))
         return Ext(made[key])
@@ -247,7 +247,7 @@ def step_program(program: Program, region: Region) -> StepProgram:
                        tuple(per_call), step_totals, tuple(range(start, end)))
 
 
-def _external_from_output(new_id: int, outputs: Any, path: tuple[int, ...],
+def external_from_output(new_id: int, outputs: Any, path: tuple[int, ...],
                           api: str) -> ExternalTensor:
     node = outputs
     for i in path:

@@ -1,0 +1,95 @@
+"""Calls whose other-framework route a case cannot hold (a composed attention, a primitive
+built from the call's arguments, running statistics held as Parameters) measured alone
+through the replay instead: each such call with its own external tensors of the recorded
+shapes, in a program of independent calls, replayed in processes of one framework each,
+interleaved A B B A ..., in blocking launch (the isolated protocol's), each call timed
+alone with a sync after it. Its isolated ratio is the per-call medians' ratio with the
+intervals' ends against each other; the verdict follows the threshold as opbench's does.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from opbench.config import DEFAULT_THRESHOLD
+from opbench.model.processes import Interpreter, run_replay
+from opbench.model.program import Ext, Ref, Seq
+from opbench.model.project import estimate_time
+from opbench.model.steady import StepProgram, external_from_output
+
+__all__ = ["lone_calls", "replay_alone"]
+
+# Per-call passes in each process: each a sample of every call.
+PASSES = 8
+
+
+def lone_calls(step: StepProgram, indices: Sequence[int]) -> StepProgram:
+    """A program of the calls at `indices`, each reading only external tensors: the
+    tensors the step made for it become externals of their recorded shape and range."""
+    externals = list(step.externals)
+    calls = []
+
+    def remap(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return tuple(remap(v) for v in value)
+        if isinstance(value, Ref):
+            source = step.calls[value.call]
+            made = external_from_output(len(externals), source.outputs, value.path,
+                                        source.api)
+            externals.append(made)
+            return Ext(made.id)
+        if isinstance(value, Seq):
+            return Seq(value.kind, tuple(remap(v) for v in value.items))
+        return value
+
+    for new, old in enumerate(indices):
+        c = step.calls[old]
+        calls.append(replace(c, index=new, args=remap(c.args),
+                             kwargs=tuple((k, remap(v)) for k, v in c.kwargs),
+                             alias_of=None))
+    return StepProgram(step.framework, tuple(calls), tuple(externals), 1,
+                       tuple(step.traced_ns[i] for i in indices), (0,), tuple(indices))
+
+
+def replay_alone(interpreter: Interpreter, step: StepProgram, indices: Sequence[int],
+                 reference: str, target: str, threads: int | None, device: str,
+                 cpus: Sequence[int], processes: int, work: Path,
+                 on_progress: Callable[[str], None]) -> dict[int, dict[str, Any]]:
+    """For each step call index: reference_s, target_s (medians alone), ratio, ratio_ci,
+    verdict; or reason when it could not be measured."""
+    program = lone_calls(step, indices)
+    base = {"step": program, "device": device, "threads": threads, "cpus": list(cpus),
+            "kind": "time", "launch": "blocking", "samples": 1, "passes": PASSES,
+            "rounds": 1, "warmup_runs": 3, "warmup_s": 0.1}
+    order: list[str] = []
+    for p in range(processes):
+        order += [reference, target] if p % 2 == 0 else [target, reference]
+    timings: dict[str, list[list[list[float]]]] = {reference: [], target: []}
+    status: dict[str, list[Any]] = {}
+    for n, framework in enumerate(order, 1):
+        on_progress(f"measuring {len(indices)} composed calls alone: process {n} of "
+                    f"{len(order)} ({framework})")
+        result = run_replay(interpreter, {**base, "framework": framework}, work)
+        if "error" in result:
+            continue
+        status[framework] = result["status"]
+        timings[framework].append(result["per_call_s"])
+    out: dict[int, dict[str, Any]] = {}
+    for position, index in enumerate(indices):
+        ran = all(fw in status and status[fw][position].ok for fw in (reference, target))
+        if not ran or not timings[reference] or not timings[target]:
+            out[index] = {"reason": "it did not run alone in both frameworks"}
+            continue
+        ref = estimate_time([p[position] for p in timings[reference]])
+        tgt = estimate_time([p[position] for p in timings[target]])
+        if ref.value <= 0 or tgt.value <= 0 or tgt.low <= 0:
+            out[index] = {"reason": "no time measured alone"}
+            continue
+        low, high = ref.low / tgt.high, ref.high / tgt.low
+        verdict = ("SLOW" if high < DEFAULT_THRESHOLD else
+                   "PASS" if low >= DEFAULT_THRESHOLD else "INCONCLUSIVE")
+        out[index] = {"reference_s": ref.value, "target_s": tgt.value,
+                      "ratio": ref.value / tgt.value, "ratio_ci": (low, high),
+                      "verdict": verdict}
+    return out
