@@ -1,0 +1,75 @@
+"""Calls measured alone through the replay (opbench/model/alone_replay.py): each call of a
+step taken out with its own external tensors, and the ratio and verdict from per-call
+medians. Framework-free: replay processes are stood in for."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from test_model_steady import ProgramBuilder
+
+from opbench.model import alone_replay
+from opbench.model.program import Ext, Ref
+from opbench.model.replay import CallStatus
+from opbench.model.steady import find_region, step_program
+
+
+def _step():
+    builder = ProgramBuilder()
+    builder.set_up()
+    for _ in range(3):
+        builder.step()
+    program = builder.program()
+    return step_program(program, find_region(program))
+
+
+def test_each_lone_call_reads_only_externals_of_the_shapes_it_was_given():
+    step = _step()
+    lone = alone_replay.lone_calls(step, [1, 2])        # relu(matmul), sum(relu)
+    assert [c.api for c in lone.calls] == ["torch.relu", "torch.sum"]
+    assert [c.index for c in lone.calls] == [0, 1]
+    for call in lone.calls:
+        assert not any(isinstance(a, Ref) for a in call.args)
+        (arg,) = call.args
+        assert isinstance(arg, Ext)
+        made = lone.externals[arg.id]
+        assert made.shape == (4, 8) and made.dtype == "float32" and made.role == "input"
+    assert lone.source_index == (1, 2)
+    assert lone.traced_ns == (step.traced_ns[1], step.traced_ns[2])
+
+
+def _fake_replays(per_call: dict[str, list[list[float]]], ok: bool = True):
+    """run_replay stood in for: each request takes its framework's next process's times."""
+    def run(interpreter, request, work):
+        times = per_call[request["framework"]].pop(0)
+        assert request["launch"] == "blocking" and request["kind"] == "time"
+        return {"status": [CallStatus(i, "x", ok) for i in range(len(times))],
+                "per_call_s": times}
+    return run
+
+
+def test_the_ratio_and_verdict_come_from_the_per_call_medians(monkeypatch, tmp_path):
+    step = _step()
+    # torch 1 ms, mindspore 4 ms for call 1; call 2 on par; three processes each
+    per_call = {"torch": [[[1e-3] * 8, [2e-3] * 8]] * 3,
+                "mindspore": [[[4e-3] * 8, [2e-3] * 8]] * 3}
+    per_call = {k: [list(p) for p in v] for k, v in per_call.items()}
+    run = _fake_replays(per_call)
+    monkeypatch.setattr(alone_replay, "run_replay", run)
+    found = alone_replay.replay_alone(None, step, [1, 2], "torch", "mindspore", 1, "cpu", (),
+                                      3, Path(tmp_path), lambda message: None)
+    assert found[1]["ratio"] == pytest.approx(0.25) and found[1]["verdict"] == "SLOW"
+    assert found[1]["reference_s"] == pytest.approx(1e-3)
+    assert found[1]["target_s"] == pytest.approx(4e-3)
+    assert found[2]["ratio"] == pytest.approx(1.0) and found[2]["verdict"] == "PASS"
+
+
+def test_a_call_that_did_not_run_alone_says_so(monkeypatch, tmp_path):
+    step = _step()
+    per_call = {"torch": [[[1e-3] * 8]], "mindspore": [[[1e-3] * 8]]}
+    run = _fake_replays(per_call, ok=False)
+    monkeypatch.setattr(alone_replay, "run_replay", run)
+    found = alone_replay.replay_alone(None, step, [1], "torch", "mindspore", 1, "cpu", (), 1,
+                                      Path(tmp_path), lambda message: None)
+    assert "did not run alone" in found[1]["reason"]
