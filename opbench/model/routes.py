@@ -183,8 +183,14 @@ def _ms_conv2d(call: Call) -> Route | Unmapped:
 
 
 def _as_tuple(value: Any) -> Any:
-    """ops.conv2d takes stride and dilation as an int or a tuple, not a list."""
-    return Seq("tuple", value.items) if isinstance(value, Seq) else value
+    """ops.conv2d takes stride and dilation as an int or a tuple, not a list: equal values
+    become one int (a case file, which holds lists only, can then name the call too)."""
+    if not isinstance(value, Seq):
+        return value
+    values = {_lit(v) for v in value.items}
+    if len(values) == 1 and all(isinstance(v, Lit) for v in value.items):
+        return Lit(values.pop())
+    return Seq("tuple", value.items)
 
 
 def _ms_arange(call: Call) -> Route | Unmapped:
