@@ -59,8 +59,8 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
               help="Take the steady state from this call on instead of finding the repeated "
                    "step.")
 @click.option("--budget", "budget", default="3m", callback=_duration,
-              help="Time for measuring the heaviest call signatures alone (e.g. 90s, 5m; "
-                   "0: none), heaviest traced time first. Default: 3m.")
+              help="Time for measuring call signatures alone (e.g. 90s, 5m; 0: none): the five "
+                   "that lose the most time first, then by traced time. Default: 3m.")
 @click.option("--top", type=click.IntRange(1), default=DEFAULT_TOP,
               help=f"APIs shown in the tables. Default: {DEFAULT_TOP}.")
 @click.option("-o", "--output", "output_dir", default=DEFAULT_OUTPUT_DIR,

@@ -82,8 +82,9 @@ def model_lines(record: ModelRecord) -> list[str]:
                         if training.covered else "NOT projected (see not covered)"))
     if record.isolated.seconds:
         lines.append(f"measured alone: signatures holding {record.isolated.share * 100:.0f}% "
-                     f"of the region's traced time ({record.isolated.seconds:.0f} s, heaviest "
-                     f"first within --budget); context = time in the model / time alone")
+                     f"of the region's traced time ({record.isolated.seconds:.0f} s within "
+                     f"--budget: the five losing most first, then by traced time); context = "
+                     f"time in the model / time alone")
     lost = sum(max(0.0, r.lost_s or 0.0) for r in record.apis)
     lines.append(f"time {tgt} loses where it is slower: {fmt_time(lost)} over the region; "
                  f"APIs by time lost:")
