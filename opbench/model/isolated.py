@@ -216,10 +216,17 @@ LEAD_ROWS = 5
 
 
 def measuring_order(signatures: Sequence[Any]) -> list[Any]:
-    """The signature rows in the order they are measured alone: the first LEAD_ROWS by time
-    lost, then the rest by traced time."""
-    lead = sorted(signatures, key=lambda r: r.lost_s, reverse=True)[:LEAD_ROWS]
-    rest = sorted((r for r in signatures if r not in lead), key=lambda r: r.traced_s,
+    """The signature rows in the order they are measured alone: for each of the LEAD_ROWS
+    APIs that lose the most time (the rows a report leads with), its signature that loses
+    the most; then the rest by traced time."""
+    by_api: dict[tuple[str, str], list[Any]] = {}
+    for row in signatures:
+        by_api.setdefault((row.api, row.mapped_api), []).append(row)
+    ranked = sorted(by_api.values(), key=lambda rows: sum(r.lost_s for r in rows),
+                    reverse=True)
+    lead = [max(rows, key=lambda r: r.lost_s) for rows in ranked[:LEAD_ROWS]]
+    chosen = {id(r) for r in lead}
+    rest = sorted((r for r in signatures if id(r) not in chosen), key=lambda r: r.traced_s,
                   reverse=True)
     return lead + rest
 
