@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from opbench.config import DEFAULT_THRESHOLD
 from opbench.model.processes import Interpreter, run_replay
-from opbench.model.program import Ext, Ref, Seq
+from opbench.model.program import Ext, Ref, map_refs
 from opbench.model.project import estimate_time
 from opbench.model.steady import StepProgram, external_from_output
 
@@ -30,18 +30,14 @@ def lone_calls(step: StepProgram, indices: Sequence[int]) -> StepProgram:
     externals = list(step.externals)
     calls = []
 
+    def as_external(ref: Ref) -> Ext:
+        source = step.calls[ref.call]
+        made = external_from_output(len(externals), source.outputs, ref.path, source.api)
+        externals.append(made)
+        return Ext(made.id)
+
     def remap(value: Any) -> Any:
-        if isinstance(value, tuple):
-            return tuple(remap(v) for v in value)
-        if isinstance(value, Ref):
-            source = step.calls[value.call]
-            made = external_from_output(len(externals), source.outputs, value.path,
-                                        source.api)
-            externals.append(made)
-            return Ext(made.id)
-        if isinstance(value, Seq):
-            return Seq(value.kind, tuple(remap(v) for v in value.items))
-        return value
+        return map_refs(value, as_external)
 
     for new, old in enumerate(indices):
         c = step.calls[old]

@@ -18,7 +18,7 @@ from typing import Any
 
 from opbench.model.lowering import Lowered, lower
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Marker, Opaque,
-                                   Ref, Seq, SliceOf)
+                                   Ref, Seq, SliceOf, walk_args)
 from opbench.trace.events import MODULE, PRIMITIVE, SCOPE, CallSite, CallEvent
 
 __all__ = ["Capture", "DEFAULT_MAX_CALLS"]
@@ -151,8 +151,8 @@ class Capture:
                                 "cannot rebuild", **common)
         call_args = self._args(args[site.skip:])
         call_kwargs = self._kwargs(kwargs)
-        opaque = [a for a in _leaves(call_args) + _leaves(call_kwargs)
-                  if isinstance(a, Opaque) and a.type_name != "ellipsis"]
+        leaves = [*walk_args(call_args), *walk_args(tuple(v for _, v in call_kwargs))]
+        opaque = [a for a in leaves if isinstance(a, Opaque) and a.type_name != "ellipsis"]
         problem = (f"an argument a replay cannot rebuild ({opaque[0].type_name})"
                    if opaque else None)
         backward = site.api.endswith(".backward")
@@ -306,20 +306,4 @@ class _Strong:
 
 def _with_time(call: Call, duration_ns: int, start_ns: int) -> Call:
     return replace(call, duration_ns=duration_ns, start_ns=start_ns)
-
-
-def _leaves(values: Any) -> list[Any]:
-    out: list[Any] = []
-    stack = list(values) if isinstance(values, tuple) else [values]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
-            stack.append(item[1])          # a (name, value) keyword pair
-        elif isinstance(item, Seq):
-            stack.extend(item.items)
-        elif isinstance(item, tuple):
-            stack.extend(item)
-        else:
-            out.append(item)
-    return out
 

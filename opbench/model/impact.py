@@ -22,11 +22,13 @@ from typing import Any, Callable, Sequence
 from opbench.model.capture import DEFAULT_MAX_CALLS
 from opbench.model.processes import (Interpreter, ModelError, check_interpreter, run_capture,
                                      run_replay, split_command)
-from opbench.model.program import Dtype, Ext, Lit, Program, Ref, Seq, SliceOf, refs_in
+from opbench.model.program import (Dtype, Ext, Lit, Program, Ref, Seq, SliceOf, output_at,
+                                   refs_in)
 from opbench.model.project import (Estimate, FrameworkTiming, api_rows, call_times,
                                    estimate_time, signature_rows, step_ratio)
 from opbench.model.replay import CallStatus
 from opbench.model.steady import Region, RegionError, StepProgram, find_region, step_program
+from opbench.trace.signature import SHORT_DTYPES
 
 __all__ = ["ModelOptions", "ModelImpact", "measure_model", "ModelError"]
 
@@ -139,10 +141,7 @@ def _signature_text(step: StepProgram, index: int) -> str:
 
     def text(value: Any) -> str:
         if isinstance(value, Ref):
-            node = step.calls[value.call].outputs
-            for p in value.path:
-                node = node[1][p] if node and node[0] == "seq" else node
-            return _spec_text(node)
+            return _spec_text(output_at(step.calls[value.call].outputs, value.path))
         if isinstance(value, Ext):
             e = step.externals[value.id]
             return f"{_short(e.dtype)}[{'x'.join(map(str, e.shape))}]"
@@ -162,12 +161,8 @@ def _signature_text(step: StepProgram, index: int) -> str:
     return ", ".join(parts)
 
 
-_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64",
-          "int64": "i64", "int32": "i32", "bool": "b", "uint8": "u8", "int8": "i8"}
-
-
 def _short(dtype: str) -> str:
-    return _SHORT.get(dtype, dtype)
+    return SHORT_DTYPES.get(dtype, dtype)
 
 
 def _spec_text(node: Any) -> str:

@@ -34,7 +34,7 @@ from opbench.config import DEFAULT_PROCESSES, RunConfig
 from opbench.frameworks.apimap import load_mapping
 from opbench.model.alone_replay import replay_alone
 from opbench.model.processes import Interpreter
-from opbench.model.program import Dtype, Ext, Lit, Opaque, Ref, Seq, SliceOf
+from opbench.model.program import Dtype, Ext, Lit, Opaque, Ref, Seq, SliceOf, output_at
 from opbench.model.routes import Route, Unmapped, case_spelling, route_for
 from opbench.results.recorded_run import run
 from opbench.results.records import RunRecord
@@ -94,10 +94,7 @@ class _CaseBuilder:
         if isinstance(arg, Ext):
             e = self.step.externals[arg.id]
             return tuple(e.shape), e.dtype, e.low, e.high
-        node = self.step.calls[arg.call].outputs
-        for p in arg.path:
-            node = node[1][p] if node and node[0] == "seq" else None
-        return _spec(node)
+        return _spec(output_at(self.step.calls[arg.call].outputs, arg.path))
 
     def value(self, arg: Any) -> Any:
         if isinstance(arg, (Ref, Ext)):

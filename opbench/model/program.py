@@ -16,11 +16,11 @@ An argument is one of:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Union
+from typing import Any, Callable, Iterator, Union
 
 __all__ = ["Arg", "Call", "Dtype", "Ext", "ExternalTensor", "Lit", "Marker", "Opaque",
            "Program", "Ref", "Seq", "SliceOf", "args_from_json", "args_to_json", "refs_in",
-           "exts_in", "opaque_in"]
+           "exts_in", "opaque_in", "walk_args", "map_refs", "output_at"]
 
 # Bumped when the capture file's shape changes; the reader refuses other versions.
 PROGRAM_FORMAT = 1
@@ -243,21 +243,44 @@ def args_from_json(value: Any) -> Any:
     raise ValueError(f"not a program argument: {value!r}")
 
 
-def _walk(value: Any) -> Iterator[Any]:
+def walk_args(value: Any) -> Iterator[Any]:
+    """Every leaf argument (Ref, Ext, Lit, ...) inside tuples, lists and Seqs."""
     if isinstance(value, (tuple, list)):
         for v in value:
-            yield from _walk(v)
+            yield from walk_args(v)
     elif isinstance(value, Seq):
         for v in value.items:
-            yield from _walk(v)
+            yield from walk_args(v)
     else:
         yield value
 
 
 def _leaves(call: Call) -> Iterator[Any]:
-    yield from _walk(call.args)
+    yield from walk_args(call.args)
     for _, v in call.kwargs:
-        yield from _walk(v)
+        yield from walk_args(v)
+
+
+def map_refs(value: Any, fn: Callable[[Ref], Any]) -> Any:
+    """The argument with each Ref replaced by fn(ref), through tuples and Seqs."""
+    if isinstance(value, tuple):
+        return tuple(map_refs(v, fn) for v in value)
+    if isinstance(value, Ref):
+        return fn(value)
+    if isinstance(value, Seq):
+        return Seq(value.kind, tuple(map_refs(v, fn) for v in value.items))
+    return value
+
+
+def output_at(outputs: Any, path: tuple[int, ...]) -> Any:
+    """The described output a Ref's path points at (None where the path does not lead
+    through a sequence)."""
+    node = outputs
+    for p in path:
+        if not node or node[0] != "seq" or p >= len(node[1]):
+            return None
+        node = node[1][p]
+    return node
 
 
 def refs_in(call: Call) -> list[Ref]:

@@ -187,9 +187,10 @@ class Replayer:
                 lambda: {k: g() for k, g in kw_getters})
 
     # -- the probe: routes chosen, outputs fingerprinted --------------------------------------
-    def probe(self) -> list[dict[str, Any] | None]:
+    def probe(self, fingerprints: bool = True) -> list[dict[str, Any] | None]:
         """Build the plan and run the step once. Returns each call's output fingerprints
-        (None for a call that did not run). self.status says how each call went."""
+        (None for a call that did not run, and for every call when not asked for: a timing
+        process only needs the plan). self.status says how each call went."""
         resolve = self.adapter.resolve
         prints: list[dict[str, Any] | None] = []
         self._plan, self.status = [], []
@@ -201,8 +202,8 @@ class Replayer:
             self._plan.append(entry)
             self.status.append(status)
             self._results[call.index] = value
-            prints.append(self._fingerprints(value) if status.ok and not status.stand_in
-                          and not call.backward else None)
+            prints.append(self._fingerprints(value) if fingerprints and status.ok
+                          and not status.stand_in and not call.backward else None)
         self.adapter.sync()
         self._differentiate()
         return prints

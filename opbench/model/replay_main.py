@@ -35,7 +35,7 @@ def serve_request(request: dict[str, Any]) -> dict[str, Any]:
         adapter.block_launches()
     replayer = Replayer(request["step"], framework, adapter, load_mapping(),
                         skip=request.get("skip", ()), routes_chosen=request.get("routes"))
-    fingerprints = replayer.probe()
+    fingerprints = replayer.probe(fingerprints=request["kind"] == PROBE)
     result: dict[str, Any] = {"framework": framework, "version": adapter.version(),
                               "threads": int(threads), "launch": adapter.launch(),
                               "status": replayer.status, "pid": os.getpid()}

@@ -65,6 +65,12 @@ def _kw(call: Call) -> dict[str, Any]:
     return dict(call.kwargs)
 
 
+def _values(call: Call, names: list[str]) -> dict[str, Any]:
+    """Each named parameter's argument, positional or by keyword (None when not given)."""
+    kw = _kw(call)
+    return {n: (call.args[i] if i < len(call.args) else kw.get(n)) for i, n in enumerate(names)}
+
+
 def _lit(value: Any, default: Any = None) -> Any:
     return value.value if isinstance(value, Lit) else default
 
@@ -72,9 +78,7 @@ def _lit(value: Any, default: Any = None) -> Any:
 # -- torch -> MindSpore rules ---------------------------------------------------------------
 
 def _ms_layer_norm(call: Call) -> Route | Unmapped:
-    args, kw = list(call.args), _kw(call)
-    names = ["input", "normalized_shape", "weight", "bias", "eps"]
-    values = {n: (args[i] if i < len(args) else kw.get(n)) for i, n in enumerate(names)}
+    values = _values(call, ["input", "normalized_shape", "weight", "bias", "eps"])
     shape = values["normalized_shape"]
     dims = len(shape.items) if isinstance(shape, Seq) else 1
     eps = _lit(values["eps"], 1e-5)
@@ -122,9 +126,8 @@ def _ms_gelu(call: Call) -> Route | Unmapped:
 def _ms_sdpa(call: Call) -> Route | Unmapped:
     """softmax(q @ k^T * scale + mask) @ v, composed as the case library composes attention
     (cases/attention.yaml): MindSpore's fused attention is Ascend-only."""
-    names = ["query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale"]
-    kw = _kw(call)
-    values = {n: (call.args[i] if i < len(call.args) else kw.get(n)) for i, n in enumerate(names)}
+    values = _values(call, ["query", "key", "value", "attn_mask", "dropout_p", "is_causal",
+                            "scale"])
     if _lit(values["dropout_p"], 0.0):
         return Unmapped("attention with dropout: random, not replayed")
     causal = bool(_lit(values["is_causal"], False))
@@ -161,9 +164,7 @@ def _ms_sdpa(call: Call) -> Route | Unmapped:
 def _ms_conv2d(call: Call) -> Route | Unmapped:
     primary = _named("mindspore", "mindspore.mint.nn.functional.conv2d", call.args,
                      call.kwargs)
-    names = ["input", "weight", "bias", "stride", "padding", "dilation", "groups"]
-    kw = _kw(call)
-    v = {n: (call.args[i] if i < len(call.args) else kw.get(n)) for i, n in enumerate(names)}
+    v = _values(call, ["input", "weight", "bias", "stride", "padding", "dilation", "groups"])
     padding = _lit(v["padding"], None) if isinstance(v["padding"], Lit) else v["padding"]
     if isinstance(padding, str):
         ops_padding: tuple = (("pad_mode", Lit(padding)),)
@@ -209,11 +210,6 @@ def _ms_to(call: Call) -> Route | Unmapped:
     if dtypes:
         return _named("mindspore", "mindspore.Tensor.astype", (call.args[0], dtypes[0]))
     return Route("identity (one device)", lambda resolve: _identity, call.args[:1])
-
-
-def _values(call: Call, names: list[str]) -> dict[str, Any]:
-    kw = _kw(call)
-    return {n: (call.args[i] if i < len(call.args) else kw.get(n)) for i, n in enumerate(names)}
 
 
 def _ms_max_pool2d(call: Call) -> Route | Unmapped:

@@ -25,7 +25,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from opbench.model.program import Call, Ext, ExternalTensor, Lit, Program, Ref, Seq
+from opbench.model.program import (Call, Ext, ExternalTensor, Lit, Program, Ref, Seq, map_refs,
+                                   output_at)
 
 __all__ = ["Region", "RegionError", "StepProgram", "find_region", "step_program"]
 
@@ -220,16 +221,11 @@ def step_program(program: Program, region: Region) -> StepProgram:
                                                    program.calls[ref.call].api))
         return Ext(made[key])
 
+    def renumber(ref: Ref) -> Any:
+        return Ref(inside[ref.call], ref.path) if ref.call in inside else external_for(ref)
+
     def remap(value: Any) -> Any:
-        if isinstance(value, tuple):
-            return tuple(remap(v) for v in value)
-        if isinstance(value, Ref):
-            if value.call in inside:
-                return Ref(inside[value.call], value.path)
-            return external_for(value)
-        if isinstance(value, Seq):
-            return Seq(value.kind, tuple(remap(v) for v in value.items))
-        return value
+        return map_refs(value, renumber)
 
     calls = []
     for old in range(start, end):
@@ -249,10 +245,7 @@ def step_program(program: Program, region: Region) -> StepProgram:
 
 def external_from_output(new_id: int, outputs: Any, path: tuple[int, ...],
                           api: str) -> ExternalTensor:
-    node = outputs
-    for i in path:
-        if node and node[0] == "seq":
-            node = node[1][i]
+    node = output_at(outputs, path)
     if not node or node[0] != "tensor":
         raise RegionError(f"a step uses a non-tensor output of {api} from before the step")
     shape, dtype = tuple(node[1]), node[2]
