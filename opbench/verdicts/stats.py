@@ -17,6 +17,7 @@ target is slower; 0.5 means the target takes twice as long.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -26,6 +27,8 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
+    "MedianInterval",
+    "median_interval",
     "METHOD_CHANGE_PROCESSES",
     "METHOD_HODGES_LEHMANN",
     "METHOD_SIGN_TEST",
@@ -187,6 +190,31 @@ def _sign_test_rank(n: int, confidence: float) -> tuple[int, float]:
     # Integer numerators: 2**n overflows a float long before these ratios lose precision.
     coverage = 1.0 - (2 * tail_count) / total if k > 0 else 1.0 - 2 / total
     return k, coverage
+
+
+@dataclass(frozen=True)
+class MedianInterval:
+    """The median of some values with the distribution-free interval for the median of
+    their population, and that interval's exact coverage (below the confidence asked when
+    even min..max cannot reach it: 93.75% for 5 values, 75% for 3)."""
+    median: float
+    low: float
+    high: float
+    coverage: float
+
+
+def median_interval(values: Sequence[float],
+                    confidence: float = DEFAULT_CONFIDENCE) -> MedianInterval:
+    """Median and order-statistic interval (the sign test's) of at least one value."""
+    _check_confidence(confidence)
+    ordered = sorted(float(v) for v in values)
+    if not ordered:
+        raise ValueError("median_interval needs at least one value")
+    n = len(ordered)
+    k, coverage = _sign_test_rank(n, confidence)
+    k = max(k, 1)                  # min..max when nothing narrower reaches the confidence
+    return MedianInterval(float(statistics.median(ordered)), ordered[k - 1], ordered[n - k],
+                          coverage if n > 1 else 0.0)
 
 
 def ratio_estimate(ref_s: Sequence[float], target_s: Sequence[float],
