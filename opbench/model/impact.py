@@ -124,7 +124,7 @@ class ModelImpact:
         if e is None:
             return None
         k = self.steps
-        return Estimate(e.value * k, e.low * k, e.high * k, e.processes, e.method)
+        return e.scaled(k)
 
     @property
     def self_check(self) -> float | None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 
 from opbench.verdicts.stats import DEFAULT_CONFIDENCE, median_interval, ratio_estimate
@@ -40,10 +40,18 @@ class Estimate:
     high: float
     processes: int
     method: str
+    # each process's median: MindSpore's come in modes here (62 or ~190 ms a step for one
+    # script), which a reader sees only in these
+    process_medians: tuple[float, ...] = ()
 
-    def as_json(self) -> dict[str, float | int | str]:
+    def scaled(self, k: float) -> "Estimate":
+        return Estimate(self.value * k, self.low * k, self.high * k, self.processes,
+                        self.method, tuple(v * k for v in self.process_medians))
+
+    def as_json(self) -> dict[str, Any]:
         return {"estimate": self.value, "ci_low": self.low, "ci_high": self.high,
-                "processes": self.processes, "method": self.method}
+                "processes": self.processes, "method": self.method,
+                "process_medians": list(self.process_medians)}
 
 
 @dataclass(frozen=True)
@@ -74,7 +82,7 @@ def estimate_time(groups: Sequence[Sequence[float]],
     found = median_interval(medians, confidence)
     return Estimate(found.median, found.low, found.high, len(medians),
                     f"median of {len(medians)} process medians, order-statistic interval "
-                    f"({found.coverage:.1%})")
+                    f"({found.coverage:.1%})", tuple(float(m) for m in medians))
 
 
 def step_ratio(reference: FrameworkTiming, target: FrameworkTiming) -> dict[str, float]:

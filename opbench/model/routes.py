@@ -315,6 +315,119 @@ TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.nn.functional.batch_norm": _ms_batch_norm,
     "torch.Tensor.to": _ms_to,
 }
+# -- MindSpore -> torch rules ---------------------------------------------------------------
+
+def _init(call: Call) -> dict[str, Any]:
+    return dict(call.init)
+
+
+def _torch_layer_norm_primitive(call: Call) -> Route | Unmapped:
+    """ops.LayerNorm(begin_norm_axis, begin_params_axis, epsilon)(x, gamma, beta) returns
+    (y, mean, variance) (the third checked against numpy's variance on MindSpore 2.10);
+    torch.native_layer_norm returns (y, mean, rstd)."""
+    init = _init(call)
+    norm_axis, params_axis = init.get("begin_norm_axis", 1), init.get("begin_params_axis", 1)
+    if norm_axis != params_axis:
+        return Unmapped("ops.LayerNorm with begin_params_axis != begin_norm_axis has no torch "
+                        "counterpart")
+    eps = float(init.get("epsilon", 1e-7))
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import torch
+
+        def layer_norm(x: Any, gamma: Any, beta: Any) -> Any:
+            y, mean, rstd = torch.native_layer_norm(x, x.shape[norm_axis % x.dim():], gamma,
+                                                    beta, eps)
+            return y, mean, rstd.pow(-2) - eps
+        return layer_norm
+    return Route("torch.native_layer_norm (as ops.LayerNorm)", make, call.args[:3])
+
+
+def _torch_max_pool_primitive(call: Call) -> Route | Unmapped:
+    init = _init(call)
+    if str(init.get("pad_mode", "VALID")).upper() != "VALID" or \
+            init.get("data_format", "NCHW") != "NCHW":
+        return Unmapped("ops.MaxPool with pad_mode SAME or NHWC has no torch counterpart here")
+    kernel, stride = init.get("kernel_size", 1), init.get("strides", 1)
+    return _named("torch", "torch.nn.functional.max_pool2d", call.args[:1],
+                  (("kernel_size", Lit(_plain_tuple(kernel))),
+                   ("stride", Lit(_plain_tuple(stride)))))
+
+
+def _plain_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, (list, tuple)) else value
+
+
+def _torch_gather(call: Call) -> Route | Unmapped:
+    """ops.gather(params, indices, axis): an embedding lookup on axis 0 (what a torch model
+    calls), else index_select over the flattened indices."""
+    v = _values(call, ["input_params", "input_indices", "axis", "batch_dims"])
+    axis, batch_dims = _lit(v["axis"], 0), _lit(v["batch_dims"], 0)
+    if batch_dims or axis is None:
+        return Unmapped("ops.gather with batch_dims: no torch counterpart here")
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import torch
+
+        def gather(params: Any, indices: Any) -> Any:
+            if axis == 0:
+                return torch.nn.functional.embedding(indices, params)
+            dim = axis % params.dim()
+            flat = torch.index_select(params, dim, indices.reshape(-1))
+            return flat.reshape(*params.shape[:dim], *indices.shape, *params.shape[dim + 1:])
+        return gather
+    return Route("torch.nn.functional.embedding / index_select (as ops.gather)", make,
+                 (v["input_params"], v["input_indices"]))
+
+
+def _torch_cross_entropy(call: Call) -> Route | Unmapped:
+    """MindSpore's labels are int32; torch's cross_entropy takes int64 class indices."""
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import torch
+
+        def cross_entropy(logits: Any, labels: Any, *rest: Any, **kwargs: Any) -> Any:
+            if not labels.is_floating_point():
+                labels = labels.long()
+            return torch.nn.functional.cross_entropy(logits, labels, *rest, **kwargs)
+        return cross_entropy
+    return Route("torch.nn.functional.cross_entropy", make, call.args, call.kwargs)
+
+
+def _torch_conv2d(call: Call) -> Route | Unmapped:
+    v = _values(call, ["input", "weight", "bias", "stride", "pad_mode", "padding", "dilation",
+                       "groups"])
+    mode = _lit(v["pad_mode"], "valid")
+    padding = {"valid": Lit(0), "same": Lit("same")}.get(mode, v["padding"] or Lit(0))
+    return _named("torch", "torch.nn.functional.conv2d",
+                  (v["input"], v["weight"], v["bias"] or Lit(None), v["stride"] or Lit(1),
+                   padding, v["dilation"] or Lit(1), v["groups"] or Lit(1)))
+
+
+def _torch_numpy(call: Call) -> Route | Unmapped:
+    return Route("torch.Tensor.numpy", lambda resolve: lambda x: x.detach().numpy(),
+                 call.args[:1])
+
+
+def _torch_named(api: str) -> Callable[[Call], Route | Unmapped]:
+    """Same arguments in the same order (checked against both frameworks' signatures)."""
+    return lambda call: _named("torch", api, call.args, call.kwargs)
+
+
+MINDSPORE_TO_TORCH: dict[str, Callable[[Call], Route | Unmapped]] = {
+    "mindspore.ops.LayerNorm": _torch_layer_norm_primitive,
+    "mindspore.ops.MaxPool": _torch_max_pool_primitive,
+    "mindspore.ops.gather": _torch_gather,
+    "mindspore.ops.cross_entropy": _torch_cross_entropy,
+    "mindspore.ops.conv2d": _torch_conv2d,
+    "mindspore.Tensor.asnumpy": _torch_numpy,
+    "mindspore.ops.dense": _torch_named("torch.nn.functional.linear"),
+    "mindspore.ops.gelu": _torch_named("torch.nn.functional.gelu"),
+    "mindspore.ops.arange": _torch_named("torch.arange"),
+    "mindspore.ops.batch_norm": _torch_named("torch.nn.functional.batch_norm"),
+    "mindspore.ops.relu": _torch_named("torch.relu"),
+    "mindspore.ops.flatten": _torch_named("torch.flatten"),
+}
+
 # Rules that only improve on the API mapping's route: where they do not apply, or their
 # route fails, the mapping's route is next.
 MAPPING_AFTER_RULE = frozenset({"torch.nn.functional.max_pool2d",
@@ -370,12 +483,46 @@ def _in_place(make: Maker) -> Maker:
     return made
 
 
+def _constructed(framework: str, api: str, init: tuple[tuple[str, Any], ...]) -> Maker:
+    """A MindSpore primitive built once from its constructor arguments."""
+    spelled = case_spelling(framework, api)
+    return lambda resolve: resolve(spelled)(**dict(init))
+
+
+def _picked(route: Route, index: int) -> Route:
+    """The route's call, returning one element of its result (a layer that lowered to a
+    primitive returning several: nn.LayerNorm's output of LayerNorm's three)."""
+    make = route.make
+
+    def made(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        fn = make(resolve)
+        return lambda *args, **kwargs: fn(*args, **kwargs)[index]
+    return replace(route, api=f"{route.api}[{index}]", make=made,
+                   fallbacks=tuple(_picked(f, index) for f in route.fallbacks))
+
+
 def route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped:
     """The route that replays `call` in framework `target`."""
+    found = _route_for(call, target, mapping)
+    if isinstance(found, Route) and call.pick is not None:
+        return _picked(found, call.pick)
+    return found
+
+
+def _route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped:
     if call.replay_api is None:
         return Unmapped(call.problem or "not replayable")
     if call.framework == target:
+        if call.init:
+            return Route(call.replay_api, _constructed(target, call.replay_api, call.init),
+                         call.args, call.kwargs)
         return _named(target, call.replay_api, call.args, call.kwargs)
+    if call.framework == "mindspore" and target == "torch":
+        rule = MINDSPORE_TO_TORCH.get(call.replay_api)
+        if rule is not None:
+            return rule(call)
+        if call.init:
+            return Unmapped(f"no torch rule for the MindSpore primitive {call.replay_api}")
     if call.framework == "torch" and target == "mindspore":
         rule = TORCH_TO_MINDSPORE.get(call.replay_api)
         if rule is not None:
