@@ -381,16 +381,22 @@ def _torch_gather(call: Call) -> Route | Unmapped:
 
 
 def _torch_cross_entropy(call: Call) -> Route | Unmapped:
-    """MindSpore's labels are int32; torch's cross_entropy takes int64 class indices."""
+    """ops.cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
+    torch's takes size_average and reduce between them, so all but the first two go by name;
+    MindSpore's labels are int32 and torch's class indices int64."""
+    names = ["input", "target", "weight", "ignore_index", "reduction", "label_smoothing"]
+    v = _values(call, names)
+    given = tuple((n, v[n]) for n in names[2:] if v[n] is not None)
+
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
         import torch
 
-        def cross_entropy(logits: Any, labels: Any, *rest: Any, **kwargs: Any) -> Any:
+        def cross_entropy(logits: Any, labels: Any, **kwargs: Any) -> Any:
             if not labels.is_floating_point():
                 labels = labels.long()
-            return torch.nn.functional.cross_entropy(logits, labels, *rest, **kwargs)
+            return torch.nn.functional.cross_entropy(logits, labels, **kwargs)
         return cross_entropy
-    return Route("torch.nn.functional.cross_entropy", make, call.args, call.kwargs)
+    return Route("torch.nn.functional.cross_entropy", make, (v["input"], v["target"]), given)
 
 
 def _torch_conv2d(call: Call) -> Route | Unmapped:

@@ -67,6 +67,45 @@ print(float(loss))
 """
 
 
+# A MindSpore script in the style of a port: layers (mint.nn.Linear, nn.LayerNorm, nn.Conv2d,
+# nn.BatchNorm2d, nn.MaxPool2d, nn.Embedding) and primitives built by the script, in eval mode.
+MINDSPORE_INFERENCE = """
+import numpy as np
+import mindspore as ms
+from mindspore import mint, nn, ops
+ms.device_context.cpu.op_tuning.threads_num(1)
+ms.set_context(mode=ms.PYNATIVE_MODE)
+ms.set_seed(0)
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 16)
+        self.ln = nn.LayerNorm((16,))
+        self.fc = mint.nn.Linear(16, 16)
+        self.conv = nn.Conv2d(1, 4, 3, pad_mode="pad", padding=1, has_bias=True)
+        self.bn = nn.BatchNorm2d(4)
+        self.pool = nn.MaxPool2d(2, 2)
+        self.act = nn.GELU(approximate=False)
+        self.norm = ops.LayerNorm(begin_norm_axis=-1, begin_params_axis=-1, epsilon=1e-5)
+        self.gamma = ms.Tensor(np.ones(16, np.float32))
+        self.beta = ms.Tensor(np.zeros(16, np.float32))
+
+    def construct(self, ids):
+        x = self.act(self.fc(self.ln(self.emb(ids))))
+        x = self.norm(x, self.gamma, self.beta)[0]
+        image = x.reshape(2, 1, 8, 16)
+        return self.pool(mint.nn.functional.relu(self.bn(self.conv(image))))
+
+net = Net()
+net.set_train(False)
+ids = ms.Tensor(np.arange(16, dtype=np.int32).reshape(2, 8))
+for _ in range(STEPS):
+    out = net(ids)
+print(out.shape)
+"""
+
+
 def _script(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text), encoding="utf-8")
@@ -106,6 +145,26 @@ def test_an_inference_script_is_projected_with_every_call_covered(tmp_path):
         p = model["projected_s"][fw]
         assert 0 < p["ci_low"] <= p["estimate"] <= p["ci_high"]
     assert "self-check" in done.stdout and "coverage: 100%" in done.stdout
+
+
+def test_a_mindspore_script_replays_in_torch_with_every_layer_and_primitive_covered(tmp_path):
+    script = _script(tmp_path, "infer_ms.py", MINDSPORE_INFERENCE.replace("STEPS", "5"))
+    out = tmp_path / "model.json"
+    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--json", str(out),
+                  "--", sys.executable, str(script))
+    assert done.returncode == 0, done.stdout + done.stderr
+    record = json.loads(out.read_text())
+    jsonschema.validate(record, model_schema())
+    model = record["model"]
+    assert model["traced_framework"] == "mindspore"
+    assert model["coverage"] == pytest.approx(1.0), model["not_covered"]
+    assert model["mismatches"] == [] and model["errors"] == []
+    mapped = {row["api"]: row["mapped_api"] for row in model["apis"]}
+    assert mapped["mindspore.nn.LayerNorm"].startswith("torch.native_layer_norm")
+    assert mapped["mindspore.ops.LayerNorm"].startswith("torch.native_layer_norm")
+    assert mapped["mindspore.nn.Conv2d"] == "torch.nn.functional.conv2d"
+    assert mapped["mindspore.nn.MaxPool2d"] == "torch.nn.functional.max_pool2d"
+    assert mapped["mindspore.nn.Embedding"].startswith("torch.nn.functional.embedding")
 
 
 def test_a_training_step_is_differentiated_in_both_frameworks(tmp_path):
