@@ -26,7 +26,8 @@ import numpy as np
 from opbench.frameworks.apimap import ApiMapping
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf, exts_in, refs_in)
-from opbench.model.routes import Route, Unmapped, route_for
+from opbench.model.optimizer_fold import FOLDED_INTO, sgd_momentum_folds
+from opbench.model.routes import Route, Unmapped, fused_momentum_route, route_for
 from opbench.model.steady import StepProgram
 
 __all__ = ["Replayer", "CallStatus", "fingerprint", "FINGERPRINT_POINTS"]
@@ -120,6 +121,14 @@ class Replayer:
         # by one, and the backward call is that call's time less theirs.
         self._differentiated: Any = None
         self.status: list[CallStatus] = []
+        # torch's SGD updates as a port's fused kernel (optimizer_fold.py): the other
+        # framework only, so the traced one replays exactly what the script ran
+        self._fused: dict[int, Route] = {}
+        self._folded: dict[int, int] = {}
+        if framework == "mindspore" and step.framework == "torch":
+            for fold in sgd_momentum_folds(step.calls):
+                self._fused[fold.update] = fused_momentum_route(fold)
+                self._folded[fold.scale] = self._folded[fold.accumulate] = fold.update
 
     # -- values ------------------------------------------------------------------------------
     def _tensor(self, array: Any, dtype: str) -> Any:
@@ -203,7 +212,8 @@ class Replayer:
             self.status.append(status)
             self._results[call.index] = value
             prints.append(self._fingerprints(value) if fingerprints and status.ok
-                          and not status.stand_in and not call.backward else None)
+                          and not status.stand_in and not call.backward
+                          and call.index not in self._folded else None)
         self.adapter.sync()
         self._differentiate()
         return prints
@@ -235,7 +245,12 @@ class Replayer:
             getter = self._getter(call.alias_of)
             return ((_identity, lambda: (getter(),), dict),
                     CallStatus(call.index, "alias", True), getter())
-        route = route_for(call, self.framework, self.mapping)
+        if call.index in self._folded:
+            getter = self._getter(call.args[0])      # the receiver, passed through
+            return ((_identity, lambda: (getter(),), dict),
+                    CallStatus(call.index, FOLDED_INTO, True),
+                    getter())
+        route = self._fused.get(call.index) or route_for(call, self.framework, self.mapping)
         if isinstance(route, Unmapped):
             return None, CallStatus(call.index, call.replay_api or call.api, False,
                                     problem=route.reason, stand_in=True), self._stand_in(call)

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
+from opbench.model.optimizer_fold import MomentumFold
 from opbench.model.program import Call, Dtype, Lit, Seq
 
-__all__ = ["Route", "Unmapped", "route_for", "TENSOR_PREFIXES"]
+__all__ = ["Route", "Unmapped", "route_for", "fused_momentum_route", "TENSOR_PREFIXES"]
 
 TENSOR_PREFIXES = {"torch": "torch.Tensor.", "mindspore": "mindspore.Tensor."}
 
@@ -244,6 +245,24 @@ def _tuple_of(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def _as_parameter(prefix: str) -> Callable[[Any], Any]:
+    """A tensor as a MindSpore Parameter (kernels that update state in place, as BatchNorm's
+    running statistics or ApplyMomentum's buffers, take Parameters): a Parameter stays
+    itself, a plain tensor gets one Parameter, made on first use and kept."""
+    import mindspore
+    held: dict[int, Any] = {}
+
+    def parameter(tensor: Any) -> Any:
+        if isinstance(tensor, mindspore.Parameter):
+            return tensor
+        found = held.get(id(tensor))
+        if found is None:
+            found = held[id(tensor)] = mindspore.Parameter(
+                tensor, name=f"{prefix}{len(held)}", requires_grad=False)
+        return found
+    return parameter
+
+
 def _ms_batch_norm(call: Call) -> Route | Unmapped:
     """ops.batch_norm with the running statistics as Parameters, as nn.BatchNorm2d holds
     them: measured here on 8x32x32x32 in training, plain tensors cost 6.0 ms forward against
@@ -259,17 +278,7 @@ def _ms_batch_norm(call: Call) -> Route | Unmapped:
 
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
         batch_norm = resolve("mindspore.ops.batch_norm")
-        import mindspore
-        held: dict[int, Any] = {}
-
-        def parameter(tensor: Any) -> Any:
-            if isinstance(tensor, mindspore.Parameter):
-                return tensor
-            found = held.get(id(tensor))
-            if found is None:
-                found = held[id(tensor)] = mindspore.Parameter(
-                    tensor, name=f"running_{len(held)}", requires_grad=False)
-            return found
+        parameter = _as_parameter("running_")
 
         def run(x: Any, mean: Any, var: Any, weight: Any, bias: Any) -> Any:
             return batch_norm(x, parameter(mean), parameter(var), weight, bias, training,
@@ -505,6 +514,38 @@ def _picked(route: Route, index: int) -> Route:
         return lambda *args, **kwargs: fn(*args, **kwargs)[index]
     return replace(route, api=f"{route.api}[{index}]", make=made,
                    fallbacks=tuple(_picked(f, index) for f in route.fallbacks))
+
+
+def fused_momentum_route(fold: MomentumFold) -> Route:
+    """torch SGD's three-call update of one weight as MindSpore's ApplyMomentum (what nn.SGD
+    runs), on the weight and its momentum buffer as Parameters (the kernel updates them in
+    place; a buffer that is a plain tensor gets one Parameter, made once). Fallback: the
+    same arithmetic in MindSpore calls, written back with ops.assign."""
+    def fused(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import mindspore
+        apply_momentum, parameter = mindspore.ops.ApplyMomentum(), _as_parameter("momentum_")
+        lr = mindspore.Tensor(fold.learning_rate, mindspore.float32)
+        momentum = mindspore.Tensor(fold.momentum, mindspore.float32)
+
+        def update(param: Any, buf: Any, grad: Any) -> Any:
+            return apply_momentum(parameter(param), parameter(buf), lr, grad, momentum)
+        return update
+
+    def call_by_call(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import mindspore
+        parameter = _as_parameter("momentum_")
+
+        def update(param: Any, buf: Any, grad: Any) -> Any:
+            param, buf = parameter(param), parameter(buf)
+            mindspore.ops.assign(buf, buf * fold.momentum + grad)
+            mindspore.ops.assign(param, param - fold.learning_rate * buf)
+            return param
+        return update
+
+    args = (fold.param, fold.buf, fold.grad)
+    return Route("mindspore.ops.ApplyMomentum (as nn.SGD's update)", fused, args,
+                 fallbacks=(Route("mindspore mul, add, assign (SGD momentum update)",
+                                  call_by_call, args),))
 
 
 def route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped:

@@ -180,6 +180,23 @@ def test_a_training_step_is_differentiated_in_both_frameworks(tmp_path):
     assert backward and backward[0]["target_s"] > 0 and backward[0]["reference_s"] > 0
 
 
+def test_sgd_with_momentum_replays_in_mindspore_as_its_fused_update(tmp_path):
+    """Each weight's mul_, add_, add_ becomes one ApplyMomentum (what nn.SGD runs), and the
+    updated weights agree with torch's (the probe compares the outputs)."""
+    script = _script(tmp_path, "train_momentum.py",
+                     TRAINING.replace("lr=0.1)", "lr=0.1, momentum=0.9)"))
+    out = tmp_path / "model.json"
+    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--json", str(out),
+                  "--", sys.executable, str(script))
+    assert done.returncode == 0, done.stdout + done.stderr
+    model = json.loads(out.read_text())["model"]
+    assert model["mismatches"] == [] and model["errors"] == []
+    assert model["coverage"] > 0.9, model["not_covered"]
+    mapped = {(row["api"], row["mapped_api"]) for row in model["signatures"]}
+    assert ("torch.Tensor.add_", "mindspore.ops.ApplyMomentum (as nn.SGD's update)") in mapped
+    assert ("torch.Tensor.mul_", "(folded into the SGD update after it)") in mapped
+
+
 def test_the_heaviest_signatures_are_measured_alone(tmp_path):
     script = _script(tmp_path, "infer.py", INFERENCE.replace("STEPS", "4"))
     out = tmp_path / "model.json"
