@@ -25,9 +25,9 @@ Pure: no printing, no measuring.
 from __future__ import annotations
 
 from opbench.verdicts.rules import Verdict
-from opbench.verdicts.stats import DEFAULT_CONFIDENCE, PRIOR_DF, BetweenProcessPrior, Look
+from opbench.verdicts.stats import DEFAULT_CONFIDENCE, BetweenProcessPrior, Look
 
-__all__ = ["PLANNING_SD", "Look", "decided", "look_confidence", "look_for"]
+__all__ = ["PLANNING_DF", "PLANNING_SD", "Look", "decided", "look_confidence", "look_for"]
 
 # The between-process SD (log ratio) a one-process look assumes it cannot see: 0.25 is a
 # 28% offset, the top of the 6-27% per-process offsets measured on this machine
@@ -35,6 +35,12 @@ __all__ = ["PLANNING_SD", "Look", "decided", "look_confidence", "look_for"]
 # 0.02-0.16 (run prior 0.024); the issue's matmul[tokens=1] reached 0.55 and 1.6, which
 # its rounds' own spread (87 us to 12.8 ms) keeps undecided at the first look anyway.
 PLANNING_SD = 0.25
+# Its weight in degrees of freedom. The planning SD is not estimated from the instance's own
+# few processes but set from the range measured over many runs, so it is held as nearly
+# known (30 df: about +-13% on an SD) rather than with the 4 df of a run's prior: with 4 df
+# the first look's interval was 1.7x wider and decided only ratios under ~0.15, sending 18
+# of 33 instances of ratio 0.2-0.7 to a second process (a run here, 2026-11-26).
+PLANNING_DF = 30.0
 
 
 def look_confidence(looks: int, confidence: float = DEFAULT_CONFIDENCE) -> float:
@@ -49,7 +55,7 @@ def look_for(processes: int, looks: int, run_prior: BetweenProcessPrior | None) 
     """The look after an instance's `processes`-th process: one process assumes the
     planning spread (or the run's, if that is larger); several use the run's typical
     spread so far, or the planning spread until the run has one."""
-    planning = BetweenProcessPrior(sd=PLANNING_SD, df=PRIOR_DF)
+    planning = BetweenProcessPrior(sd=PLANNING_SD, df=PLANNING_DF)
     if run_prior is None:
         prior = planning
     elif processes == 1:
