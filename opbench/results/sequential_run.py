@@ -23,7 +23,7 @@ from opbench.verdicts.conclusions import judge_instance, run_between_process_pri
 from opbench.verdicts.rules import Verdict
 from opbench.verdicts.sequential import decided, look_for
 
-__all__ = ["LookCallback", "run_sequential", "STOPPED_BUDGET", "STOPPED_CAP",
+__all__ = ["LookCallback", "run_sequential", "settled", "STOPPED_BUDGET", "STOPPED_CAP",
            "STOPPED_DECIDED", "STOPPED_FAILED"]
 
 STOPPED_DECIDED = "decided"     # PASS or SLOW at a look
@@ -62,7 +62,7 @@ def run_sequential(session: MeasuringSession, instances: Sequence[CaseInstance],
         if on_progress:
             on_progress(i, len(instances), inst, records[-1])
     ours = records[first:]
-    open_ = [i for i, r in enumerate(ours) if not _settle(r)]
+    open_ = [i for i, r in enumerate(ours) if not settled(r)]
     for process in range(2, plan.max_processes + 1):
         if not open_:
             break
@@ -81,7 +81,7 @@ def run_sequential(session: MeasuringSession, instances: Sequence[CaseInstance],
             ours[i] = records[first + i] = _judged(session, record, process, records)
             share_s[i] = clock() - before
             save()
-            if not _settle(ours[i]):
+            if not settled(ours[i]):
                 still.append(i)
         open_ = still
     for i in open_:
@@ -112,7 +112,7 @@ def _processes(record: dict[str, Any]) -> int:
     return min(counts, default=1)
 
 
-def _settle(record: dict[str, Any]) -> bool:
+def settled(record: dict[str, Any]) -> bool:
     """True (and the record says why) when the instance measures no more."""
     verdict = record.get("verdict")
     course = record.setdefault("sequential", {"processes": _processes(record),
@@ -121,7 +121,10 @@ def _settle(record: dict[str, Any]) -> bool:
             "measurements"):
         course["stopped"] = STOPPED_FAILED
         return True
-    if decided(verdict):
+    # every view decided, not just the instance's worst: a SLOW serial row would otherwise
+    # stop a forward+backward row still INCONCLUSIVE (seen on 11 instances of the library)
+    if decided(verdict) and all(decided(m["verdict"])
+                                for m in record["measurements"].values()):
         course["stopped"] = STOPPED_DECIDED
         return True
     return False

@@ -17,7 +17,7 @@ from opbench.config.options import OptionError, RunOptions, parse_duration
 from opbench.report.text import run_notes
 from opbench.results.io import validate_record
 from opbench.results.recorded_run import run
-from opbench.results.sequential_run import run_sequential
+from opbench.results.sequential_run import run_sequential, settled
 from opbench.runner.workers import WorkerPool
 from opbench.verdicts.rules import Verdict, ratio_verdict
 from opbench.verdicts.sequential import PLANNING_SD, look_confidence, look_for
@@ -160,3 +160,17 @@ def test_the_time_budget_stops_the_undecided(tmp_path):
     assert even["sequential"]["stopped"] == "budget"
     assert even["sequential"]["processes"] < 6
     assert spawn.spawned == [1, 2, 3]
+
+
+def test_an_instance_stops_only_when_every_view_is_decided():
+    """The instance's verdict is its worst view's: a SLOW serial row must not stop a
+    forward+backward row that is still INCONCLUSIVE (seen in a library run)."""
+    record = {"verdict": "SLOW", "measurements": {
+        "serial": {"verdict": "SLOW", "process_of_round": [1] * 5},
+        "serial+backward": {"verdict": "INCONCLUSIVE", "process_of_round": [1] * 5}}}
+    assert not settled(record)
+    assert record["sequential"]["stopped"] is None
+    record["measurements"]["serial+backward"]["verdict"] = "PASS"
+    assert settled(record) and record["sequential"]["stopped"] == "decided"
+    failed = {"verdict": "MISMATCH", "measurements": {}}
+    assert settled(failed) and failed["sequential"]["stopped"] == "failed"
