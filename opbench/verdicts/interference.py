@@ -192,9 +192,8 @@ def contaminated_versions(per_call_s: Mapping[str, Sequence[float]],
     (every sample at the contaminated level: its worst), and its contaminated samples
     scaled back (without them); then, when both sides show some, each side's largest at
     its worst together, and all removed. Scaling keeps every round and its pairing, so
-    each version's interval is
-    computed by the same rule as the measured one. A verdict that every version agrees
-    with cannot have been made by the interference."""
+    each version's interval is computed by the same rule as the measured one. A verdict
+    that every version agrees with cannot have been made by the interference."""
     versions: dict[str, dict[str, list[float]]] = {}
     worst_all = {n: np.asarray(v, dtype=float) for n, v in per_call_s.items()}
     clean_all = {n: np.asarray(v, dtype=float) for n, v in per_call_s.items()}
