@@ -197,6 +197,8 @@ def notes_lines(record: RunRecord, short: bool = False, grouped: bool = False
             notes += [f"[{key}] {n}" for n in m.notes if not (grouped and note_family(n))]
             if m.verdict == "INCONCLUSIVE" and m.inconclusive_reason:
                 notes.append(f"[{key}] INCONCLUSIVE: {m.inconclusive_reason}")
+            if m.interference_ruled_out:
+                notes.append(f"[{key}] interference found: {m.interference_ruled_out}")
             settle = _settle_note(m)
             if settle:
                 notes.append(f"[{key}] {settle}")
@@ -210,13 +212,49 @@ def notes_lines(record: RunRecord, short: bool = False, grouped: bool = False
 
 def run_notes(record: RunRecord) -> list[str]:
     """Notes about the whole run's statistics, and where a merged record's parts ran."""
-    notes = merge_notes(record) + timing_notes(record)
+    notes = merge_notes(record) + timing_notes(record) + sequential_notes(record)
     prior = record.between_process_prior
     if prior is not None and prior.sd is not None:
         notes.append(f"between worker processes a ratio moved by {prior.sd * 100:.1f}% "
                      f"(typical SD over {prior.instances} measurements); every interval "
                      f"includes that spread")
     return notes
+
+
+def sequential_notes(record: RunRecord) -> list[str]:
+    """Under sequential stopping: which instances stopped early, which ran to the cap or
+    into the time budget, and the measuring time of each group."""
+    plan = record.config.sequential
+    if plan is None:
+        return []
+    groups: dict[str, list[InstanceRecord]] = {}
+    for inst in record.instances:
+        course = inst.sequential
+        if course is None:
+            continue
+        if course.stopped == "decided":
+            key = ("decided after 1 process" if course.processes == 1
+                   else "decided after 2 or more processes")
+        else:
+            key = {"cap": f"ran to the cap of {plan.max_processes} processes",
+                   "budget": "stopped undecided by the time budget",
+                   "failed": "failed (MISMATCH or ERROR)"}.get(course.stopped or "",
+                                                              str(course.stopped))
+        groups.setdefault(key, []).append(inst)
+    # early stops first, then what ran longest
+    order = ("decided after 1", "decided after 2", "ran to", "stopped", "failed")
+    groups = dict(sorted(groups.items(), key=lambda item: next(
+        (i for i, start in enumerate(order) if item[0].startswith(start)), len(order))))
+    budget = (f", time budget {plan.time_budget_s:g} s" if plan.time_budget_s else "")
+    parts = [f"{len(members)} {key} ({sum(float(i.duration_s or 0) for i in members):.1f} s)"
+             for key, members in groups.items()]
+    lines = [f"sequential stopping (up to {plan.max_processes} processes{budget}): "
+             + "; ".join(parts)]
+    names = short_ids([i.id for i in record.instances])
+    for key, members in groups.items():
+        if key.startswith(("ran to the cap", "stopped undecided")):
+            lines.append(f"{key}: " + ", ".join(names[i.id] for i in members))
+    return lines
 
 
 def merge_notes(record: RunRecord) -> list[str]:

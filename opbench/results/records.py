@@ -283,6 +283,9 @@ class Measurement(_Record):
     between_process_sd: float | None = _key(None)       # null: one process
     interference: tuple[Interference, ...] = _key((), _each(Interference))
     inconclusive_reason: str | None = _key(None)
+    # Interference was found but every recomputed version gives the same verdict: why it
+    # stands (verdicts/conclusions.py). Absent when nothing was found or it decided.
+    interference_ruled_out: str | None = _key(None)
     verdict: Verdict = _key(codec=_VERDICT)
     protocol_notes: tuple[str, ...] = _key(())
     notes: tuple[str, ...] = _key(())
@@ -336,6 +339,17 @@ class PeakMemory(_Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class InstanceSequence(_Record):
+    """An instance's course under sequential stopping (results/sequential_run.py): the
+    processes it was measured in, why it stopped (decided, cap, budget, failed) and the
+    confidence of the look that settled it."""
+
+    processes: int = _key()
+    stopped: str = _key()
+    look_confidence: float | None = _key(None)
+
+
+@dataclass(frozen=True, kw_only=True)
 class InstanceRecord(_Record):
     """One case instance: what it is (case, op, APIs, inputs), how its outputs compared,
     each measured view and the instance's verdict."""
@@ -369,6 +383,7 @@ class InstanceRecord(_Record):
     machine_id: str | None = _key(None)      # a merged record's: the machine it ran on
     worker: str | None = _key(None)          # a record joined from pytest-xdist workers
     pooled_runs: int | None = _key(None)     # gate/pool.py: baseline runs pooled into it
+    sequential: InstanceSequence | None = _key(None, _one(InstanceSequence))
 
     @property
     def measured(self) -> bool:
@@ -428,6 +443,14 @@ class WorkerRecord(_Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SequentialRecord(_Record):
+    """config.sequential: a run that stopped each instance on its verdict (config.Sequential)."""
+
+    max_processes: int = _key()
+    time_budget_s: float | None = _key(None)
+
+
+@dataclass(frozen=True, kw_only=True)
 class RecordedConfig(_Record):
     """The run configuration as recorded (config.RunConfig.as_dict). Absent keys read as
     what a file written before them means."""
@@ -447,6 +470,7 @@ class RecordedConfig(_Record):
     settings: RecordedSettings = _key(RecordedSettings(), _one(RecordedSettings))
     shard: ShardRecord | None = _key(None, _one(ShardRecord))
     worker: WorkerRecord | None = _key(None, _one(WorkerRecord))
+    sequential: SequentialRecord | None = _key(None, _one(SequentialRecord))
 
 
 @dataclass(frozen=True, kw_only=True)

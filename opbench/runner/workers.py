@@ -205,6 +205,31 @@ class WorkerPool:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def ensure_process(self, index: int) -> None:
+        """Worker process `index` ready to measure: when the pool holds none by that number,
+        fresh workers replace the pool's, numbered from `index` (as many as the pool
+        holds): a sequential run's processes beyond config.processes. Their imports run in
+        parallel, as at open(); each measures its own per-call floors."""
+        if any(w.index == index for w in self.workers):
+            return
+        for w in self.workers:
+            w.close()
+        count = len(self.workers) or self.config.processes
+        self.workers = []
+        try:
+            for number in range(index, index + count):
+                self.workers.append(self._start(number))
+            pids = [w.pid for w in self.workers]
+            for w in self.workers:
+                w.send("open", self.config, pids, w.index)
+            for w in self.workers:
+                w.receive()
+            for w in self.workers:
+                w.call("overheads")
+        except BaseException:
+            self.close()
+            raise
+
     def _replace(self, position: int, reason: str) -> None:
         """A fresh worker in place of a dead or hung one, told about its siblings. If even
         that fails, the pool goes on with the workers it has (never with none: then the
@@ -253,8 +278,8 @@ class WorkerPool:
         return self.config.processes * self.config.passes
 
     def _position(self, pass_index: int) -> tuple[int, int]:
-        """(worker position, its own pass number) for run-wide pass `pass_index`."""
-        return divmod(pass_index - 1, self.config.passes)[0], \
+        """(worker process number, its own pass number) for run-wide pass `pass_index`."""
+        return (pass_index - 1) // self.config.passes + 1, \
             (pass_index - 1) % self.config.passes + 1
 
     def run_instance(self, instance: CaseInstance) -> dict[str, Any]:
@@ -273,8 +298,9 @@ class WorkerPool:
         turn it is."""
         if not record.get("measurements"):
             return record
-        position, own_pass = self._position(pass_index)
-        if position >= len(self.workers):    # a worker was lost and could not be replaced
+        process, own_pass = self._position(pass_index)
+        position = next((i for i, w in enumerate(self.workers) if w.index == process), None)
+        if position is None:    # a worker was lost and could not be replaced
             return record
         worker = self.workers[position]
         try:
