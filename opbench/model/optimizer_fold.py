@@ -1,5 +1,7 @@
 """A torch optimizer's per-weight update as the one fused kernel a MindSpore port calls.
 
+SGD with momentum:
+
 torch's SGD with momentum on CPU (the single-tensor path) updates each weight with three
 in-place calls: `buf.mul_(momentum)`, `buf.add_(grad, alpha=1 - dampening)`,
 `param.add_(buf, alpha=-lr)`. A port calls `nn.SGD`, whose update is one `ApplyMomentum`
@@ -11,6 +13,17 @@ receiver through, the third runs the fused update.
 Only the exact pattern folds (dampening 0, so MindSpore's `accum = accum * momentum + grad`
 is torch's; no Nesterov, whose third call reads another tensor), and only when the first two
 calls' outputs are used by nothing but the next call of the triple.
+
+Adam and AdamW (torch's single-tensor path on CPU): per weight `m.lerp_(grad, 1 - beta1)`,
+`v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)`, `denom = (v.sqrt() / sqrt(bc2))
+.add_(eps)`, `param.addcdiv_(m, denom, value=-lr / bc1)` (bc: the bias corrections), with
+the step counter's `+= 1` and `.item()` and AdamW's `param.mul_(1 - lr * wd)` in between,
+which stay calls of their own. MindSpore's `ops.Adam` kernel (what nn.Adam runs) computes
+the same update with lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power): with
+beta1_power 0, beta2_power 1 - bc2 and lr = lr / bc1 it is torch's step (eps then scales by
+sqrt(bc2), a difference of order eps). An AdamW model replayed call by call in MindSpore
+also hits three calls MindSpore has no mapping for (lerp_, addcmul_, addcdiv_: 3.5% of a
+CNN's traced step left out, and every weight left unchanged).
 """
 from __future__ import annotations
 
@@ -19,12 +32,15 @@ from typing import Any, Sequence
 
 from opbench.model.program import Call, Lit, Ref, walk_args
 
-__all__ = ["MomentumFold", "sgd_momentum_folds", "FOLDED_INTO"]
+__all__ = ["MomentumFold", "AdamFold", "sgd_momentum_folds", "adam_folds", "FOLDED_INTO"]
 
 MUL, ADD = "torch.Tensor.mul_", "torch.Tensor.add_"
+LERP, ADDCMUL, SQRT, DIV, ADDCDIV = ("torch.Tensor.lerp_", "torch.Tensor.addcmul_",
+                                     "torch.Tensor.sqrt", "torch.Tensor.__truediv__",
+                                     "torch.Tensor.addcdiv_")
 # what a folded call replays as (the report's "replayed as"): one name for every fold, so
 # the signature rows group them
-FOLDED_INTO = "(folded into the SGD update after it)"
+FOLDED_INTO = "(folded into the optimizer update after it)"
 
 
 @dataclass(frozen=True)
@@ -37,6 +53,10 @@ class MomentumFold:
     grad: Any
     learning_rate: float
     momentum: float
+
+    @property
+    def folded(self) -> tuple[int, ...]:
+        return (self.scale, self.accumulate)
 
 
 def _alpha(call: Call) -> float | None:
@@ -94,3 +114,82 @@ def _fold(a: Call, b: Call, c: Call, uses: dict[int, int]) -> MomentumFold | Non
         return None
     return MomentumFold(a.index, b.index, c.index, param=c.args[0], buf=a.args[0],
                         grad=b.args[1], learning_rate=-lr, momentum=float(momentum))
+
+
+@dataclass(frozen=True)
+class AdamFold:
+    folded: tuple[int, ...]    # lerp_, mul_, addcmul_, sqrt, __truediv__, add_
+    update: int                # param.addcdiv_(m, denom, value=-step_size)
+    param: Any
+    m: Any
+    v: Any
+    grad: Any
+    step_size: float           # lr / bias_correction1
+    beta1: float
+    beta2: float
+    eps: float
+    beta2_power: float         # 1 - bias_correction2
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, Lit) and isinstance(value.value, (int, float)) \
+            and not isinstance(value.value, bool):
+        return float(value.value)
+    return None
+
+
+def _keyword_number(call: Call, name: str) -> float | None:
+    given = dict(call.kwargs)
+    if set(given) - {name} or name not in given:
+        return None
+    return _number(given[name])
+
+
+def adam_folds(calls: Sequence[Call]) -> list[AdamFold]:
+    """Each weight's Adam update, found from its last call (addcdiv_) back along the data
+    flow; the calls between that are not part of it (the step counter, AdamW's decay) stay."""
+    uses, folds = _uses(calls), []
+    for c in calls:
+        fold = _adam(calls, c, uses)
+        if fold is not None:
+            folds.append(fold)
+    return folds
+
+
+def _producer(calls: Sequence[Call], ref: Any, api: str, uses: dict[int, int]) -> Call | None:
+    if not isinstance(ref, Ref) or ref.path or not 0 <= ref.call < len(calls):
+        return None
+    call = calls[ref.call]
+    if call.replay_api != api or uses.get(call.index, 0) != 1:
+        return None
+    return call
+
+
+def _adam(calls: Sequence[Call], update: Call, uses: dict[int, int]) -> AdamFold | None:
+    if update.replay_api != ADDCDIV or len(update.args) != 3:
+        return None
+    step_size = _keyword_number(update, "value")
+    lerp = _producer(calls, update.args[1], LERP, uses)
+    add = _producer(calls, update.args[2], ADD, uses)
+    if step_size is None or step_size >= 0 or lerp is None or add is None:
+        return None
+    div = _producer(calls, add.args[0], DIV, uses)
+    sqrt = _producer(calls, div.args[0], SQRT, uses) if div and len(div.args) == 2 else None
+    addcmul = (_producer(calls, sqrt.args[0], ADDCMUL, uses)
+               if sqrt and len(sqrt.args) == 1 else None)
+    mul = (_producer(calls, addcmul.args[0], MUL, uses)
+           if addcmul and len(addcmul.args) == 3 else None)
+    if mul is None or len(mul.args) != 2 or len(lerp.args) != 3 or len(add.args) != 2:
+        return None
+    grad = lerp.args[1]
+    if addcmul.args[1] != grad or addcmul.args[2] != grad or mul.kwargs or lerp.kwargs \
+            or add.kwargs or div.kwargs or sqrt.kwargs:
+        return None
+    weight, beta2, eps = _number(lerp.args[2]), _number(mul.args[1]), _number(add.args[1])
+    bc2_sqrt, v_share = _number(div.args[1]), _keyword_number(addcmul, "value")
+    if None in (weight, beta2, eps, bc2_sqrt, v_share) or abs(v_share - (1 - beta2)) > 1e-6:
+        return None
+    return AdamFold((lerp.index, mul.index, addcmul.index, sqrt.index, div.index, add.index),
+                    update.index, param=update.args[0], m=lerp.args[0], v=mul.args[0],
+                    grad=grad, step_size=-step_size, beta1=1 - weight, beta2=beta2, eps=eps,
+                    beta2_power=1 - bc2_sqrt ** 2)

@@ -26,8 +26,9 @@ import numpy as np
 from opbench.frameworks.apimap import ApiMapping
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf, exts_in, refs_in)
-from opbench.model.optimizer_fold import FOLDED_INTO, sgd_momentum_folds
-from opbench.model.routes import Route, Unmapped, fused_momentum_route, route_for
+from opbench.model.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
+from opbench.model.routes import (Route, Unmapped, fused_adam_route, fused_momentum_route,
+                                  route_for)
 from opbench.model.steady import StepProgram
 
 __all__ = ["Replayer", "CallStatus", "fingerprint", "FINGERPRINT_POINTS"]
@@ -112,6 +113,10 @@ class Replayer:
         self._skip = set(skip)
         self._chosen = dict(routes_chosen or {})
         self.training = any(c.backward for c in step.calls)
+        # Adam's second-moment buffers hold sums of squares: random stand-in values would be
+        # negative in half the places and their sqrt NaN (in both frameworks alike)
+        adam = adam_folds(step.calls) if step.framework == "torch" else []
+        self._squares = {f.v.id for f in adam if isinstance(f.v, Ext)}
         self._externals = {e.id: self._external(e) for e in step.externals}
         self._results: list[Any] = [None] * len(step.calls)
         self._plan: list[tuple[Callable[..., Any], Callable[[], tuple], Callable[[], dict]]
@@ -126,16 +131,19 @@ class Replayer:
         self._fused: dict[int, Route] = {}
         self._folded: dict[int, int] = {}
         if framework == "mindspore" and step.framework == "torch":
-            for fold in sgd_momentum_folds(step.calls):
-                self._fused[fold.update] = fused_momentum_route(fold)
-                self._folded[fold.scale] = self._folded[fold.accumulate] = fold.update
+            folds = [(f, fused_momentum_route(f)) for f in sgd_momentum_folds(step.calls)]
+            folds += [(f, fused_adam_route(f)) for f in adam]
+            for fold, route in folds:
+                self._fused[fold.update] = route
+                self._folded.update((index, fold.update) for index in fold.folded)
 
     # -- values ------------------------------------------------------------------------------
     def _tensor(self, array: Any, dtype: str) -> Any:
         return self.adapter.from_numpy(np.asarray(array), dtype)
 
     def _external(self, ext: ExternalTensor) -> Any:
-        tensor = self._tensor(external_array(ext), ext.dtype)
+        array = external_array(ext)
+        tensor = self._tensor(np.abs(array) if ext.id in self._squares else array, ext.dtype)
         if self.training and ext.role == "parameter" and ext.dtype in FLOAT_DTYPES:
             tensor = make_trainable(self.framework, tensor, f"w{ext.id}")
         return tensor

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
-from opbench.model.optimizer_fold import MomentumFold
+from opbench.model.optimizer_fold import AdamFold, MomentumFold
 from opbench.model.program import Call, Dtype, Lit, Seq
 
-__all__ = ["Route", "Unmapped", "route_for", "fused_momentum_route", "TENSOR_PREFIXES"]
+__all__ = ["Route", "Unmapped", "route_for", "fused_momentum_route", "fused_adam_route",
+           "TENSOR_PREFIXES"]
 
 TENSOR_PREFIXES = {"torch": "torch.Tensor.", "mindspore": "mindspore.Tensor."}
 
@@ -528,7 +529,9 @@ def fused_momentum_route(fold: MomentumFold) -> Route:
         momentum = mindspore.Tensor(fold.momentum, mindspore.float32)
 
         def update(param: Any, buf: Any, grad: Any) -> Any:
-            return apply_momentum(parameter(param), parameter(buf), lr, grad, momentum)
+            weight = parameter(param)
+            apply_momentum(weight, parameter(buf), lr, grad, momentum)
+            return weight
         return update
 
     def call_by_call(resolve: Callable[[str], Any]) -> Callable[..., Any]:
@@ -546,6 +549,29 @@ def fused_momentum_route(fold: MomentumFold) -> Route:
     return Route("mindspore.ops.ApplyMomentum (as nn.SGD's update)", fused, args,
                  fallbacks=(Route("mindspore mul, add, assign (SGD momentum update)",
                                   call_by_call, args),))
+
+
+def fused_adam_route(fold: AdamFold) -> Route:
+    """torch Adam's per-weight update as MindSpore's ops.Adam (what nn.Adam runs), with the
+    bias corrections carried by beta1_power 0 and beta2_power (optimizer_fold.py), on the
+    weight and its two moment buffers as Parameters."""
+    def fused(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import mindspore
+        adam, parameter = mindspore.ops.Adam(), _as_parameter("adam_moment_")
+        scalars = [mindspore.Tensor(v, mindspore.float32)
+                   for v in (0.0, fold.beta2_power, fold.step_size, fold.beta1, fold.beta2,
+                             fold.eps)]
+
+        def update(param: Any, m: Any, v: Any, grad: Any) -> Any:
+            # the kernel updates its Parameters in place; its first output is not the
+            # updated weight (2.3 off it on a 32-vector here), so the weight is returned
+            weight = parameter(param)
+            adam(weight, parameter(m), parameter(v), *scalars, grad)
+            return weight
+        return update
+
+    return Route("mindspore.ops.Adam (as nn.Adam's update)", fused,
+                 (fold.param, fold.m, fold.v, fold.grad))
 
 
 def route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped:

@@ -1,10 +1,10 @@
-"""torch SGD's per-weight update (mul_, add_, add_) found in a step so the other framework
+"""torch SGD's and Adam's per-weight updates found in a step so the other framework
 replays it as one fused kernel (opbench/model/optimizer_fold.py); nothing else folds."""
 from __future__ import annotations
 
 from dataclasses import replace
 
-from opbench.model.optimizer_fold import sgd_momentum_folds
+from opbench.model.optimizer_fold import adam_folds, sgd_momentum_folds
 from opbench.model.program import Call, Ext, Lit, Ref
 
 GRAD, PARAM, BUF = Ext(1), Ext(2), Ext(3)
@@ -56,3 +56,45 @@ def test_other_shapes_of_the_three_calls_do_not_fold():
     tensor_momentum = [replace(base[0], args=(BUF, Ext(8))), *base[1:]]
     for calls in (not_a_rate, other_tensor, tensor_momentum, base[:2]):
         assert sgd_momentum_folds(calls) == []
+
+
+# -- Adam / AdamW -----------------------------------------------------------------------------
+
+M, V = Ext(4), Ext(5)
+TORCH_ADAMW = [  # one weight's update as torch 2.13's single-tensor AdamW records it
+    ("torch.Tensor.__iadd__", (Ext(6), Lit(1)), ()),                     # 0 step += 1
+    ("torch.Tensor.mul_", (PARAM, Lit(0.99999)), ()),                    # 1 weight decay
+    ("torch.is_complex", (PARAM,), ()),                                  # 2
+    ("torch.Tensor.lerp_", (M, GRAD, Lit(0.1)), ()),                     # 3 m
+    ("torch.Tensor.mul_", (V, Lit(0.999)), ()),                          # 4 v *= beta2
+    ("torch.Tensor.addcmul_", (Ref(4), GRAD, GRAD), (("value", Lit(0.001)),)),   # 5
+    ("torch.Tensor.item", (Ref(0),), ()),                                # 6
+    ("torch.Tensor.sqrt", (Ref(5),), ()),                                # 7
+    ("torch.Tensor.__truediv__", (Ref(7), Lit(0.0836)), ()),             # 8 / sqrt(bc2)
+    ("torch.Tensor.add_", (Ref(8), Lit(1e-8)), ()),                      # 9 + eps
+    ("torch.Tensor.addcdiv_", (PARAM, Ref(3), Ref(9)), (("value", Lit(-0.0019)),)),  # 10
+]
+
+
+def _adam_calls(rows=TORCH_ADAMW) -> list[Call]:
+    return [_call(i, api, args, kwargs) for i, (api, args, kwargs) in enumerate(rows)]
+
+
+def test_an_adamw_update_folds_its_seven_calls_and_keeps_the_counter_and_decay():
+    (fold,) = adam_folds(_adam_calls())
+    assert fold.folded == (3, 4, 5, 7, 8, 9) and fold.update == 10
+    assert (fold.param, fold.m, fold.v, fold.grad) == (PARAM, M, V, GRAD)
+    assert fold.step_size == 0.0019 and fold.eps == 1e-8
+    assert abs(fold.beta1 - 0.9) < 1e-12 and fold.beta2 == 0.999
+    assert abs(fold.beta2_power - (1 - 0.0836 ** 2)) < 1e-12     # 1 - bias_correction2
+
+
+def test_adam_does_not_fold_when_a_step_reads_its_denominator_or_the_moments_differ():
+    read_twice = _adam_calls() + [_call(11, "torch.Tensor.sum", (Ref(9),))]
+    assert adam_folds(read_twice) == []
+    other_grad = list(TORCH_ADAMW)
+    other_grad[5] = ("torch.Tensor.addcmul_", (Ref(4), GRAD, Ext(9)), (("value", Lit(0.001)),))
+    assert adam_folds(_adam_calls(other_grad)) == []
+    wrong_share = list(TORCH_ADAMW)
+    wrong_share[5] = ("torch.Tensor.addcmul_", (Ref(4), GRAD, GRAD), (("value", Lit(0.5)),))
+    assert adam_folds(_adam_calls(wrong_share)) == []
