@@ -208,9 +208,41 @@ def notes_lines(record: RunRecord, short: bool = False, grouped: bool = False
     return lines
 
 
+def core_use_lines(record: RunRecord) -> list[str]:
+    """The cores each side really used (CPU time over wall time over its samples), once for
+    the run with its range, and the measurements where a side used more than allowed."""
+    cores: dict[str, list[float]] = {}
+    over: dict[str, list[tuple[int, int]]] = {}
+    allowed = None
+    for inst in record.instances:
+        for m in inst.measurements.values():
+            allowed = m.allowed_cores or allowed
+            for side, value in m.effective_cores.items():
+                if value is not None:
+                    cores.setdefault(side, []).append(value)
+            for side, n in m.samples_over_cores.items():
+                if n:
+                    over.setdefault(side, []).append((n, len(m.samples_s.get(side, ()))))
+    if not cores:
+        return []
+    pinned = next((i.cpus for i in record.frameworks.values() if i.cpus), None)
+    where = (f"pinned to cpu {','.join(map(str, pinned))}" if pinned
+             else "not pinned")
+    parts = [f"{side} {min(v):.2f}-{max(v):.2f}" for side, v in cores.items()]
+    lines = [f"effective cores (CPU time / wall time over each measurement's samples): "
+             f"{', '.join(parts)}; the run allows {allowed or record.config.threads} "
+             f"({where})"]
+    for side, found in over.items():
+        samples = sum(n for n, _ in found)
+        lines.append(f"{len(found)} measurements: {side} used more cores than the run allows "
+                     f"in {samples} of {sum(t for _, t in found)} samples; its times there "
+                     f"had more of the machine than the other side's")
+    return lines
+
+
 def run_notes(record: RunRecord) -> list[str]:
     """Notes about the whole run's statistics, and where a merged record's parts ran."""
-    notes = merge_notes(record) + timing_notes(record)
+    notes = merge_notes(record) + timing_notes(record) + core_use_lines(record)
     prior = record.between_process_prior
     if prior is not None and prior.sd is not None:
         notes.append(f"between worker processes a ratio moved by {prior.sd * 100:.1f}% "
