@@ -5,9 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from opbench.gapmap.attribute import Attribution, attribute, headlines, shared_note_lines
+from opbench.gapmap.attribute import (
+    Attribution,
+    attribute,
+    headlines,
+    shared_note_lines,
+    stored_attributions,
+)
 from opbench.gapmap.decompose import Sweep, sweeps
-from opbench.gapmap.roofline import RooflinePoint, roofline
+from opbench.gapmap.roofline import RooflinePoint, roofline, stored_roofline
 from opbench.results.records import RunRecord
 
 # How many kernel gaps a summary lists (the issue's closing note asks for the 10 largest).
@@ -70,11 +76,17 @@ def roofline_fractions(record: RunRecord) -> dict[tuple[str, str], dict[str, flo
 
 
 def analyse(record: RunRecord) -> GapMap:
+    """The gap map of a record: the causes and roofline points it holds (gapmap/figures.py
+    wrote them at the end of its run), computed here only for a file without them."""
     found = sweeps(record) if record.config.timing else []
-    attributions = attribute(record, found)
+    attributions = stored_attributions(record)
+    if attributions is None:
+        attributions = attribute(record, found)
+    points = stored_roofline(record)
+    if points is None:
+        points = roofline(record)
     return GapMap(tuple(found), tuple(attributions), tuple(headlines(record, attributions)),
-                  tuple(shared_note_lines(measurement_notes(record))),
-                  roofline(record))
+                  tuple(shared_note_lines(measurement_notes(record))), points)
 
 
 __all__ = ["GapMap", "analyse", "ceilings_lines", "roofline_fractions",

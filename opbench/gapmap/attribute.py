@@ -34,6 +34,10 @@ UNKNOWN = "unknown"
 CAUSES = (OVERHEAD, KERNEL, THREADING, UNKNOWN)
 
 SLOW = "SLOW"
+# The cause's short name in the results JSON (gapmap/figures.py), and back.
+CAUSE_KINDS = {OVERHEAD: "overhead", KERNEL: "kernel", THREADING: "threading",
+               UNKNOWN: "unknown"}
+_CAUSE_OF_KIND = {kind: cause for cause, kind in CAUSE_KINDS.items()}
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,23 @@ def _floor_split(m: Measurement, key: str, reference: str, target: str,
     return min(max((tgt_floor - ref_floor) / gap, 0.0), 1.0)
 
 
+def stored_attributions(record: RunRecord) -> list[Attribution] | None:
+    """The causes the record holds, one per SLOW measurement in record order; None when a
+    SLOW measurement has none (a file written before the key, or a partial run)."""
+    out = []
+    for inst in record.instances:
+        for key, m in inst.measurements.items():
+            if m.verdict != SLOW:
+                continue
+            cause = m.cause
+            if cause is None or cause.get("kind") not in _CAUSE_OF_KIND:
+                return None
+            out.append(Attribution(inst.id, key, _CAUSE_OF_KIND[cause["kind"]],
+                                   cause.get("basis", ""), cause.get("overhead_share")))
+    return out
+
+
+
 def near_floor(record: RunRecord, attributions: Sequence[Attribution]) -> int:
     """How many of the SLOW measurements run within DISPATCH_BOUND_FACTOR of the target's
     per-call floor in their mode."""
@@ -208,5 +229,5 @@ def shared_note_lines(notes: Sequence[str]) -> list[str]:
         factor=f"{DISPATCH_BOUND_FACTOR:g}") for f, n in counts.most_common()]
 
 
-__all__ = ["Attribution", "attribute", "headlines", "near_floor", "note_family",
+__all__ = ["Attribution", "attribute", "stored_attributions", "CAUSE_KINDS", "headlines", "near_floor", "note_family",
            "shared_note_lines", "OVERHEAD", "KERNEL", "THREADING", "UNKNOWN", "CAUSES"]

@@ -16,13 +16,13 @@ Pure: a record in, frozen points out.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from opbench.gapmap.work import FLOPS, work_of
 from opbench.results.records import Ceilings, RunRecord
 
 __all__ = ["COMPUTE", "CACHE_RESIDENT", "RooflinePoint", "level_of", "machine_ceilings",
-           "roofline"]
+           "roofline", "stored_roofline"]
 
 COMPUTE = "compute"
 CACHE_RESIDENT = "cache-resident"
@@ -120,3 +120,19 @@ def roofline(record: RunRecord) -> dict[tuple[str, str], dict[str, RooflinePoint
             if sides:
                 out[(inst.id, key)] = sides
     return out
+
+
+def stored_roofline(record: RunRecord
+                    ) -> dict[tuple[str, str], dict[str, RooflinePoint]] | None:
+    """The roofline points the record holds; None when no measurement has any."""
+    out: dict[tuple[str, str], dict[str, RooflinePoint]] = {}
+    for inst in record.instances:
+        for key, m in inst.measurements.items():
+            if m.roofline:
+                out[(inst.id, key)] = {side: _point(p) for side, p in m.roofline.items()}
+    return out or None
+
+
+def _point(p: Mapping[str, Any]) -> RooflinePoint:
+    return RooflinePoint(p["level"], p["unit"], p.get("working_set_bytes"),
+                         p["achieved_per_s"], p.get("ceiling_per_s"), p.get("fraction"))

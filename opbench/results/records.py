@@ -294,6 +294,12 @@ class Measurement(_Record):
     notes: tuple[str, ...] = _key(())
     # gate/pool.py: the baseline run each round of a pooled measurement came from
     run_of_round: tuple[int, ...] = _key(())
+    # gapmap/figures.py, written by the front door at the end of a run: the cause of a SLOW
+    # measurement {kind, basis, overhead_share}, the size-sweep fit it belongs to, and each
+    # side's roofline point; absent in older files (the views then compute them)
+    cause: Mapping[str, Any] | None = _key(None)
+    fit: Mapping[str, Any] | None = _key(None)
+    roofline: Mapping[str, Mapping[str, Any]] | None = _key(None)
 
     @property
     def interval(self) -> Interval:

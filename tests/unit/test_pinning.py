@@ -151,3 +151,26 @@ def test_a_session_in_this_process_gives_its_cores_back(monkeypatch):
     with pytest.raises(ValueError):
         session.open()
     assert os.sched_getaffinity(0) == before and session.pinned_cpus is None
+
+
+def test_the_report_states_each_sides_cores_once_and_flags_a_side_over_the_limit():
+    from gapmap_fakes import instance, record, summary
+
+    from opbench.report.text import core_use_lines
+    from opbench.results.records import RunRecord
+
+    rows = []
+    for n, ms_cores, over in ((64, 0.98, 0), (4096, 1.97, 15)):
+        inst = instance("add", n, (summary([1e-5] * 15), summary([2e-5] * 15)))
+        inst["measurements"]["serial"].update(
+            effective_cores={"torch": 1.0, "mindspore": ms_cores}, allowed_cores=1,
+            samples_over_cores={"torch": 0, "mindspore": over})
+        rows.append(inst)
+    data = record(rows)
+    data["frameworks"]["torch"]["cpus"] = [1]
+    lines = core_use_lines(RunRecord.from_dict(data))
+    assert lines[0] == ("effective cores (CPU time / wall time over each measurement's "
+                        "samples): torch 1.00-1.00, mindspore 0.98-1.97; the run allows 1 "
+                        "(pinned to cpu 1)")
+    assert lines[1].startswith("1 measurements: mindspore used more cores than the run allows "
+                               "in 15 of 15 samples")

@@ -66,5 +66,11 @@ def test_report_says_which_view_and_why_a_verdict_is_inconclusive():
         in lines[1]
     rec["between_process_prior"] = {"sd": 0.031, "df": 4, "instances": 18}
     assert run_notes(RunRecord.from_dict(rec)) == [
+        "1 of 1 measurements: before samples, the other side's threads stayed busy after its "
+        "own sample (spinning or queued work): torch waited up to 150 ms; 1 of torch's waits "
+        "hit the limit, so other work may have shared those samples",
         "between worker processes a ratio moved by 3.1% (typical SD over 18 measurements); "
         "every interval includes that spread"]
+    # grouped (what the views print): the wait is said once, by run_notes, not per row
+    assert not any("waited" in line for line in notes_lines(RunRecord.from_dict(rec),
+                                                            grouped=True))
