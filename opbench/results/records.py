@@ -345,6 +345,9 @@ class PeakMemory(_Record):
     bytes: int | None = _key()
     measure: str | None = _key()
     error: str | None = _key(None)
+    # runner/memory.py's CPU probe: malloc's bytes held with the output, the output's own
+    malloc_bytes: int | None = _key(None)
+    output_bytes: int | None = _key(None)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -278,8 +278,12 @@ class Session:
     def _peak_memory(self, prepared: Mapping[str, _Prepared]) -> dict[str, Any]:
         """One untimed call per side under its memory probe (memory.py), after the
         timing so the probe never shares a sample."""
-        def call(p: _Prepared) -> Callable[[], None]:
-            return lambda: (p.invoke(), p.adapter.sync())
+        def call(p: _Prepared) -> Callable[[], Any]:
+            def synced() -> Any:
+                value = p.invoke()
+                p.adapter.sync()
+                return value           # held by the probe while it reads what was allocated
+            return synced
         return peak_memory({n: call(prepared[n]) for n in self.config.frameworks},
                            self.config.device)
 
