@@ -58,9 +58,11 @@ def ceilings_lines(record: RunRecord) -> list[str]:
 
 def _cores_text(c) -> str:
     """The cores the ceilings' copy and product really used, when measured."""
+    levels = "".join(f"; {level} copy {found['bandwidth_bytes_per_s'] / 1e9:.3g} GB/s"
+                     for level, found in c.cache_levels.items())
     if c.gemm_cores is None:
-        return ""
-    return f" (using {c.copy_cores:.2f} and {c.gemm_cores:.2f} cores)"
+        return levels
+    return f" (using {c.copy_cores:.2f} and {c.gemm_cores:.2f} cores){levels}"
 
 
 def measurement_notes(record: RunRecord) -> list[str]:

@@ -200,7 +200,7 @@ def settle_lines(record: RunRecord) -> list[str]:
                 longest.setdefault(side, []).append(max(waits))
         for side, n in m.settle_timed_out.items():
             timed_out[side] = timed_out.get(side, 0) + n
-    parts = [f"{side} waited up to {fmt_time(min(v))}-{fmt_time(max(v))}"
+    parts = [f"{side}'s longest wait per measurement {fmt_time(min(v))} to {fmt_time(max(v))}"
              if len(v) > 1 else f"{side} waited up to {fmt_time(v[0])}"
              for side, v in longest.items()]
     parts += [f"{n} of {side}'s waits hit the limit, so other work may have shared those "
