@@ -293,9 +293,9 @@ def run_and_record(instances, config, json_path, *, quiet=False, stage="", injec
                   highlight=False)
     try:
         with progress:
-            return run(instances, config, json_path=json_path, session=session,
-                       on_progress=reclaiming(progress.on_progress), on_pass=progress.on_pass,
-                       on_look=progress.on_look)
+            record = run(instances, config, json_path=json_path, session=session,
+                         on_progress=reclaiming(progress.on_progress),
+                         on_pass=progress.on_pass, on_look=progress.on_look)
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
     except KeyboardInterrupt as exc:
@@ -309,6 +309,24 @@ def run_and_record(instances, config, json_path, *, quiet=False, stage="", injec
         return on_not_saved(exc)
     finally:
         session.close()
+    return save_figures(record, json_path)
+
+
+def save_figures(record: RunRecord, json_path) -> RunRecord:
+    """The finished record with the gap map's figures (causes, fits, roofline:
+    gapmap/figures.py) written into its results file, so CI reads them from the JSON. A
+    file that cannot take them keeps the record as measured, and says so."""
+    from opbench.gapmap.figures import with_figures
+    from opbench.results.records import write_results
+
+    record = with_figures(record)
+    try:
+        write_results(json_path, record)
+    except OSError as exc:
+        err.print(f"[yellow]the gap map's figures could not be added to "
+                  f"{escape(str(json_path))} ({exc}); it holds the measurements[/]",
+                  highlight=False)
+    return record
 
 
 def default_json_path(name: str = "opbench") -> str:
