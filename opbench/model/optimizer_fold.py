@@ -7,8 +7,8 @@ in-place calls: `buf.mul_(momentum)`, `buf.add_(grad, alpha=1 - dampening)`,
 `param.add_(buf, alpha=-lr)`. A port calls `nn.SGD`, whose update is one `ApplyMomentum`
 kernel per weight. Replayed call by call in MindSpore (each written back with ops.assign)
 the three cost ~29 ms a step of the CNN example that its port does not spend (docs/model.md),
-so the other framework's replay folds each such triple: the first two calls pass their
-receiver through, the third runs the fused update.
+so the other framework's replay folds each such update: the calls before the last pass
+their receiver through, the last runs the fused kernel.
 
 Only the exact pattern folds (dampening 0, so MindSpore's `accum = accum * momentum + grad`
 is torch's; no Nesterov, whose third call reads another tensor), and only when the first two

@@ -126,7 +126,7 @@ class Replayer:
         # by one, and the backward call is that call's time less theirs.
         self._differentiated: Any = None
         self.status: list[CallStatus] = []
-        # torch's SGD updates as a port's fused kernel (optimizer_fold.py): the other
+        # torch's SGD and Adam updates as a port's fused kernels (optimizer_fold.py): the other
         # framework only, so the traced one replays exactly what the script ran
         self._fused: dict[int, Route] = {}
         self._folded: dict[int, int] = {}
