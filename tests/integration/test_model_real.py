@@ -121,15 +121,22 @@ def _model(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=1200)
 
 
-def test_an_inference_script_is_projected_with_every_call_covered(tmp_path):
-    script = _script(tmp_path, "infer.py", INFERENCE.replace("STEPS", "5"))
+def _projected(tmp_path: Path, script: Path, budget: str = "0", status: int = 0
+               ) -> tuple[dict, subprocess.CompletedProcess]:
+    """`opbench model --json` on a script in one replay process per framework: the record's
+    model object (checked against the schema) and the finished command."""
     out = tmp_path / "model.json"
-    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--json", str(out),
+    done = _model(tmp_path, "--processes", "1", "--budget", budget, "--json", str(out),
                   "--", sys.executable, str(script))
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == status, done.stdout + done.stderr
     record = json.loads(out.read_text())
     jsonschema.validate(record, model_schema())
-    model = record["model"]
+    return record["model"], done
+
+
+def test_an_inference_script_is_projected_with_every_call_covered(tmp_path):
+    script = _script(tmp_path, "infer.py", INFERENCE.replace("STEPS", "5"))
+    model, done = _projected(tmp_path, script)
     assert model["traced_framework"] == "torch"
     assert model["region"]["rule"] == "automatic" and model["region"]["steps"] == 4
     assert model["coverage"] == pytest.approx(1.0)
@@ -149,13 +156,7 @@ def test_an_inference_script_is_projected_with_every_call_covered(tmp_path):
 
 def test_a_mindspore_script_replays_in_torch_with_every_layer_and_primitive_covered(tmp_path):
     script = _script(tmp_path, "infer_ms.py", MINDSPORE_INFERENCE.replace("STEPS", "5"))
-    out = tmp_path / "model.json"
-    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--json", str(out),
-                  "--", sys.executable, str(script))
-    assert done.returncode == 0, done.stdout + done.stderr
-    record = json.loads(out.read_text())
-    jsonschema.validate(record, model_schema())
-    model = record["model"]
+    model, done = _projected(tmp_path, script)
     assert model["traced_framework"] == "mindspore"
     assert model["coverage"] == pytest.approx(1.0), model["not_covered"]
     assert model["mismatches"] == [] and model["errors"] == []
@@ -169,11 +170,7 @@ def test_a_mindspore_script_replays_in_torch_with_every_layer_and_primitive_cove
 
 def test_a_training_step_is_differentiated_in_both_frameworks(tmp_path):
     script = _script(tmp_path, "train.py", TRAINING)
-    out = tmp_path / "model.json"
-    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--json", str(out),
-                  "--", sys.executable, str(script))
-    assert done.returncode == 0, done.stdout + done.stderr
-    model = json.loads(out.read_text())["model"]
+    model, done = _projected(tmp_path, script)
     assert model["training"]["covered"] is True
     assert model["coverage"] > 0.9, model["not_covered"]
     backward = [r for r in model["apis"] if r["api"] == "torch.Tensor.backward"]
@@ -185,11 +182,7 @@ def test_sgd_with_momentum_replays_in_mindspore_as_its_fused_update(tmp_path):
     updated weights agree with torch's (the probe compares the outputs)."""
     script = _script(tmp_path, "train_momentum.py",
                      TRAINING.replace("lr=0.1)", "lr=0.1, momentum=0.9)"))
-    out = tmp_path / "model.json"
-    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--json", str(out),
-                  "--", sys.executable, str(script))
-    assert done.returncode == 0, done.stdout + done.stderr
-    model = json.loads(out.read_text())["model"]
+    model, done = _projected(tmp_path, script)
     assert model["mismatches"] == [] and model["errors"] == []
     assert model["coverage"] > 0.9, model["not_covered"]
     mapped = {(row["api"], row["mapped_api"]) for row in model["signatures"]}
@@ -205,11 +198,7 @@ def test_adam_replays_in_mindspore_as_its_fused_update(tmp_path, optimizer):
     have no MindSpore mapping: the weights stayed as they were and the forward mismatched)."""
     script = _script(tmp_path, "train_adam.py",
                      TRAINING.replace("SGD(model.parameters(), lr=0.1)", optimizer))
-    out = tmp_path / "model.json"
-    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--json", str(out),
-                  "--", sys.executable, str(script))
-    assert done.returncode == 0, done.stdout + done.stderr
-    model = json.loads(out.read_text())["model"]
+    model, done = _projected(tmp_path, script)
     assert model["mismatches"] == [] and model["errors"] == []
     assert model["coverage"] > 0.95, model["not_covered"]
     mapped = {(row["api"], row["mapped_api"]) for row in model["signatures"]}
@@ -219,11 +208,7 @@ def test_adam_replays_in_mindspore_as_its_fused_update(tmp_path, optimizer):
 
 def test_the_heaviest_signatures_are_measured_alone(tmp_path):
     script = _script(tmp_path, "infer.py", INFERENCE.replace("STEPS", "4"))
-    out = tmp_path / "model.json"
-    done = _model(tmp_path, "--processes", "1", "--budget", "60s", "--json", str(out),
-                  "--", sys.executable, str(script))
-    assert done.returncode == 0, done.stdout + done.stderr
-    model = json.loads(out.read_text())["model"]
+    model, done = _projected(tmp_path, script, budget="60s")
     measured = [s for s in model["signatures"] if s.get("isolated_ratio") is not None]
     assert measured, model["signatures"]
     for s in measured:
@@ -248,11 +233,7 @@ def test_a_script_calling_only_unmapped_apis_says_so(tmp_path):
 def test_a_script_that_fails_after_its_steps_keeps_what_was_measured(tmp_path):
     script = _script(tmp_path, "fails.py", INFERENCE.replace("STEPS", "4")
                      + "\nraise RuntimeError('after the loop')\n")
-    out = tmp_path / "model.json"
-    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--json", str(out),
-                  "--", sys.executable, str(script))
-    assert done.returncode == 3, done.stdout + done.stderr
-    model = json.loads(out.read_text())["model"]
+    model, done = _projected(tmp_path, script, status=3)
     assert model["script"]["status"] == 1 and "after the loop" in model["script"]["error"]
     assert model["coverage"] == pytest.approx(1.0)
     assert "exited with status 1" in done.stdout
