@@ -169,6 +169,12 @@ def primitive_init(primitive: Any) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(attrs.items()))
 
 
+def _sole_input(args: tuple, kwargs: dict) -> Any:
+    """A one-input MindSpore layer's input, positional or under whatever name its construct
+    gives it (x, input, input_x)."""
+    return args[0] if args else next(iter(kwargs.values()))
+
+
 def _ms_dense(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
     if getattr(m, "activation_flag", False) or getattr(m, "activation", None) is not None:
         return "nn.Dense with an activation: not replayed (call the activation separately)"
@@ -186,15 +192,13 @@ def _ms_identity(m: Any, args: tuple, kwargs: dict) -> Lowered:
 
 def _ms_dropout(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
     if not m.training or getattr(m, "p", None) == 0:
-        x = args[0] if args else next(iter(kwargs.values()))
-        return Lowered(None, (x,))
+        return Lowered(None, (_sole_input(args, kwargs),))
     return "a training-mode Dropout: not replayed"
 
 
 def _ms_unary(api: str) -> Callable[[Any, tuple, dict], Lowered]:
     def lowered(m: Any, args: tuple, kwargs: dict) -> Lowered:
-        x = args[0] if args else next(iter(kwargs.values()))
-        return Lowered(api, (x,))
+        return Lowered(api, (_sole_input(args, kwargs),))
     return lowered
 
 
@@ -204,8 +208,7 @@ def _ms_gelu(m: Any, args: tuple, kwargs: dict) -> Lowered:
     approximate = m.approximate
     if isinstance(approximate, bool):
         approximate = "tanh" if approximate else "none"
-    x = args[0] if args else next(iter(kwargs.values()))
-    return Lowered(MS + "gelu", (x,), (("approximate", approximate),))
+    return Lowered(MS + "gelu", (_sole_input(args, kwargs),), (("approximate", approximate),))
 
 
 def _ms_conv2d(m: Any, args: tuple, kwargs: dict) -> Lowered | str:

@@ -360,12 +360,7 @@ def _torch_max_pool_primitive(call: Call) -> Route | Unmapped:
         return Unmapped("ops.MaxPool with pad_mode SAME or NHWC has no torch counterpart here")
     kernel, stride = init.get("kernel_size", 1), init.get("strides", 1)
     return _named("torch", "torch.nn.functional.max_pool2d", call.args[:1],
-                  (("kernel_size", Lit(_plain_tuple(kernel))),
-                   ("stride", Lit(_plain_tuple(stride)))))
-
-
-def _plain_tuple(value: Any) -> Any:
-    return tuple(value) if isinstance(value, (list, tuple)) else value
+                  (("kernel_size", Lit(_tuple_of(kernel))), ("stride", Lit(_tuple_of(stride)))))
 
 
 def _torch_gather(call: Call) -> Route | Unmapped:
