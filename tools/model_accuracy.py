@@ -3,12 +3,14 @@ a benchmark, not a test (run it on a quiet machine, one job at a time).
 
 For each pair it runs `opbench model --json` on the script of each framework named by
 --traced (default: the torch script), then each script of the pair on its own, untraced, in
-N fresh processes (same threads, each framework's default launch mode), and compares per
-step:
+fresh processes (--runs; --other-runs for the projected framework's script, whose speed here
+comes in modes), same threads, each framework's default launch mode, and compares per step:
   - the traced framework: its projection against its traced time, and against its own
-    untraced median step;
+    untraced mean step (mean of the runs' mean steps);
   - the other framework: its projection against what the pair's script in that framework
-    takes (median of the N processes' median steps), with each replay process's median.
+    takes: the mean of its runs' mean steps (what opbench projects: steps add up), with a
+    t interval, and the median of the runs' median steps (the issue's "median of 5 runs");
+    with each replay process's median.
 
     python tools/model_accuracy.py --runs 5 --steps 10 --out /tmp/accuracy
     python tools/model_accuracy.py --traced torch mindspore transformer
@@ -28,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 PAIRS = {"transformer": ("run_torch.py", "run_mindspore.py"),
          "cnn": ("run_torch.py", "run_mindspore.py")}
 MEDIAN = re.compile(r"median step ([0-9.]+) ms")
+MEAN = re.compile(r"mean step ([0-9.]+) ms")
 
 
 def _env() -> dict[str, str]:
@@ -36,14 +39,27 @@ def _env() -> dict[str, str]:
                                           if p)}
 
 
-def step_ms(script: Path, steps: int) -> float:
+def step_ms(script: Path, steps: int) -> tuple[float, float]:
+    """One fresh run of a script: its median and mean step, ms."""
     done = subprocess.run([sys.executable, str(script), "--steps", str(steps)],
                           capture_output=True, text=True, env=_env(), cwd=script.parent,
                           timeout=1800, check=True)
-    found = MEDIAN.search(done.stdout)
-    if not found:
-        raise RuntimeError(f"{script} printed no median step:\n{done.stdout}")
-    return float(found.group(1))
+    median, mean = MEDIAN.search(done.stdout), MEAN.search(done.stdout)
+    if not median or not mean:
+        raise RuntimeError(f"{script} printed no median and mean step:\n{done.stdout}")
+    return float(median.group(1)), float(mean.group(1))
+
+
+def mean_interval(values: list[float]) -> tuple[float, float, float]:
+    """Mean with a 95% t interval."""
+    from opbench.verdicts.stats import student_t_quantile
+
+    n = len(values)
+    center = statistics.fmean(values)
+    if n < 2:
+        return center, center, center
+    half = student_t_quantile(0.975, n - 1) * statistics.stdev(values) / n ** 0.5
+    return center, center - half, center + half
 
 
 def project(script: Path, name: str, traced: str, args: argparse.Namespace,
@@ -63,7 +79,10 @@ def project(script: Path, name: str, traced: str, args: argparse.Namespace,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=5,
+                        help="fresh runs of the traced framework's script")
+    parser.add_argument("--other-runs", type=int, default=16,
+                        help="fresh runs of the projected framework's script")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--processes", type=int, default=6)
     parser.add_argument("--traced", nargs="+", default=["torch"],
@@ -81,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
                            (REPO / "examples" / name / s for s in PAIRS[name])))
         models = {traced: project(scripts[traced], name, traced, args, out)
                   for traced in args.traced}
-        runs = {fw: [step_ms(script, args.steps) for _ in range(args.runs)]
+        count = {fw: args.other_runs if fw not in args.traced else args.runs
+                 for fw in scripts}
+        runs = {fw: [step_ms(script, args.steps) for _ in range(count[fw])]
                 for fw, script in scripts.items()}
         for traced, model in models.items():
             other = "mindspore" if traced == "torch" else "torch"
@@ -92,11 +113,16 @@ def main(argv: list[str] | None = None) -> int:
             traced_ms = model["covered_traced_s"] / steps * 1e3
             row = {"pair": name, "traced": traced, "other": other, "steps": steps,
                    "traced_projected_ms": per_step[traced], "traced_traced_ms": traced_ms,
-                   "traced_untraced_ms": statistics.median(runs[traced]),
+                   "traced_untraced_ms": mean_interval([m for _, m in runs[traced]])[0],
                    "traced_untraced_runs_ms": runs[traced],
                    "other_projected_ms": per_step[other],
+                   "other_projected_ci_ms": [p / steps * 1e3 for p in (
+                       model["projected_s"][other]["ci_low"],
+                       model["projected_s"][other]["ci_high"])],
                    "other_process_medians_ms": processes[other],
-                   "other_untraced_ms": statistics.median(runs[other]),
+                   "other_untraced_ms": mean_interval([m for _, m in runs[other]])[0],
+                   "other_untraced_ci_ms": mean_interval([m for _, m in runs[other]])[1:],
+                   "other_untraced_median_ms": statistics.median(m for m, _ in runs[other]),
                    "other_untraced_runs_ms": runs[other],
                    "self_check": model["self_check"], "coverage": model["coverage"],
                    "mismatches": len(model["mismatches"]), "errors": model["errors"]}
@@ -105,21 +131,27 @@ def main(argv: list[str] | None = None) -> int:
                                          / row["traced_untraced_ms"] - 1)
             row["other_vs_its_script"] = (row["other_projected_ms"]
                                           / row["other_untraced_ms"] - 1)
+            row["other_vs_its_median_run"] = (row["other_projected_ms"]
+                                              / row["other_untraced_median_ms"] - 1)
             rows.append(row)
             print(json.dumps(row), flush=True)
     (out / "accuracy.json").write_text(json.dumps(rows, indent=1))
-    print("\n| pair (traced) | traced: projected / traced / untraced (ms per step) | "
-          "error vs traced / vs untraced | other: projected / its script (ms per step) | "
-          "error | other's replay processes (ms per step) | its script's runs |")
-    print("|---|---|---:|---|---:|---|---|")
+    print("\n| pair (traced) | traced: projected / traced / untraced mean (ms per step) | "
+          "error vs traced / vs untraced | other: projected [95%] / its script's mean [95%] "
+          "(ms per step) | error | vs its median run | other's replay processes (medians) | "
+          "its script's runs (median/mean) |")
+    print("|---|---|---:|---|---:|---:|---|---|")
     for r in rows:
+        lo, hi = r["other_projected_ci_ms"]
+        slo, shi = r["other_untraced_ci_ms"]
         print(f"| {r['pair']} ({r['traced']}) | {r['traced_projected_ms']:.3g} / "
               f"{r['traced_traced_ms']:.3g} / {r['traced_untraced_ms']:.3g} | "
               f"{r['traced_vs_traced']:+.0%} / {r['traced_vs_untraced']:+.0%} | "
-              f"{r['other']} {r['other_projected_ms']:.3g} / {r['other_untraced_ms']:.3g} | "
-              f"{r['other_vs_its_script']:+.0%} | "
+              f"{r['other']} {r['other_projected_ms']:.3g} [{lo:.3g}, {hi:.3g}] / "
+              f"{r['other_untraced_ms']:.3g} [{slo:.3g}, {shi:.3g}] | "
+              f"{r['other_vs_its_script']:+.0%} | {r['other_vs_its_median_run']:+.0%} | "
               f"{', '.join(f'{v:.3g}' for v in r['other_process_medians_ms'])} | "
-              f"{', '.join(f'{v:.3g}' for v in r['other_untraced_runs_ms'])} |")
+              f"{', '.join(f'{a:.3g}/{b:.3g}' for a, b in r['other_untraced_runs_ms'])} |")
     return 0
 
 

@@ -3,7 +3,7 @@ launches, one kernel thread.
 
     GLOG_v=3 python examples/cnn/run_mindspore.py --steps 10
 
-Prints every step's loss and the median step time of the timed steps (2 warm-up steps come
+Prints every step's loss and the median and mean step times of the timed steps (2 warm-up steps come
 first: they train too, but are not timed). --save writes all losses as .npy for
 check_ports.py.
 """
@@ -85,6 +85,7 @@ def main() -> None:
 
     print(f"median step {statistics.median(step_seconds) * 1e3:.3f} ms "
           f"({args.steps} steps after {WARMUP_STEPS} warm-up)")
+    print(f"mean step {statistics.fmean(step_seconds) * 1e3:.3f} ms")
     if args.save:
         np.save(args.save, np.array(losses))
 

@@ -3,7 +3,7 @@ torch.nn, random weights: inference, eval mode, no_grad, one thread.
 
     python examples/nanogpt/run_torch.py --steps 10 [--attention manual]
 
-Prints the next-token logits' checksum and the median step time of the timed steps (2
+Prints the next-token logits' checksum and the median and mean step times of the timed steps (2
 warm-up steps come first and are not timed).
 """
 from __future__ import annotations
@@ -172,6 +172,7 @@ def main() -> None:
           f"abs {np.abs(logits).sum(dtype=np.float64):.6f}")
     print(f"median step {statistics.median(step_seconds) * 1e3:.3f} ms "
           f"({args.steps} steps after {WARMUP_STEPS} warm-up)")
+    print(f"mean step {statistics.fmean(step_seconds) * 1e3:.3f} ms")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
     GLOG_v=3 python examples/transformer/run_mindspore.py --steps 10
 
-Prints the output's checksum and the median step time of the timed steps (2 warm-up steps
+Prints the output's checksum and the median and mean step times of the timed steps (2 warm-up steps
 come first and are not timed). --save writes the last output as .npy for check_ports.py.
 """
 from __future__ import annotations
@@ -73,6 +73,7 @@ def main() -> None:
           f"abs {np.abs(output).sum(dtype=np.float64):.6f}")
     print(f"median step {statistics.median(step_seconds) * 1e3:.3f} ms "
           f"({args.steps} steps after {WARMUP_STEPS} warm-up)")
+    print(f"mean step {statistics.fmean(step_seconds) * 1e3:.3f} ms")
     if args.save:
         np.save(args.save, output)
 

@@ -10,8 +10,8 @@ import click
 from rich.markup import escape
 
 from opbench.cli.common import err, fail, out
-from opbench.model.impact import (DEFAULT_PROCESSES, FRAMEWORKS, ModelError, ModelOptions,
-                                  measure_model)
+from opbench.model.impact import (DEFAULT_MAX_PROCESSES, DEFAULT_PROCESSES, FRAMEWORKS,
+                                  MODES_APART, ModelError, ModelOptions, measure_model)
 from opbench.model.record import ModelRecord, impact_json
 from opbench.report.model import (DEFAULT_TOP, render_model_html, render_model_markdown,
                                   render_model_terminal)
@@ -52,6 +52,10 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
 @click.option("--processes", type=click.IntRange(1, 20), default=DEFAULT_PROCESSES,
               help=f"Replay processes per framework (interleaved). Default: "
                    f"{DEFAULT_PROCESSES}.")
+@click.option("--max-processes", type=click.IntRange(1, 40), default=DEFAULT_MAX_PROCESSES,
+              help=f"Replay processes of a framework whose processes ran in modes (one "
+                   f"{MODES_APART}x slower than another), planned ones included (at most "
+                   f"--processes: none added). Default: {DEFAULT_MAX_PROCESSES}.")
 @click.option("--launch", type=click.Choice(["queued", "blocking"]), default=None,
               help="The projected framework's launch mode (default: its own; the traced one "
                    "keeps the script's).")
@@ -75,10 +79,10 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
               help="Write one offline HTML page with the time-lost chart.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def model_command(reference: str, target: str, processes: int, launch: str | None,
-                  skip_first_calls: int | None, budget: float, top: int, output_dir: str,
-                  json_path: str | None, markdown_path: str | None, html_path: str | None,
-                  quiet: bool, command: tuple[str, ...]) -> None:
+def model_command(reference: str, target: str, processes: int, max_processes: int,
+                  launch: str | None, skip_first_calls: int | None, budget: float, top: int,
+                  output_dir: str, json_path: str | None, markdown_path: str | None,
+                  html_path: str | None, quiet: bool, command: tuple[str, ...]) -> None:
     """Run a script unchanged under the tracer, keep its steady state, replay its framework
     calls in both frameworks and say which APIs cost the model how much time.
 
@@ -88,6 +92,7 @@ def model_command(reference: str, target: str, processes: int, launch: str | Non
     if reference == target:
         fail("--reference and --target must be different frameworks")
     options = ModelOptions(reference=reference, target=target, processes=processes,
+                           max_processes=max(max_processes, processes),
                            launch=launch, skip_first_calls=skip_first_calls,
                            isolated_budget_s=budget)
 

@@ -2,13 +2,16 @@
 call signature and per API the time lost (pure; the measuring is impact.py's).
 
 - A framework's projected step time is its replay's step time (all covered calls back to
-  back, one sync), estimated per process and combined with the process as the unit: the
-  median of the processes' medians with the order-statistic interval for the median process
-  (exact for any distribution; its coverage is in the method text: 96.9% for 6 processes,
-  min..max). Not a mean: MindSpore's speed differs up to 3x between fresh processes here and
-  comes in modes (a port's five runs: 62, 105, 187, 61, 64 ms), so one slow process pulls
-  a mean far from the typical run the user's port will see (the median of its runs).
-  One process: its samples' min..max, flagged.
+  back, one sync): the mean over processes of each process's mean step (step_time), with a
+  t interval over the processes (the process is the unit). The mean, because steps add up:
+  a training run's wall time is its steps' mean times their count. MindSpore's speed here
+  switches between modes within a process, for seconds at a time (one port process of 40
+  steps: 26 steps at 52-94 ms, 9 at 188-214, 5 at 112-117), and a quarter to half of fresh
+  processes land mostly in a slow mode, so the median of a few processes jumps between
+  modes (median of 6 of 32 measured processes: 64-149 ms, 5th-95th percentile) where their
+  mean settles (74-147, and 86-131 for 16). impact.py adds processes where they split.
+  Each process's median is kept to show the modes. One process: its samples' min..max,
+  flagged. Per-call times (call_times) stay medians (estimate_time), then scaled to the step.
 - The ratio reference/target of the step times pairs the two frameworks' processes in the
   order they ran (A B, B A, ...) and is opbench's paired ratio (verdicts/stats.py) with the
   process pair as the group.
@@ -27,10 +30,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 
-from opbench.verdicts.stats import DEFAULT_CONFIDENCE, median_interval, ratio_estimate
+from opbench.verdicts.stats import (DEFAULT_CONFIDENCE, median_interval, ratio_estimate,
+                                    student_t_quantile)
 
 __all__ = ["Estimate", "FrameworkTiming", "SignatureRow", "ApiRow", "estimate_time",
-           "step_ratio", "call_times", "signature_rows", "api_rows"]
+           "step_time", "processes_split", "step_ratio", "call_times", "signature_rows", "api_rows"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,31 @@ def estimate_time(groups: Sequence[Sequence[float]],
     return Estimate(found.median, found.low, found.high, len(medians),
                     f"median of {len(medians)} process medians, order-statistic interval "
                     f"({found.coverage:.1%})", tuple(float(m) for m in medians))
+
+
+def step_time(groups: Sequence[Sequence[float]],
+              confidence: float = DEFAULT_CONFIDENCE) -> Estimate:
+    """A framework's step time from its replay processes' step samples (module doc): the
+    mean of the process means with a t interval over processes; each process's median kept."""
+    usable = [list(g) for g in groups if len(g) and all(v >= 0 for v in g)]
+    if len(usable) < 2:
+        return estimate_time(usable, confidence)
+    means = [statistics.fmean(g) for g in usable]
+    n = len(means)
+    center = statistics.fmean(means)
+    half = (student_t_quantile(1.0 - (1.0 - confidence) / 2.0, n - 1)
+            * statistics.stdev(means) / math.sqrt(n))
+    return Estimate(center, max(center - half, 0.0), center + half, n,
+                    f"mean of {n} process means, t interval over processes "
+                    f"({confidence:.0%})",
+                    tuple(float(statistics.median(g)) for g in usable))
+
+
+def processes_split(estimate: Estimate, apart: float) -> bool:
+    """Whether a framework's processes ran in different modes: the slowest process median
+    at least `apart` times the fastest."""
+    values = [v for v in estimate.process_medians if v > 0]
+    return len(values) > 1 and max(values) >= apart * min(values)
 
 
 def step_ratio(reference: FrameworkTiming, target: FrameworkTiming) -> dict[str, float]:

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from opbench.model.impact import MODES_APART
 from opbench.model.record import LostRow, ModelRecord
 from opbench.report.text import fmt_time
 
@@ -20,9 +21,10 @@ __all__ = ["model_lines", "render_model_terminal", "render_model_markdown",
 DEFAULT_TOP = 15
 # Lines of what was not covered shown before "... and N more".
 NOT_COVERED_SHOWN = 8
-# Processes whose medians differ by this factor or more are listed: MindSpore's come in modes
-# here (a step of 62 or ~190 ms), which the interval alone does not show.
-SPREAD_SHOWN = 1.5
+# Processes whose medians differ by this factor or more (the factor at which impact.py runs
+# more of them) are listed: MindSpore's come in modes here (a step of 62 or ~190 ms), which
+# the interval alone does not show.
+SPREAD_SHOWN = MODES_APART
 
 
 def _signed(seconds: float | None) -> str:
@@ -60,8 +62,8 @@ def model_lines(record: ModelRecord) -> list[str]:
         if p and p.modes_apart() >= SPREAD_SHOWN:
             each = ", ".join(fmt_time(v) for v in p.process_medians)
             lines.append(f"  {fw}'s replay processes differ up to {p.modes_apart():.1f}x "
-                         f"(each process's median: {each}); the projection is the median "
-                         f"process, as a port's runs would be judged by theirs")
+                         f"(each process's median: {each}): it runs in modes here; the "
+                         f"projection is the mean step over its {p.processes} processes")
     ratio = record.ratio
     if ratio.ratio is not None:
         interval = (f" [{ratio.ci_low:.3g}, {ratio.ci_high:.3g}]"

@@ -162,12 +162,12 @@ def _record() -> dict:
         "traced_s": 4.2e-3, "covered_traced_s": 3.9e-3,
         "projected_s": {
             "torch": {"estimate": 3.6e-3, "ci_low": 3.4e-3, "ci_high": 3.9e-3, "processes": 3,
-                      "method": "median of 3 process medians, order-statistic interval "
-                                "(75.0%)", "launch": "blocking", "scale": 0.97,
+                      "method": "mean of 3 process means, t interval over processes (95%)",
+                      "launch": "blocking", "scale": 0.97,
                       "process_medians": [3.4e-3, 3.6e-3, 3.9e-3]},
             "mindspore": {"estimate": 4.8e-3, "ci_low": 4.5e-3, "ci_high": 14.4e-3,
-                          "processes": 3, "method": "median of 3 process medians, "
-                                                    "order-statistic interval (75.0%)",
+                          "processes": 3, "method": "mean of 3 process means, t interval "
+                                                    "over processes (95%)",
                           "launch": "queued", "scale": None,
                           "process_medians": [4.5e-3, 4.8e-3, 14.4e-3]}},
         "ratio": {"ratio": 0.75, "ci_low": 0.7, "ci_high": 0.8,
@@ -239,7 +239,8 @@ def test_the_terminal_view_lists_the_process_medians_of_a_framework_whose_proces
     render_model_terminal(ModelRecord.from_json(_record()), Console(file=buffer, width=220))
     text = buffer.getvalue()
     assert ("mindspore's replay processes differ up to 3.2x (each process's median: 4.5 ms, "
-            "4.8 ms, 14.4 ms); the projection is the median process") in text
+            "4.8 ms, 14.4 ms): it runs in modes here; the projection is the mean step over "
+            "its 3 processes") in text
     assert "torch's replay processes" not in text
 
 

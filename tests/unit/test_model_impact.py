@@ -209,6 +209,42 @@ def test_failed_timing_processes_are_recorded_and_all_failing_is_an_error(replay
         _measure(tmp_path)
 
 
+def test_a_framework_whose_processes_run_in_modes_gets_more_processes(replays_here, tmp_path,
+                                                                      monkeypatch):
+    """MindSpore's second process runs 3x slower (a mode, as here): MindSpore is topped up
+    to max_processes after the interleaved pairs; torch, whose processes agree, is not."""
+    requests, _ = replays_here
+    served = impact_module.run_replay
+    seen = {"mindspore": 0}
+
+    def second_mindspore_process_slow(interpreter, request, workdir):
+        result = served(interpreter, request, workdir)
+        if request["kind"] == "time" and request["framework"] == "mindspore":
+            seen["mindspore"] += 1
+            if seen["mindspore"] == 2:
+                result = {**result, "samples_s": [3 * v for v in result["samples_s"]]}
+        return result
+
+    monkeypatch.setattr(impact_module, "run_replay", second_mindspore_process_slow)
+    options = replace(OPTIONS, max_processes=5)
+    impact = measure_program(_program(), options, Interpreter(sys.executable, False),
+                             ["python", "train.py"], tmp_path)
+    timed = [r["framework"] for r in requests if r["kind"] == "time"]
+    assert timed == ["torch", "mindspore", "mindspore", "torch"] + ["mindspore"] * 3
+    assert impact.step_time["mindspore"].processes == 5
+    assert impact.step_time["torch"].processes == 2
+    medians = impact.step_time["mindspore"].process_medians
+    assert max(medians) == pytest.approx(3 * min(medians))
+    # the mean counts the slow process by its share: 1 of 5
+    assert impact.step_time["mindspore"].value == pytest.approx(min(medians) * 7 / 5)
+
+
+def test_processes_that_agree_are_not_topped_up(replays_here, tmp_path):
+    requests, _ = replays_here
+    _measure(tmp_path)                  # OPTIONS: max_processes is the default 16
+    assert sum(r["kind"] == "time" for r in requests) == 4
+
+
 def test_a_step_no_call_of_which_replays_in_both_is_an_error(replays_here, tmp_path):
     """Steps made only of unmappable layer calls: nothing to project."""
     seed, *bilinears = [c for c in _program().calls
