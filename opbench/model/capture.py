@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from opbench.model.lowering import Lowered, lower, primitive_init
+from opbench.model.ms_backward import BACKWARD_API
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Marker, Opaque,
                                    Ref, Seq, SliceOf, walk_args)
 from opbench.trace.events import MODULE, PRIMITIVE, SCOPE, CallSite, CallEvent
@@ -107,9 +108,11 @@ class Capture:
         self._external_of: dict[int, int] = {}                        # id -> external id
         self._externals: list[ExternalTensor] = []
         self._keep: dict[int, Any] = {}      # weakrefs that clear the maps on collection
-        self._raw: list[tuple[int, Call]] = []    # (tracer event index, call)
+        self._raw: list[tuple[int | None, Call]] = []    # (tracer event index, call)
         self.dropped = 0
         self.markers: list[Marker] = []
+        # a MindSpore backward's position -> (its first forward call, its wall time in ns)
+        self._backward_spans: dict[int, tuple[int, int]] = {}
 
     # -- markers --------------------------------------------------------------------------
     def mark(self, label: str = "") -> None:
@@ -166,9 +169,50 @@ class Capture:
             return Call(replay_api=None, args=args, kwargs=(), alias_of=alias,
                         problem=None if alias is not None else "an alias of a non-tensor",
                         **common)
-        return Call(replay_api=lowered.api, args=args,
+        opaque = [a for a in walk_args(args)
+                  if isinstance(a, Opaque) and a.type_name != "ellipsis"]
+        problem = (f"an argument a replay cannot rebuild ({opaque[0].type_name} "
+                   f"{opaque[0].text})".replace(" )", ")") if opaque else None)
+        return Call(replay_api=None if problem else lowered.api, args=args,
                     kwargs=tuple((k, self._arg(v)) for k, v in lowered.kwargs),
-                    init=lowered.init, pick=lowered.pick, **common)
+                    init=lowered.init, pick=lowered.pick, problem=problem, **common)
+
+    # -- a MindSpore backward (ms_backward.py) -----------------------------------------------
+    def next_position(self) -> int:
+        return len(self._raw)
+
+    def backward(self, loss: Any, weights: Any, grad_position: Any, result: Any, first: int,
+                 elapsed_ns: int) -> None:
+        """value_and_grad's grad function returned `result` ((loss, grads)) after
+        elapsed_ns; the calls captured from `first` on were its forward."""
+        if len(self._raw) >= self.max_calls:
+            self.dropped += 1
+            return
+        position = len(self._raw)
+        produced = self._produced.get(id(loss)) if loss is not None else None
+        listed = list(weights) if isinstance(weights, (list, tuple)) or (
+            weights is not None and type(weights).__name__ == "ParameterTuple") else None
+        problem = None
+        if produced is None:
+            problem = "the loss value_and_grad differentiated was not made by a captured call"
+        elif listed is None or not listed:
+            problem = ("value_and_grad over the inputs (no weights): only gradients of "
+                       "Parameters are replayed")
+        elif len(listed) > MAX_SEQUENCE_ITEMS:
+            problem = (f"value_and_grad over {len(listed)} weights: at most "
+                       f"{MAX_SEQUENCE_ITEMS} are replayed")
+        args: tuple[Any, ...] = ()
+        if produced is not None:
+            args = (Ref(*produced),)
+        if listed and problem is None:
+            args += (Seq("list", tuple(self._arg(w) for w in listed)),)
+        call = Call(index=position, framework="mindspore", api=BACKWARD_API, kind="function",
+                    replay_api=None if problem else BACKWARD_API, args=args, kwargs=(),
+                    outputs=self._outputs(result), duration_ns=0, start_ns=0,
+                    problem=problem, backward=True)
+        self._raw.append((None, call))
+        self._backward_spans[position] = (first, elapsed_ns)
+        self._note_tree(result, position, ())
 
     # -- arguments --------------------------------------------------------------------------
     def _args(self, values: tuple) -> tuple[Any, ...]:
@@ -216,7 +260,11 @@ class Capture:
         low = high = None
         if dtype in _INTEGER_DTYPES:
             low, high = self._tensors.value_range(tensor)
-        role = "parameter" if self._tensors.is_parameter(tensor) else "input"
+        role = "input"
+        if self._tensors.is_parameter(tensor):
+            # a Parameter that takes no gradient (MindSpore's BatchNorm moving statistics,
+            # a frozen weight) is state: a replay keeps it a Parameter, never trains it
+            role = "parameter" if getattr(tensor, "requires_grad", True) else "state"
         ext = ExternalTensor(len(self._externals), shape, dtype, role, "", low, high)
         self._externals.append(ext)
         self._external_of[key] = ext.id
@@ -287,8 +335,19 @@ class Capture:
     def calls(self, events: list[CallEvent]) -> list[Call]:
         """The captured calls with their traced durations and start times."""
         by_index = {e.index: e for e in events}
-        out = []
+        out: list[Call] = []
         for event_index, call in self._raw:
+            span = self._backward_spans.get(call.index)
+            if span is not None:
+                # the grad function's time less its forward's captured calls; it ran after
+                # them
+                first, elapsed = span
+                inside = out[first:call.index]
+                before = out[call.index - 1] if call.index else None
+                start = before.start_ns + before.duration_ns if before else 0
+                out.append(_with_time(call, max(elapsed - sum(c.duration_ns for c in inside),
+                                                0), start))
+                continue
             event = by_index.get(event_index)
             if event is None:          # past the tracer's event cap: no duration
                 out.append(call)

@@ -18,6 +18,7 @@ from typing import Any
 
 from opbench.model import markers
 from opbench.model.capture import DEFAULT_MAX_CALLS, Capture
+from opbench.model.ms_backward import MindSporeBackward
 from opbench.model.program import Program
 from opbench.trace.events import SERIAL
 from opbench.trace.import_hook import PostImportHook
@@ -83,6 +84,8 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS) -> Pro
     capture = Capture(max_calls=max_calls)
     ms_settings = _MindSporeSettings()
     ms_settings.install()
+    ms_backward = MindSporeBackward(capture)
+    ms_backward.install()
     tracer = Tracer(nested=False, sync=SERIAL, framework="both", observer=capture)
     markers.activate(capture)
     status, error = 0, None
@@ -101,6 +104,7 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS) -> Pro
         data = tracer.stop()
         markers.deactivate()
         ms_settings.uninstall()
+        ms_backward.uninstall()
     calls = capture.calls(data.events)
     imported = [n for n in ("torch", "mindspore") if n in sys.modules]
     framework = _traced_framework(calls, imported)

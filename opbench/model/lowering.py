@@ -273,6 +273,60 @@ def _ms_flatten(m: Any, args: tuple, kwargs: dict) -> Lowered:
                    (("start_dim", m.start_dim), ("end_dim", m.end_dim)))
 
 
+def _scalar(value: Any) -> float:
+    """A hyperparameter MindSpore keeps as a Parameter or Tensor (learning rate, momentum,
+    betas) or as a number."""
+    return float(value.asnumpy()) if hasattr(value, "asnumpy") else float(value)
+
+
+def _ms_optimizer_common(m: Any, args: tuple, kwargs: dict) -> tuple[list, Any] | str:
+    """The weights and the gradients an optimizer Cell's call updates them with, or why the
+    replay does not hold it: a schedule, groups, weight decay (MindSpore's skips the
+    LayerNorm and BatchNorm weights by their names, torch's does not) or loss scaling."""
+    if getattr(m, "dynamic_lr", False) or getattr(m, "is_group_lr", False) \
+            or getattr(m, "is_group", False):
+        return "an optimizer with a learning-rate schedule or parameter groups: not replayed"
+    if getattr(m, "dynamic_weight_decay", False) or any(
+            float(w) != 0.0 for w in _as_list(getattr(m, "weight_decay", 0.0))):
+        return "an optimizer with weight decay: not replayed"
+    if float(getattr(m, "loss_scale", 1.0)) != 1.0:
+        return "an optimizer with loss scaling: not replayed"
+    gradients = args[0] if args else kwargs["gradients"]
+    return list(m.parameters), gradients
+
+
+def _as_list(value: Any) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _ms_sgd(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
+    """nn.SGD(grads): the weights, the gradients and the hyperparameters; the replay builds
+    nn.SGD over its own weights (MindSpore: the same jit-compiled update the script ran) or
+    torch.optim.SGD (what a torch port steps)."""
+    found = _ms_optimizer_common(m, args, kwargs)
+    if isinstance(found, str):
+        return found
+    weights, gradients = found
+    return Lowered("mindspore.nn.SGD", (weights, gradients),
+                   init=(("learning_rate", _scalar(m.learning_rate)),
+                         ("momentum", _scalar(m.momentum)),
+                         ("dampening", float(m.dampening)), ("nesterov", bool(m.nesterov))))
+
+
+def _ms_adam(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
+    found = _ms_optimizer_common(m, args, kwargs)
+    if isinstance(found, str):
+        return found
+    if getattr(m, "use_amsgrad", False) or getattr(m, "use_lazy", False) \
+            or getattr(m, "use_offload", False) or getattr(m, "use_nesterov", False):
+        return "nn.Adam with amsgrad, Nesterov, lazy or offloaded updates: not replayed"
+    weights, gradients = found
+    return Lowered("mindspore.nn.Adam", (weights, gradients),
+                   init=(("learning_rate", _scalar(m.learning_rate)),
+                         ("beta1", _scalar(m.beta1)), ("beta2", _scalar(m.beta2)),
+                         ("eps", _scalar(m.eps))))
+
+
 LOWERINGS: dict[str, Callable[[Any, tuple, dict], Lowered | str]] = {
     "torch.nn.Linear": _linear,
     "torch.nn.LayerNorm": _layer_norm,
@@ -319,6 +373,8 @@ LOWERINGS: dict[str, Callable[[Any, tuple, dict], Lowered | str]] = {
     "mindspore.nn.Embedding": _ms_embedding,
     "mindspore.nn.CrossEntropyLoss": _ms_cross_entropy,
     "mindspore.nn.Flatten": _ms_flatten,
+    "mindspore.nn.SGD": _ms_sgd,
+    "mindspore.nn.Adam": _ms_adam,
 }
 
 

@@ -76,7 +76,8 @@ class ExternalTensor:
     id: int
     shape: tuple[int, ...]
     dtype: str
-    role: str                      # "parameter" | "buffer" | "input"
+    role: str                      # "parameter" | "state" (a Parameter without gradient)
+                                   # | "input"
     name: str = ""                 # a parameter's or buffer's name where known
     low: float | None = None       # observed min and max (integer and bool tensors)
     high: float | None = None

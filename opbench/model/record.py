@@ -79,10 +79,14 @@ def _training(impact: ModelImpact) -> dict[str, Any] | None:
     return {"backward_calls": len(backward) * impact.steps, "backward_traced_s": traced,
             "backward_share": traced / impact.traced_s if impact.traced_s else 0.0,
             "covered": covered,
-            "how": {impact.traced_framework: "the script's own backward call, replayed",
-                    impact.other: "value_and_grad over the replayed forward, less the "
-                                  "forward's in-context time"
-                    if impact.other == "mindspore" else "its backward call, replayed"}}
+            "how": {fw: _backward_how(fw) for fw in (impact.traced_framework, impact.other)}}
+
+
+def _backward_how(framework: str) -> str:
+    """MindSpore has no backward call: either side of the pair differentiates its forward."""
+    if framework == "mindspore":
+        return "value_and_grad over the replayed forward, less the forward's in-context time"
+    return "loss.backward() on the replayed forward"
 
 
 def impact_json(impact: ModelImpact) -> dict[str, Any]:

@@ -146,6 +146,11 @@ class Replayer:
         tensor = self._tensor(np.abs(array) if ext.id in self._squares else array, ext.dtype)
         if self.training and ext.role == "parameter" and ext.dtype in FLOAT_DTYPES:
             tensor = make_trainable(self.framework, tensor, f"w{ext.id}")
+        elif ext.role == "state" and self.framework == "mindspore":
+            # kernels that update state in place (BatchNorm's moving statistics) take it as
+            # a Parameter, as the script's layer held it
+            import mindspore
+            tensor = mindspore.Parameter(tensor, name=f"s{ext.id}", requires_grad=False)
         return tensor
 
     def _stand_in(self, call: Call) -> Any:
@@ -211,11 +216,22 @@ class Replayer:
         resolve = self.adapter.resolve
         prints: list[dict[str, Any] | None] = []
         self._plan, self.status = [], []
+        differentiated = False
         for call in self.step.calls:
-            if call.backward and self.framework != call.framework:
-                entry, status, value = None, CallStatus(call.index, DIFFERENTIATED, True), None
-            else:
-                entry, status, value = self._first_working(call, resolve)
+            if call.backward and self.framework == "mindspore":
+                self._plan.append(None)
+                prints.append(None)
+                if differentiated:
+                    self.status.append(CallStatus(
+                        call.index, DIFFERENTIATED, False, stand_in=True,
+                        problem="a second backward in one step: not replayed"))
+                    self._results[call.index] = self._stand_in(call)
+                    continue
+                differentiated = True
+                self.status.append(CallStatus(call.index, DIFFERENTIATED, True))
+                self._results[call.index] = self._differentiate(call)
+                continue
+            entry, status, value = self._first_working(call, resolve)
             self._plan.append(entry)
             self.status.append(status)
             self._results[call.index] = value
@@ -223,26 +239,25 @@ class Replayer:
                           and not status.stand_in and not call.backward
                           and call.index not in self._folded else None)
         self.adapter.sync()
-        self._differentiate()
         return prints
 
-    def _differentiate(self) -> None:
-        """The other framework's training step: value_and_grad over the forward calls the
-        loss depends on (only MindSpore needs it; torch replays its own backward call)."""
-        for call in self.step.calls:
-            if not (call.backward and self.framework != call.framework):
-                continue
-            try:
-                self._differentiated = differentiate(self, call)
-                self._differentiated.run()
-                self.adapter.sync()
-            except Exception as exc:     # the forward still runs; the backward is left out
-                self._differentiated = None
-                self.status[call.index] = CallStatus(
-                    call.index, DIFFERENTIATED, False, stand_in=True,
-                    problem=f"value_and_grad over the replayed forward failed: "
-                            f"{type(exc).__name__}: {str(exc).strip()[:200]}")
-            return
+    def _differentiate(self, call: Call) -> Any:
+        """A training step in MindSpore, which has no backward call to replay: value_and_grad
+        over the forward calls the loss depends on, made and run once the plan reaches the
+        backward (the calls after it read its gradients). Returns (loss, grads), or a
+        stand-in when it failed (the forward still runs; the backward is left out)."""
+        try:
+            self._differentiated = differentiate(self, call)
+            value = self._differentiated.run()
+            self.adapter.sync()
+            return value
+        except Exception as exc:
+            self._differentiated = None
+            self.status[call.index] = CallStatus(
+                call.index, DIFFERENTIATED, False, stand_in=True,
+                problem=f"value_and_grad over the replayed forward failed: "
+                        f"{type(exc).__name__}: {str(exc).strip()[:200]}")
+            return self._stand_in(call)
 
     def _first_working(self, call: Call, resolve: Callable[[str], Any]):
         if call.index in self._skip:
@@ -309,7 +324,8 @@ class Replayer:
         inside, first = grad.inside, grad.first
         for i, entry in enumerate(self._plan):
             if i == first:
-                grad.run()          # the forward calls of the loss, and their gradients
+                # the forward calls of the loss, and their gradients
+                results[grad.backward] = grad.run()
             elif entry is not None and i not in inside:
                 fn, get_args, get_kwargs = entry
                 results[i] = fn(*get_args(), **get_kwargs())
@@ -352,7 +368,7 @@ class Replayer:
                 sync()
                 forward = clock() - start
                 start = clock()
-                grad.run()
+                results[grad.backward] = grad.run()
                 sync()
                 times[grad.backward][p] = max(0.0, clock() - start - forward)
         return times
@@ -424,9 +440,17 @@ def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
     plan, results = replayer._plan, replayer._results
     if any(plan[i] is None and replayer.step.calls[i].alias_of is None for i in order):
         raise ValueError("a call the loss depends on does not run in MindSpore")
-    weights = [t for e, t in replayer._externals.items()
-               if isinstance(t, mindspore.Parameter)
-               and any(x.id == e for i in order for x in exts_in(replayer.step.calls[i]))]
+    listed = backward.args[1] if len(backward.args) > 1 else None
+    if isinstance(listed, Seq):
+        # the weights the script's value_and_grad named, in its order (its grads' order)
+        if not all(isinstance(w, Ext) for w in listed.items):
+            raise ValueError("a weight value_and_grad differentiates is made inside the step")
+        weights = [replayer._externals[w.id] for w in listed.items]
+    else:
+        # torch's backward names none: the trainable weights the loss's calls read
+        weights = [t for e, t in replayer._externals.items()
+                   if isinstance(t, mindspore.Parameter) and t.requires_grad
+                   and any(x.id == e for i in order for x in exts_in(replayer.step.calls[i]))]
     loss_index = loss_ref.call
 
     def forward() -> Any:

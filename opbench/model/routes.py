@@ -17,35 +17,19 @@ replay's output check (replay.py) catches a counterpart that computes something 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
 from opbench.model.optimizer_fold import AdamFold, MomentumFold
 from opbench.model.program import Call, Dtype, Lit, Seq
+from opbench.model.route import Maker, Route, Unmapped
+from opbench.model.training_routes import OPTIMIZER_APIS, optimizer_route, torch_backward
 
 __all__ = ["Route", "Unmapped", "route_for", "fused_momentum_route", "fused_adam_route",
            "TENSOR_PREFIXES"]
 
 TENSOR_PREFIXES = {"torch": "torch.Tensor.", "mindspore": "mindspore.Tensor."}
-
-# make(resolve) -> the callable; `resolve` is the replay framework's adapter.resolve, which
-# takes case-file spelling ("mindspore.mint.matmul", "Tensor.__add__").
-Maker = Callable[[Callable[[str], Callable[..., Any]]], Callable[..., Any]]
-
-
-@dataclass(frozen=True)
-class Route:
-    api: str                          # what the report names
-    make: Maker
-    args: tuple[Any, ...]
-    kwargs: tuple[tuple[str, Any], ...] = ()
-    fallbacks: tuple["Route", ...] = field(default=())
-
-
-@dataclass(frozen=True)
-class Unmapped:
-    reason: str
 
 
 def case_spelling(framework: str, api: str) -> str:
@@ -437,6 +421,7 @@ MINDSPORE_TO_TORCH: dict[str, Callable[[Call], Route | Unmapped]] = {
     "mindspore.ops.batch_norm": _torch_named("torch.nn.functional.batch_norm"),
     "mindspore.ops.relu": _torch_named("torch.relu"),
     "mindspore.ops.flatten": _torch_named("torch.flatten"),
+    "mindspore.value_and_grad": torch_backward,
 }
 
 # Rules that only improve on the API mapping's route: where they do not apply, or their
@@ -580,6 +565,8 @@ def route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped:
 def _route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped:
     if call.replay_api is None:
         return Unmapped(call.problem or "not replayable")
+    if call.replay_api in OPTIMIZER_APIS:
+        return optimizer_route(call, target)
     if call.framework == target:
         if call.init:
             return Route(call.replay_api, _constructed(target, call.replay_api, call.init),

@@ -106,6 +106,46 @@ print(out.shape)
 """
 
 
+MINDSPORE_TRAINING = """
+import numpy as np
+import mindspore as ms
+from mindspore import mint, nn
+ms.device_context.cpu.op_tuning.threads_num(1)
+ms.set_context(mode=ms.PYNATIVE_MODE)
+ms.set_seed(0)
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        # no bias before the BatchNorm: its gradient is 0 up to rounding, and Adam's first
+        # step moves a weight by the learning rate whatever its gradient's size, so the two
+        # frameworks' rounding would move that bias in opposite directions
+        self.conv = nn.Conv2d(1, 4, 3, pad_mode="pad", padding=1, has_bias=False)
+        self.bn = nn.BatchNorm2d(4)
+        self.fc = mint.nn.Linear(4 * 8 * 8, 10)
+
+    def construct(self, x):
+        x = mint.nn.functional.relu(self.bn(self.conv(x)))
+        return self.fc(x.reshape(x.shape[0], -1))
+
+net = Net()
+net.set_train(True)
+loss_fn = nn.CrossEntropyLoss()
+optimizer = OPTIMIZER
+images = ms.Tensor(np.random.default_rng(0).standard_normal((4, 1, 8, 8)).astype(np.float32))
+labels = ms.Tensor(np.array([1, 2, 3, 4], np.int32))
+
+def forward(x, y):
+    return loss_fn(net(x), y)
+
+grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
+for _ in range(5):
+    loss, grads = grad_fn(images, labels)
+    optimizer(grads)
+    print(float(loss.asnumpy()))
+"""
+
+
 def _script(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text), encoding="utf-8")
@@ -204,6 +244,31 @@ def test_adam_replays_in_mindspore_as_its_fused_update(tmp_path, optimizer):
     mapped = {(row["api"], row["mapped_api"]) for row in model["signatures"]}
     assert ("torch.Tensor.addcdiv_", "mindspore.ops.Adam (as nn.Adam's update)") in mapped
     assert ("torch.Tensor.lerp_", "(folded into the optimizer update after it)") in mapped
+
+
+@pytest.mark.parametrize("optimizer, torch_step", [
+    ("nn.SGD(net.trainable_params(), learning_rate=0.05, momentum=0.9)", "torch.optim.SGD.step"),
+    ("nn.Adam(net.trainable_params(), learning_rate=0.01)", "torch.optim.Adam.step")])
+def test_a_mindspore_training_step_replays_its_backward_and_optimizer_in_torch(
+        tmp_path, optimizer, torch_step):
+    """value_and_grad's backward becomes a call of the program (its gradients feed the
+    optimizer's call) and the optimizer Cell replays as itself and as torch.optim; the two
+    updated weights agree (the probe compares them), and the backward is timed apart from
+    the optimizer (before, its kernels surfaced inside the optimizer's traced call)."""
+    script = _script(tmp_path, "train_ms.py",
+                     MINDSPORE_TRAINING.replace("OPTIMIZER", optimizer))
+    model, done = _projected(tmp_path, script)
+    assert model["traced_framework"] == "mindspore"
+    assert model["coverage"] == pytest.approx(1.0), model["not_covered"]
+    assert model["mismatches"] == [] and model["errors"] == []
+    assert model["training"]["covered"] is True
+    rows = {row["api"]: row for row in model["apis"]}
+    backward = rows["mindspore.value_and_grad"]
+    assert backward["mapped_api"] == "torch.Tensor.backward"
+    assert backward["reference_s"] > 0 and backward["target_s"] > 0
+    step = rows[optimizer.split("(")[0].replace("nn.", "mindspore.nn.")]
+    assert step["mapped_api"] == torch_step
+    assert step["target_s"] < backward["target_s"]
 
 
 def test_the_heaviest_signatures_are_measured_alone(tmp_path):

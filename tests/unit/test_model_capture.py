@@ -455,3 +455,49 @@ def test_markers_mark_the_position_of_the_next_call(torch):
         markers.deactivate()
     markers.step("outside opbench model: nothing")
     assert capture.markers == [Marker(0, "first"), Marker(2, "")]
+
+
+# -- a MindSpore backward (value_and_grad's grad function: ms_backward.py) -----------------------
+
+def test_a_backward_is_a_call_on_the_loss_and_weights_whose_grads_feed_the_optimizer(torch):
+    capture = Capture()
+    feed = Feeder(capture)
+    w1, w2 = FakeParameter((8, 16)), FakeParameter((8,))
+    x = FakeTensor((4, 16))
+    first = capture.next_position()
+    h = feed.function("torch.matmul", (x, w1), result=_hidden())
+    loss = feed.function("torch.sum", (h,), result=_hidden(1))
+    returned_loss, grads = FakeTensor(()), (FakeTensor((8, 16)), FakeTensor((8,)))
+    capture.backward(loss, [w1, w2], None, (returned_loss, grads), first, elapsed_ns=1000)
+    feed.function("torch.optim_step", ([w1, w2], grads), result=None)
+    calls = capture.calls([_event(0, 100, 200), _event(1, 300, 50), _event(2, 2000, 10)])
+    backward = calls[2]
+    assert backward.backward and backward.api == "mindspore.value_and_grad"
+    assert backward.replayable and backward.framework == "mindspore"
+    assert backward.args == (Ref(1), Seq("list", (Ext(1), Ext(2))))
+    # the grad function took 1000 ns, of which its forward's two calls 250: they ran first
+    assert (backward.start_ns, backward.duration_ns) == (350, 750)
+    assert calls[3].args == (Seq("list", (Ext(1), Ext(2))),
+                             Seq("tuple", (Ref(2, (1, 0)), Ref(2, (1, 1)))))
+
+
+def test_a_backward_without_a_captured_loss_or_without_weights_says_why(torch):
+    capture = Capture()
+    w = FakeParameter((8,))
+    capture.backward(FakeTensor(()), [w], None, (FakeTensor(()), (FakeTensor((8,)),)), 0, 10)
+    loss = Feeder(capture).function("torch.sum", (w,), result=_hidden(1))
+    capture.backward(loss, None, 0, (FakeTensor(()), (FakeTensor((8,)),)), 1, 10)
+    first, second = capture.calls([])[0], capture.calls([])[2]
+    assert not first.replayable and "not made by a captured call" in first.problem
+    assert not second.replayable and "over the inputs (no weights)" in second.problem
+
+
+def test_a_parameter_without_gradient_is_state(torch):
+    """MindSpore's BatchNorm moving statistics are Parameters with requires_grad=False: a
+    replay keeps them Parameters but never trains them."""
+    frozen = FakeParameter((4,))
+    frozen.requires_grad = False
+    Feeder(Capture()).function("torch.relu", (frozen,), result=_hidden(4))
+    capture = Capture()
+    Feeder(capture).function("torch.add", (frozen, FakeParameter((4,))), result=_hidden(4))
+    assert [e.role for e in capture.externals()] == ["state", "parameter"]

@@ -177,7 +177,7 @@ def _record() -> dict:
         "isolated": {"share": 0.6, "seconds": 95.0},
         "training": {"backward_calls": 3, "backward_traced_s": 1.5e-3, "backward_share": 0.36,
                      "covered": True,
-                     "how": {"torch": "the script's own backward call, replayed",
+                     "how": {"torch": "loss.backward() on the replayed forward",
                              "mindspore": "value_and_grad over the replayed forward, less "
                                           "the forward's in-context time"}},
         "region": {"rule": "automatic", "steps": 3, "calls_per_step": 44,
@@ -220,7 +220,7 @@ def test_the_terminal_view_has_the_header_lines_and_a_row_per_api():
     assert "ratio torch/mindspore 0.75 [0.7, 0.8]" in text
     assert "self-check: torch's replayed calls take -8% against their traced time" in text
     assert "training step: backward 1.5 ms traced (36% of the region), projected: " \
-        "torch: the script's own backward call, replayed; mindspore: value_and_grad" in text
+        "torch: loss.backward() on the replayed forward; mindspore: value_and_grad" in text
     assert "measured alone: signatures holding 60% of the region's traced time (95 s" in text
     assert "torch.nn.Linear: kernel: slower alone by as much as in the model" in text
     assert "coverage: 93% of the region's traced time" in text
