@@ -3,7 +3,7 @@ a benchmark, not a test (run it on a quiet machine, one job at a time).
 
 For each pair it runs `opbench model --json` on the script of each framework named by
 --traced (default: the torch script), then each script of the pair on its own, untraced, in
-fresh processes (--runs; --other-runs for the projected framework's script, whose speed here
+fresh processes (--runs for torch scripts; --mindspore-runs for MindSpore's, whose speed here
 comes in modes), same threads, each framework's default launch mode, and compares per step:
   - the traced framework: its projection against its traced time, and against its own
     untraced mean step (mean of the runs' mean steps);
@@ -80,9 +80,9 @@ def project(script: Path, name: str, traced: str, args: argparse.Namespace,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5,
-                        help="fresh runs of the traced framework's script")
-    parser.add_argument("--other-runs", type=int, default=16,
-                        help="fresh runs of the projected framework's script")
+                        help="fresh runs of each torch script")
+    parser.add_argument("--mindspore-runs", type=int, default=16,
+                        help="fresh runs of each MindSpore script (its speed comes in modes)")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--processes", type=int, default=6)
     parser.add_argument("--traced", nargs="+", default=["torch"],
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                            (REPO / "examples" / name / s for s in PAIRS[name])))
         models = {traced: project(scripts[traced], name, traced, args, out)
                   for traced in args.traced}
-        count = {fw: args.other_runs if fw not in args.traced else args.runs
+        count = {fw: args.mindspore_runs if fw == "mindspore" else args.runs
                  for fw in scripts}
         runs = {fw: [step_ms(script, args.steps) for _ in range(count[fw])]
                 for fw, script in scripts.items()}

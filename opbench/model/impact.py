@@ -34,10 +34,10 @@ __all__ = ["ModelOptions", "ModelImpact", "measure_model", "ModelError"]
 
 FRAMEWORKS = ("torch", "mindspore")
 DEFAULT_LAUNCH = {"torch": "blocking", "mindspore": "queued"}
-# Replay processes per framework: each keeps its own speed for its life (docs/measurement.md),
-# MindSpore's up to 3x apart here, so the process is the unit and the projection is the median
-# process. 6 is the fewest whose min..max holds the median process with >= 95% (96.9%; 5 give
-# 93.8%), at ~4 s per replay process of the transformer example and ~11 s of the CNN's.
+# Replay processes per framework: MindSpore's speed differs up to 3x between them here (and
+# switches modes within one), so the process is the unit of the projection (project.py). 6
+# give a t interval of 5 degrees of freedom, at ~4 s per replay process of the transformer
+# example and ~11 s of the CNN's.
 DEFAULT_PROCESSES = 6
 # Where a framework's processes split into modes (the slowest process median >= MODES_APART x
 # the fastest), it gets more processes, up to this many: the mean of 6 of the 32 MindSpore

@@ -7,9 +7,9 @@ call signature and per API the time lost (pure; the measuring is impact.py's).
   a training run's wall time is its steps' mean times their count. MindSpore's speed here
   switches between modes within a process, for seconds at a time (one port process of 40
   steps: 26 steps at 52-94 ms, 9 at 188-214, 5 at 112-117), and a quarter to half of fresh
-  processes land mostly in a slow mode, so the median of a few processes jumps between
-  modes (median of 6 of 32 measured processes: 64-149 ms, 5th-95th percentile) where their
-  mean settles (74-147, and 86-131 for 16). impact.py adds processes where they split.
+  processes land mostly in a slow mode, so the median of a few processes lands on either
+  mode (6 drawn from 32 measured processes: 64-148 ms, 5th-95th percentile; their mean
+  74-148, of 16 86-131). impact.py adds processes where they split.
   Each process's median is kept to show the modes. One process: its samples' min..max,
   flagged. Per-call times (call_times) stay medians (estimate_time), then scaled to the step.
 - The ratio reference/target of the step times pairs the two frameworks' processes in the

@@ -498,10 +498,11 @@ def _picked(route: Route, index: int) -> Route:
 
 
 def fused_momentum_route(fold: MomentumFold) -> Route:
-    """torch SGD's three-call update of one weight as MindSpore's ApplyMomentum (what nn.SGD
-    runs), on the weight and its momentum buffer as Parameters (the kernel updates them in
-    place; a buffer that is a plain tensor gets one Parameter, made once). Fallback: the
-    same arithmetic in MindSpore calls, written back with ops.assign."""
+    """torch SGD's three-call update of one weight as MindSpore's ApplyMomentum (the fused
+    per-weight update nn.Momentum runs; nn.SGD's SGD kernel is its like), on the weight and
+    its momentum buffer as Parameters (the kernel updates them in place; a buffer that is a
+    plain tensor gets one Parameter, made once). Fallback: the same arithmetic in MindSpore
+    calls, written back with ops.assign."""
     def fused(resolve: Callable[[str], Any]) -> Callable[..., Any]:
         import mindspore
         apply_momentum, parameter = mindspore.ops.ApplyMomentum(), _as_parameter("momentum_")

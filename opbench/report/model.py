@@ -25,6 +25,10 @@ NOT_COVERED_SHOWN = 8
 # more of them) are listed: MindSpore's come in modes here (a step of 62 or ~190 ms), which
 # the interval alone does not show.
 SPREAD_SHOWN = MODES_APART
+# A self-check this far from 0 says the capture's process ran at another speed than the
+# replay's: a MindSpore transformer capture read its calls 55% above their replay (-55%),
+# the port's own fresh runs differing up to 2.1x here.
+SELF_CHECK_APART = 0.25
 
 
 def _signed(seconds: float | None) -> str:
@@ -73,6 +77,12 @@ def model_lines(record: ModelRecord) -> list[str]:
         lines.append(f"self-check: {traced}'s replayed calls take {record.self_check * 100:+.0f}"
                      f"% against their traced time ({fmt_time(record.covered_traced_s)}; each "
                      f"call synced in both, as traced)")
+        if abs(record.self_check) >= SELF_CHECK_APART:
+            processes = record.projected_s[traced].processes if traced in record.projected_s \
+                else 0
+            lines.append(f"  the traced time is one process's and its replay's {processes} "
+                         f"processes ran at another speed: {traced}'s speed differs between "
+                         f"processes here; judge by the projection, not the traced time")
     lines.append(f"coverage: {record.coverage * 100:.0f}% of the region's traced time "
                  f"({fmt_time(record.traced_s)}) was replayed in both frameworks")
     for row in record.not_covered[:NOT_COVERED_SHOWN]:

@@ -218,8 +218,8 @@ def test_a_training_step_is_differentiated_in_both_frameworks(tmp_path):
 
 
 def test_sgd_with_momentum_replays_in_mindspore_as_its_fused_update(tmp_path):
-    """Each weight's mul_, add_, add_ becomes one ApplyMomentum (what nn.SGD runs), and the
-    updated weights agree with torch's (the probe compares the outputs)."""
+    """Each weight's mul_, add_, add_ becomes one ApplyMomentum (nn.Momentum's fused update),
+    and the updated weights agree with torch's (the probe compares the outputs)."""
     script = _script(tmp_path, "train_momentum.py",
                      TRAINING.replace("lr=0.1)", "lr=0.1, momentum=0.9)"))
     model, done = _projected(tmp_path, script)

@@ -20,7 +20,7 @@ from rich.console import Console
 from opbench.cli.main import cli
 from opbench.model.record import MODEL_FORMAT, model_schema
 from opbench.model.record import ModelRecord
-from opbench.report.model import (render_model_html, render_model_markdown,
+from opbench.report.model import (model_lines, render_model_html, render_model_markdown,
                                   render_model_terminal)
 
 
@@ -297,3 +297,16 @@ def test_a_script_that_failed_after_its_steps_is_said_in_every_view(error, expec
     render_model_terminal(ModelRecord.from_json(record), Console(file=buffer, width=220))
     for text in (buffer.getvalue(), render_model_markdown(ModelRecord.from_json(record))):
         assert expected in text and "None" not in text
+
+
+def test_a_self_check_far_from_zero_says_the_traced_time_is_one_process():
+    """A MindSpore capture that ran in a slow mode: its calls' traced time read 55% above
+    their replay; the view says to judge by the projection."""
+    record = _record()
+    record["model"]["self_check"] = -0.55
+    text = "\n".join(model_lines(ModelRecord.from_json(record)))
+    assert "self-check: torch's replayed calls take -55%" in text
+    assert ("the traced time is one process's and its replay's 3 processes ran at another "
+            "speed") in text
+    record["model"]["self_check"] = -0.077
+    assert "one process's" not in "\n".join(model_lines(ModelRecord.from_json(record)))
