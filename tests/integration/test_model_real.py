@@ -67,9 +67,8 @@ print(float(loss))
 """
 
 
-# A MindSpore script in the style of a port: layers (mint.nn.Linear, nn.LayerNorm, nn.Conv2d,
-# nn.BatchNorm2d, nn.MaxPool2d, nn.Embedding) and primitives built by the script, in eval mode.
-MINDSPORE_INFERENCE = """
+# The start of a MindSpore script: one kernel thread, PyNative, a seed, a network's __init__.
+MINDSPORE_PROLOGUE = """
 import numpy as np
 import mindspore as ms
 from mindspore import mint, nn, ops
@@ -80,6 +79,11 @@ ms.set_seed(0)
 class Net(nn.Cell):
     def __init__(self):
         super().__init__()
+"""
+
+# A MindSpore script in the style of a port: layers (mint.nn.Linear, nn.LayerNorm, nn.Conv2d,
+# nn.BatchNorm2d, nn.MaxPool2d, nn.Embedding) and primitives built by the script, in eval mode.
+MINDSPORE_INFERENCE = MINDSPORE_PROLOGUE + """\
         self.emb = nn.Embedding(100, 16)
         self.ln = nn.LayerNorm((16,))
         self.fc = mint.nn.Linear(16, 16)
@@ -106,17 +110,7 @@ print(out.shape)
 """
 
 
-MINDSPORE_TRAINING = """
-import numpy as np
-import mindspore as ms
-from mindspore import mint, nn
-ms.device_context.cpu.op_tuning.threads_num(1)
-ms.set_context(mode=ms.PYNATIVE_MODE)
-ms.set_seed(0)
-
-class Net(nn.Cell):
-    def __init__(self):
-        super().__init__()
+MINDSPORE_TRAINING = MINDSPORE_PROLOGUE + """\
         # no bias before the BatchNorm: its gradient is 0 up to rounding, and Adam's first
         # step moves a weight by the learning rate whatever its gradient's size, so the two
         # frameworks' rounding would move that bias in opposite directions
