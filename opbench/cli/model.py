@@ -11,7 +11,8 @@ from rich.markup import escape
 
 from opbench.cli.common import err, fail, out
 from opbench.model.impact import (DEFAULT_MAX_PROCESSES, DEFAULT_PROCESSES, FRAMEWORKS,
-                                  MODES_APART, ModelError, ModelOptions, measure_model)
+                                  ModelError, ModelOptions, measure_model)
+from opbench.model.project import MODES_APART
 from opbench.model.record import ModelRecord, impact_json
 from opbench.report.model import (DEFAULT_TOP, render_model_html, render_model_markdown,
                                   render_model_terminal)

@@ -24,8 +24,9 @@ from opbench.model.processes import (Interpreter, ModelError, check_interpreter,
                                      run_replay, split_command)
 from opbench.model.program import (Dtype, Ext, Lit, Program, Ref, Seq, SliceOf, output_at,
                                    refs_in)
-from opbench.model.project import (Estimate, FrameworkTiming, api_rows, call_times,
-                                   processes_split, signature_rows, step_ratio, step_time)
+from opbench.model.project import (MODES_APART, Estimate, FrameworkTiming, api_rows,
+                                   call_times, processes_split, signature_rows, step_ratio,
+                                   step_time)
 from opbench.model.replay import CallStatus
 from opbench.model.steady import Region, RegionError, StepProgram, find_region, step_program
 from opbench.trace.signature import SHORT_DTYPES
@@ -39,12 +40,11 @@ DEFAULT_LAUNCH = {"torch": "blocking", "mindspore": "queued"}
 # give a t interval of 5 degrees of freedom, at ~4 s per replay process of the transformer
 # example and ~11 s of the CNN's.
 DEFAULT_PROCESSES = 6
-# Where a framework's processes split into modes (the slowest process median >= MODES_APART x
-# the fastest), it gets more processes, up to this many: the mean of 6 of the 32 MindSpore
-# processes measured here falls within 25% of their overall mean in 77% of draws, of 16 in
-# 95% (docs/model.md). A planned second stage, not a stop on the estimate's value.
+# Where a framework's processes split into modes (project.MODES_APART), it gets more
+# processes, up to this many: the mean of 6 of the 32 MindSpore processes measured here falls
+# within 25% of their overall mean in 77% of draws, of 16 in 95% (docs/model.md). A planned
+# second stage, not a stop on the estimate's value.
 DEFAULT_MAX_PROCESSES = 16
-MODES_APART = 1.5
 # Relative difference of the outputs' fingerprints above which two frameworks' replays of a
 # call disagree (float32 kernels differ in summation order: 1e-3 relative is far above it).
 CHECK_RTOL = 2e-3

@@ -34,7 +34,8 @@ from opbench.verdicts.stats import (DEFAULT_CONFIDENCE, median_interval, ratio_e
                                     student_t_quantile)
 
 __all__ = ["Estimate", "FrameworkTiming", "SignatureRow", "ApiRow", "estimate_time",
-           "step_time", "processes_split", "step_ratio", "call_times", "signature_rows", "api_rows"]
+           "step_time", "processes_split", "MODES_APART", "step_ratio", "call_times",
+           "signature_rows", "api_rows"]
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,12 @@ def step_time(groups: Sequence[Sequence[float]],
                     f"mean of {n} process means, t interval over processes "
                     f"({confidence:.0%})",
                     tuple(float(statistics.median(g)) for g in usable))
+
+
+# A framework whose slowest replay process median is this many times its fastest ran in
+# modes (MindSpore here: 62 or ~190 ms a step): impact.py runs more of its processes and the
+# views list each one's median.
+MODES_APART = 1.5
 
 
 def processes_split(estimate: Estimate, apart: float) -> bool:

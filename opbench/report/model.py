@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opbench.model.impact import MODES_APART
+from opbench.model.project import MODES_APART
 from opbench.model.record import LostRow, ModelRecord
 from opbench.report.text import fmt_time
 
