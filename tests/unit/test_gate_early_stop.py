@@ -31,6 +31,7 @@ from opbench.gate.early_stop import (
 )
 from opbench.gate.evaluate import GateSettings, evaluate
 from opbench.gate.run_gate import GateHooks, GateRequest, run_gate
+from opbench.gate.serialize import result_as_dict
 from opbench.results.recorded_run import run
 from opbench.runner.workers import WorkerPool
 from opbench.verdicts.rules import DEFAULT_MIN_EFFECT
@@ -173,6 +174,7 @@ def test_the_gate_stops_early_unless_the_protocol_is_fixed(instances, tmp_path, 
     assert door.early_stops[0] is not None
     assert steady.sequential.processes == 1
     assert gate.result.confidence == pytest.approx(0.965)
+    assert result_as_dict(gate.result)["confidence"] == pytest.approx(0.965)
     (note,) = notes
     assert note.message.startswith("each stage stopped an instance once decided (4 planned "
                                    "looks: 99.50% after each process but the last, 96.50% "
