@@ -252,14 +252,15 @@ def execute(instances, config, json_path, markdown_path=None, html_path=None,
 
 
 def run_and_record(instances, config, json_path, *, quiet=False, stage="", injection=None,
-                   on_not_saved=None) -> RunRecord:
+                   on_not_saved=None, early_stop=None) -> RunRecord:
     """The one way a command measures (`run`, `compare`, `check`, the gate's first stage):
     open the session (worker processes or this one), run every instance through
     results.recorded_run with progress on stderr, the record saved to json_path after each,
     and close. Returns the record. An unwritable results file, a missing framework or
     device and an unknown API are usage errors before anything is timed; an interrupt says
     what was saved and exits 130/143. When the finished record cannot be saved,
-    on_not_saved(ResultsNotSaved) decides (default: a usage error)."""
+    on_not_saved(ResultsNotSaved) decides (default: a usage error). early_stop: the gate's
+    rule that stops decided instances at a worker process's end (gate/early_stop.py)."""
     from opbench.frameworks import DeviceUnavailable, FrameworkUnavailable
     from opbench.report.progress import RunProgress
     from opbench.results.recorded_run import open_session, run
@@ -295,7 +296,8 @@ def run_and_record(instances, config, json_path, *, quiet=False, stage="", injec
         with progress:
             record = run(instances, config, json_path=json_path, session=session,
                          on_progress=reclaiming(progress.on_progress),
-                         on_pass=progress.on_pass, on_look=progress.on_look)
+                         on_pass=progress.on_pass, on_look=progress.on_look,
+                         early_stop=early_stop)
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
     except KeyboardInterrupt as exc:

@@ -251,9 +251,10 @@ class _GateConsole:
                          stage2_progress=progress_printer(self.quiet, "stage 2"),
                          stage2_pass=pass_printer(self.quiet), stage2_here=self.stage2_here)
 
-    def measure(self, instances, config, json_path, injection):
+    def measure(self, instances, config, json_path, injection, early_stop):
         return run_and_record(instances, config, json_path, quiet=self.quiet, stage="stage 1",
-                              injection=injection, on_not_saved=self.decide_unsaved)
+                              injection=injection, on_not_saved=self.decide_unsaved,
+                              early_stop=early_stop)
 
     @staticmethod
     def decide_unsaved(exc):

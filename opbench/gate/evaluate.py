@@ -35,7 +35,7 @@ from opbench.gate.decision import (
 from opbench.gate.noise import NoiseProfile
 from opbench.results.records import InstanceRecord, Measurement, RunRecord
 from opbench.verdicts.rules import DEFAULT_MIN_EFFECT, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SLOW
-from opbench.verdicts.stats import BetweenProcessPrior
+from opbench.verdicts.stats import DEFAULT_CONFIDENCE, BetweenProcessPrior
 
 __all__ = [
     "GateResult",
@@ -169,6 +169,9 @@ class GateResult:
     notes: tuple[HygieneNote, ...]
     same_machine: bool
     settings: GateSettings = field(default_factory=GateSettings)
+    # each interval's confidence: 95%, or a share of it per planned look when the stages
+    # stopped instances early (gate/early_stop.py)
+    confidence: float = DEFAULT_CONFIDENCE
 
     @property
     def exit_code(self) -> int:
@@ -279,7 +282,8 @@ def _noise_note(results: Sequence[InstanceResult], noise: NoiseProfile,
 
 def _decide_keys(pair: Pair, second: InstanceRecord | None, reference: str, target: str,
                  min_effect: float, machine: bool, floors: Mapping[str, float] | None,
-                 priors: Mapping[str, BetweenProcessPrior]) -> list[MeasurementResult]:
+                 priors: Mapping[str, BetweenProcessPrior],
+                 confidence: float) -> list[MeasurementResult]:
     base_ms = pair.baseline.measurements
     cur_ms = pair.current.measurements
     second_ms = second.measurements if second is not None else {}
@@ -295,17 +299,26 @@ def _decide_keys(pair: Pair, second: InstanceRecord | None, reference: str, targ
             continue
         baseline = _samples(base_ms[key], reference, target)
 
-        def judge(measurement: Measurement) -> Decision:
+        def judge(measurement: Measurement, stage: InstanceRecord) -> Decision:
             return decide(baseline, _samples(measurement, reference, target),
                           min_effect=min_effect, same_machine=machine, floors=floors,
-                          priors=priors)
+                          priors=priors, confidence=_confidence_of(stage, confidence))
 
-        first = judge(cur_ms[key])
-        again = judge(second_ms[key]) if (key in second_ms
-                                          and needs_remeasure(first.verdict)) else None
+        first = judge(cur_ms[key], pair.current)
+        again = judge(second_ms[key], second) if (key in second_ms
+                                                  and needs_remeasure(first.verdict)) else None
         decision = staged(first, again)
         results.append(MeasurementResult(key, decision.verdict, decision))
     return results
+
+
+def _confidence_of(stage: InstanceRecord | None, confidence: float) -> float:
+    """An instance a stage stopped early (gate/early_stop.py) is judged at the confidence of
+    the look that stopped it, as its record says; the others at the stage's last look's."""
+    course = stage.sequential if stage is not None else None
+    if course is not None and course.look_confidence is not None:
+        return course.look_confidence
+    return confidence
 
 
 def _worst_measurement(results: Sequence[MeasurementResult]) -> MeasurementResult:
@@ -319,7 +332,7 @@ def _verdict_text(inst: InstanceRecord) -> str | None:
 
 def _pair_result(pair: Pair, second: InstanceRecord | None, reference: str, target: str,
                  settings: GateSettings, machine: bool,
-                 priors: Mapping[str, BetweenProcessPrior]) -> InstanceResult:
+                 priors: Mapping[str, BetweenProcessPrior], confidence: float) -> InstanceResult:
     configured = min_effect_for(pair.id, pair.current.op, settings, _case_min_effect(pair))
     floors = _noise_floors(pair, settings.noise)
     floor = None if floors is None else floors[PATH_RATIO]
@@ -359,7 +372,7 @@ def _pair_result(pair: Pair, second: InstanceRecord | None, reference: str, targ
 
     measured_second = second if second is not None and is_measured(second) else None
     keys = _decide_keys(pair, measured_second, reference, target, configured, machine, floors,
-                        priors)
+                        priors, confidence)
     stage1 = max((m.decision.first.verdict if m.decision else m.verdict for m in keys),
                  key=lambda v: v.severity)
     if second is not None and not needs_remeasure(stage1):
@@ -382,10 +395,12 @@ def _pair_result(pair: Pair, second: InstanceRecord | None, reference: str, targ
 def evaluate(baseline: RunRecord, current: RunRecord, *,
              remeasured: Mapping[str, InstanceRecord] | None = None,
              settings: GateSettings = GateSettings(),
-             extra_notes: Sequence[HygieneNote] = ()) -> GateResult:
+             extra_notes: Sequence[HygieneNote] = (),
+             confidence: float = DEFAULT_CONFIDENCE) -> GateResult:
     """The gate over a baseline and a current record. remeasured: stage-2 instance records
     by current instance id (only for ids that GateResult.to_remeasure() named; others are
-    refused by the two-stage rule). extra_notes: listed first (e.g. the self-test marker)."""
+    refused by the two-stage rule). extra_notes: listed first (e.g. the self-test marker).
+    confidence: every interval's (a planned look's share when the stages stop early)."""
     remeasured = remeasured or {}
     reference, target = current.config.reference, current.config.target
     machine = same_machine(baseline, current)
@@ -395,7 +410,7 @@ def evaluate(baseline: RunRecord, current: RunRecord, *,
     # instances that did not pass: too few to say what is typical).
     priors = path_priors(_comparisons(matching.pairs, reference, target))
     results = [_pair_result(pair, remeasured.get(pair.id), reference, target, settings,
-                            machine, priors) for pair in matching.pairs]
+                            machine, priors, confidence) for pair in matching.pairs]
     results += [InstanceResult(id=inst.id, op=inst.op,
                                verdict=GateVerdict.MISSING, decided_by="", baseline_id=inst.id,
                                reason="in the baseline, not in this run",
@@ -411,4 +426,4 @@ def evaluate(baseline: RunRecord, current: RunRecord, *,
              else [])
     notes = [*extra_notes, *environment_notes(baseline, current), *noise, *matching.notes()]
     return GateResult(instances=tuple(results), notes=tuple(notes), same_machine=machine,
-                      settings=settings)
+                      settings=settings, confidence=confidence)

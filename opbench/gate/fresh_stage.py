@@ -30,11 +30,13 @@ class FreshStageError(RuntimeError):
 def remeasure_in_fresh_processes(instances: Sequence[CaseInstance], ids: Sequence[str],
                                  config: Any, *, on_progress: Any = None,
                                  on_pass: Any = None,
-                                 spawn: Callable[[int], Any] | None = None
-                                 ) -> dict[str, InstanceRecord]:
+                                 spawn: Callable[[int], Any] | None = None,
+                                 early_stop: Any = None) -> dict[str, InstanceRecord]:
     """Measure `ids` (a subset of `instances`) again, as stage 1 did, in new worker
-    processes: {id: instance record}. Raises FreshStageError when an id is not among the
-    instances or the workers cannot be started."""
+    processes: {id: instance record}; early_stop (results.sequential_run.EarlyStop): each
+    instance stops at the end of the process after which its rule decides it. Raises
+    FreshStageError when an id is not among the instances or the workers cannot be
+    started."""
     from opbench.results.recorded_run import run_passes
     from opbench.runner.workers import WorkerError, WorkerPool
     from opbench.verdicts.conclusions import apply_between_process_prior
@@ -48,7 +50,8 @@ def remeasure_in_fresh_processes(instances: Sequence[CaseInstance], ids: Sequenc
         with WorkerPool(config, spawn=spawn) as pool:
             pool.open()
             pool.measure_overheads()
-            records = run_passes(pool, subset, [], on_progress=on_progress, on_pass=on_pass)
+            records = run_passes(pool, subset, [], on_progress=on_progress, on_pass=on_pass,
+                                 early_stop=early_stop)
     except WorkerError as exc:
         raise FreshStageError(f"the stage-2 worker processes failed: {exc}") from None
     apply_between_process_prior(records, config)

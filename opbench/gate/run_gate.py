@@ -23,14 +23,17 @@ from opbench.gate.baseline import (
     match_instances,
     select_records,
 )
+from opbench.gate.early_stop import early_stop_note, stage1_stop, stage2_stop, stops_early
 from opbench.gate.evaluate import GateResult, GateSettings, evaluate
 from opbench.gate.fresh_stage import FreshStageError, remeasure_in_fresh_processes
 from opbench.gate.settings import GATE_SETTINGS
 from opbench.results.history import HistoryError, HistoryStore
 from opbench.results.records import InstanceRecord, RecordedConfig, RunRecord
+from opbench.results.sequential_run import EarlyStop
 from opbench.results.recorded_run import InstanceCallback, PassCallback, open_session, run_passes
 from opbench.runner.injection import Injection, injection_from_env
 from opbench.runner.raw_records import instance_header
+from opbench.verdicts.stats import DEFAULT_CONFIDENCE
 
 __all__ = ["GateHooks", "GateRequest", "GateRun", "GateSetupError", "HistoryOutcome",
            "gate_config", "run_gate"]
@@ -64,12 +67,13 @@ def _nothing(*args: Any) -> None:
 @dataclass(frozen=True)
 class GateHooks:
     """What the front door does for the gate. measure(instances, config, json_path,
-    injection) -> record is stage 1: the front door's one run path (results.recorded_run's
-    open_session and run, its progress display, its handling of a missing framework, an
-    unknown API or an interrupt). The others only tell the user what is happening."""
+    injection, early_stop) -> record is stage 1: the front door's one run path
+    (results.recorded_run's open_session and run, given early_stop, its progress display,
+    its handling of a missing framework, an unknown API or an interrupt). The others only
+    tell the user what is happening."""
 
-    measure: Callable[[Sequence[CaseInstance], RunConfig, str, Injection | None],
-                      RunRecord]
+    measure: Callable[[Sequence[CaseInstance], RunConfig, str, Injection | None,
+                       EarlyStop | None], RunRecord]
     # the options taken from the baseline, as a user types them, before measuring
     inherited: Callable[[Sequence[str]], None] = _nothing
     # stage 2 is about to re-measure this many instances
@@ -132,9 +136,15 @@ def run_gate(request: GateRequest, hooks: GateHooks) -> GateRun:
         _check_history(request.history_db)     # before measuring: a bad database costs no run
     _check_baseline_covers(request, config)
 
-    record = hooks.measure(request.instances, config, request.json_path, injection)
+    # instances stop once the gate's rules decide them (gate/early_stop.py), each look's
+    # intervals at its share of the error rate, the final evaluation's too
+    early = (stage1_stop(request.baseline, config, request.settings)
+             if stops_early(request.options, request.settings, config) else None)
+    confidence = early.confidences[-1] if early is not None else DEFAULT_CONFIDENCE
+    record = hooks.measure(request.instances, config, request.json_path, injection, early)
     extra = (HygieneNote(KIND_SELF_TEST, injection.describe()),) if injection else ()
-    result = evaluate(request.baseline, record, settings=request.settings, extra_notes=extra)
+    result = evaluate(request.baseline, record, settings=request.settings, extra_notes=extra,
+                      confidence=confidence)
     if result.compared == 0:
         raise GateSetupError(
             f"{request.baseline_path} shares no instance with this run (baseline ids: "
@@ -143,10 +153,16 @@ def run_gate(request: GateRequest, hooks: GateHooks) -> GateRun:
     ids = result.to_remeasure()
     if ids:
         hooks.stage2_starting(len(ids))
-        second, stage2_notes = _remeasure(request.instances, ids, config, injection, hooks)
+        second_stop = (stage2_stop(request.baseline, record, config, request.settings)
+                       if early is not None else None)
+        second, stage2_notes = _remeasure(request.instances, ids, config, injection, hooks,
+                                          second_stop)
         extra += stage2_notes
         result = evaluate(request.baseline, record, remeasured=second,
-                          settings=request.settings, extra_notes=extra)
+                          settings=request.settings, extra_notes=extra, confidence=confidence)
+    if early is not None:     # after the run's own notes: how it was measured, not a warning
+        result = replace(result, notes=result.notes + (early_stop_note(config, record,
+                                                                       second),))
     history = None
     if request.history_db:
         history = _record_history(request.history_db, record, request.json_path,
@@ -156,14 +172,15 @@ def run_gate(request: GateRequest, hooks: GateHooks) -> GateRun:
 
 
 def _remeasure(instances: Sequence[CaseInstance], ids: Sequence[str], config: RunConfig,
-               injection: Injection | None, hooks: GateHooks
+               injection: Injection | None, hooks: GateHooks, early_stop: EarlyStop | None
                ) -> tuple[dict[str, InstanceRecord], tuple[HygieneNote, ...]]:
-    """Stage 2 in fresh worker processes (gate/fresh_stage.py says why), or, when they
-    fail, in this process, with a note saying so: (records by id, extra notes)."""
+    """Stage 2 in fresh worker processes (gate/fresh_stage.py says why), each instance until
+    early_stop's rule decides it, or, when they fail, in this process (one process: no
+    look before its end), with a note saying so: (records by id, extra notes)."""
     try:
         return remeasure_in_fresh_processes(
             instances, ids, config, on_progress=hooks.stage2_progress,
-            on_pass=hooks.stage2_pass), ()
+            on_pass=hooks.stage2_pass, early_stop=early_stop), ()
     except FreshStageError as exc:
         hooks.stage2_here(str(exc))
         note = HygieneNote(KIND_STAGE2, f"re-measured in the first stage's processes, which "

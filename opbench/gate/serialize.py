@@ -9,7 +9,8 @@ from opbench.gate.evaluate import GateResult, InstanceResult
 __all__ = ["GATE_REPORT_VERSION", "result_as_dict"]
 
 # 1: first format (opbench 0.1). Fields added since (each path's method, processes and
-# between_sd) are additions a version-1 reader ignores.
+# between_sd; `confidence`, the last look's when the stages stopped instances early: 0.95
+# otherwise) are additions a version-1 reader ignores.
 GATE_REPORT_VERSION = 1
 
 
@@ -55,5 +56,6 @@ def result_as_dict(result: GateResult, **context: Any) -> dict[str, Any]:
             "min_effect": result.settings.min_effect,
             "min_effect_overrides": [list(o) for o in result.settings.min_effect_overrides],
             "fail_on_slow": result.settings.fail_on_slow,
+            "confidence": result.confidence,
             "notes": [n.as_dict() for n in result.notes],
             "instances": [_instance(i) for i in result.worst_first()], **context}

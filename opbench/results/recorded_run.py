@@ -19,7 +19,12 @@ from opbench.config import RunConfig
 from opbench.results.io import new_record, utc_now
 from opbench.results.records import RunRecord
 from opbench.results.safe_write import ResilientSaver
-from opbench.results.sequential_run import LookCallback, run_sequential
+from opbench.results.sequential_run import (
+    EarlyStop,
+    LookCallback,
+    mark_decided,
+    run_sequential,
+)
 from opbench.runner.measure import Clock
 from opbench.runner.injection import Injection, InjectingSession
 from opbench.runner.protocol import MeasuringSession
@@ -65,20 +70,23 @@ def run(instances: Sequence[CaseInstance], config: RunConfig, *,
         session: MeasuringSession | None = None,
         clock: Clock = time.perf_counter,
         on_pass: PassCallback | None = None,
-        on_look: LookCallback | None = None) -> RunRecord:
+        on_look: LookCallback | None = None,
+        early_stop: EarlyStop | None = None) -> RunRecord:
     """Run every instance and return the record. With json_path the record is rewritten
     atomically after every instance (and every pass), so an interrupt or crash keeps what
     was measured. on_progress(i, n, instance, record_or_None) is called before (None) and
     after each instance of the first pass; on_pass(pass_index, passes) before each later one,
     or under sequential stopping (config.sequential) on_look(process, max_processes,
     undecided, decided, eta_s) before each process after the first (sequential_run.py).
-    Raises ApiError before timing anything if an API does not resolve."""
+    early_stop: the fixed protocol's instances stop at a process's end once its rule says
+    they are decided (run_passes). Raises ApiError before timing anything if an API does
+    not resolve."""
     owned = session is None
     if session is None:
         session = open_session(config, clock)
     try:
         return _run_opened(session, instances, config, json_path, on_progress, on_pass,
-                           on_look)
+                           on_look, early_stop)
     finally:
         if owned:
             session.close()
@@ -104,7 +112,8 @@ def open_session(config: RunConfig, clock: Clock = time.perf_counter,
     return session
 
 
-def _run_opened(session, instances, config, json_path, on_progress, on_pass, on_look=None):
+def _run_opened(session, instances, config, json_path, on_progress, on_pass, on_look=None,
+                early_stop=None):
     problems = session.check_apis(instances)
     if problems:
         raise ApiError("\n".join(problems))
@@ -127,7 +136,7 @@ def _run_opened(session, instances, config, json_path, on_progress, on_pass, on_
                            on_progress=on_progress, on_look=on_look)
         else:
             run_passes(session, instances, record["instances"], save=save,
-                       on_progress=on_progress, on_pass=on_pass)
+                       on_progress=on_progress, on_pass=on_pass, early_stop=early_stop)
     except BaseException:
         # KeyboardInterrupt or a crash outside an instance: keep what was measured
         record["interrupted"] = True
@@ -148,14 +157,17 @@ def _run_opened(session, instances, config, json_path, on_progress, on_pass, on_
 def run_passes(session: MeasuringSession, instances: Sequence[CaseInstance],
                records: list[dict[str, Any]], *, save: Callable[[], None] = lambda: None,
                on_progress: InstanceCallback | None = None,
-               on_pass: PassCallback | None = None) -> list[dict[str, Any]]:
+               on_pass: PassCallback | None = None,
+               early_stop: EarlyStop | None = None) -> list[dict[str, Any]]:
     """Pass 1 runs each instance whole (check, calibration, its share of the rounds) and
     appends its record to `records`; passes 2..N visit the measured instances again in the
     same order and add rounds (Session.extend_instance). N is config.passes for a Session,
     passes x processes for a worker pool (its `total_passes`: every process makes its
     passes through the whole selection in turn, so an instance's shares lie minutes apart
     on a long run, across the machine's slow drift). save() runs after every instance of
-    every pass."""
+    every pass. early_stop: at the end of each worker process but the last, the instances
+    its rule names as decided are measured no more (their records say so: `sequential`);
+    a Session (one process) has no such point."""
     first = len(records)
     for i, inst in enumerate(instances):
         if on_progress:
@@ -166,15 +178,34 @@ def run_passes(session: MeasuringSession, instances: Sequence[CaseInstance],
         if on_progress:
             on_progress(i, len(instances), inst, result)
     passes = session.total_passes if session.config.timing else 1
+    per_process = session.config.passes
+    open_ = set(range(len(instances)))
     for pass_index in range(2, passes + 1):
+        if early_stop is not None and (pass_index - 1) % per_process == 0:
+            _stop_decided(early_stop, (pass_index - 1) // per_process, records[first:], open_)
+            if not open_:
+                break
         if on_pass:
             on_pass(pass_index, passes)
         for offset, inst in enumerate(instances):
+            if offset not in open_:
+                continue
             # a worker pool hands back a new record; a Session extends this one in place
             records[first + offset] = extend_instance(session, inst, records[first + offset],
                                                       pass_index)
             save()
     return records[first:]
+
+
+def _stop_decided(early_stop: EarlyStop, processes: int, records: list[dict[str, Any]],
+                  open_: set[int]) -> None:
+    """The look after `processes` worker processes: the open instances its rule settles are
+    marked and leave `open_`."""
+    settled = set(early_stop.settled(processes, records))
+    for offset in sorted(open_):
+        if records[offset].get("id") in settled:
+            mark_decided(records[offset], processes, early_stop.confidences[processes - 1])
+            open_.discard(offset)
 
 
 def check_only(config: RunConfig) -> RunConfig:

@@ -15,7 +15,8 @@ callbacks.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Collection, Sequence
 
 from opbench.cases.case_files import CaseInstance
 from opbench.runner.protocol import MeasuringSession
@@ -23,7 +24,8 @@ from opbench.verdicts.conclusions import judge_instance, run_between_process_pri
 from opbench.verdicts.rules import Verdict
 from opbench.verdicts.sequential import decided, look_for
 
-__all__ = ["LookCallback", "run_sequential", "settled", "STOPPED_BUDGET", "STOPPED_CAP",
+__all__ = ["EarlyStop", "LookCallback", "mark_decided", "run_sequential", "settled",
+           "STOPPED_BUDGET", "STOPPED_CAP",
            "STOPPED_DECIDED", "STOPPED_FAILED"]
 
 STOPPED_DECIDED = "decided"     # PASS or SLOW at a look
@@ -36,6 +38,25 @@ InstanceCallback = Callable[[int, int, CaseInstance, "dict[str, Any] | None"], N
 # first, how many instances it will measure, how many are settled, and how long the
 # undecided took in the previous process (the next one's duration, up to a fresh start).
 LookCallback = Callable[[int, int, int, int, float], None]
+
+
+@dataclass(frozen=True)
+class EarlyStop:
+    """Early stopping inside a fixed protocol's passes (recorded_run.run_passes): at the end
+    of each worker process but the last, `settled(processes, records)` names the instances
+    (by id) whose verdict a rule above this layer already decides (the gate's evidence
+    rules: gate/early_stop.py), and they are measured no more. `confidences`: each planned
+    look's spent confidence (verdicts/sequential.look_confidences), one per process, the
+    one a stopped instance was judged at recorded with it."""
+
+    settled: Callable[[int, Sequence[dict[str, Any]]], Collection[str]]
+    confidences: tuple[float, ...]
+
+
+def mark_decided(record: dict[str, Any], processes: int, confidence: float) -> None:
+    """An instance record stopped at the look after its `processes`-th process says so."""
+    record["sequential"] = {"processes": processes, "stopped": STOPPED_DECIDED,
+                            "look_confidence": confidence}
 
 
 def run_sequential(session: MeasuringSession, instances: Sequence[CaseInstance],

@@ -27,7 +27,8 @@ from __future__ import annotations
 from opbench.verdicts.rules import Verdict
 from opbench.verdicts.stats import DEFAULT_CONFIDENCE, BetweenProcessPrior, Look
 
-__all__ = ["PLANNING_DF", "PLANNING_SD", "Look", "decided", "look_confidence", "look_for"]
+__all__ = ["PLANNING_DF", "PLANNING_SD", "Look", "decided", "look_confidence",
+           "look_confidences", "look_for"]
 
 # The between-process SD (log ratio) a one-process look assumes it cannot see: 0.25 is a
 # 28% offset, the top of the 6-27% per-process offsets measured on this machine
@@ -49,6 +50,24 @@ def look_confidence(looks: int, confidence: float = DEFAULT_CONFIDENCE) -> float
     if looks < 1:
         raise ValueError(f"looks must be >= 1, not {looks!r}")
     return 1.0 - (1.0 - confidence) / looks
+
+
+def look_confidences(looks: int, confidence: float = DEFAULT_CONFIDENCE,
+                     last_share: float | None = None) -> tuple[float, ...]:
+    """Each planned look's confidence, the looks together spending 1 - confidence (the same
+    union bound as look_confidence): equal shares when last_share is None, else the last
+    look spends last_share of it and the earlier ones share the rest equally. A rule whose
+    last look must stay close to the fixed protocol's (the gate: gate/early_stop.py) keeps
+    most of the error rate for it, so that only clear cases stop early."""
+    if looks < 1:
+        raise ValueError(f"looks must be >= 1, not {looks!r}")
+    if last_share is None or looks == 1:
+        return (look_confidence(looks, confidence),) * looks
+    if not 0.0 < last_share < 1.0:
+        raise ValueError(f"last_share must be in (0, 1), not {last_share!r}")
+    alpha = 1.0 - confidence
+    early = 1.0 - alpha * (1.0 - last_share) / (looks - 1)
+    return (early,) * (looks - 1) + (1.0 - alpha * last_share,)
 
 
 def look_for(processes: int, looks: int, run_prior: BetweenProcessPrior | None) -> Look:

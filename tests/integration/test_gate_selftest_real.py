@@ -114,9 +114,15 @@ def test_a_a_gate_passes(baseline):
     report = json.loads((baseline / f"aa{attempt}-gate.json").read_text())
     (inst,) = report["instances"]
     assert inst["id"] == INSTANCE and inst["verdict"] == "PASS"
-    # the interval held the processes: 8 pooled baseline processes against this run's 4
+    # the interval held the processes: 8 pooled baseline processes against this run's 4,
+    # or the processes after which the gate's early stop decided it (gate/early_stop.py)
     ratio = inst["measurements"][0]["stage1"]["ratio"]
-    assert (ratio["n_processes_baseline"], ratio["n_processes_current"]) == (8, 4)
+    (measured,) = current["instances"]
+    course = measured.get("sequential")
+    processes = course["processes"] if course else 4
+    assert (ratio["n_processes_baseline"], ratio["n_processes_current"]) == (8, processes)
+    assert course is None or (course["stopped"] == "decided" and processes < 4)
+    assert [n for n in report["notes"] if n["kind"] == "early stop"]
     assert report["same_machine"] is True
     assert not [n for n in report["notes"] if n["kind"] == "config"]   # measured alike
     assert ET.parse(baseline / f"aa{attempt}.xml").getroot().get("tests") == "1"

@@ -37,10 +37,10 @@ class FrontDoor:
         self.target_options = target_options
         self.told: list[tuple] = []
 
-    def measure(self, instances, config, json_path, injection):
+    def measure(self, instances, config, json_path, injection, early_stop):
         self.told.append(("measure", config))
         return run(instances, config, json_path=json_path,
-                   session=fake_session(config, **self.target_options))
+                   session=fake_session(config, **self.target_options), early_stop=early_stop)
 
     def hooks(self) -> GateHooks:
         return GateHooks(measure=self.measure,
