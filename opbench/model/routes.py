@@ -293,6 +293,16 @@ def _identity(x: Any) -> Any:
     return x
 
 
+def _ms_size(call: Call) -> Route | Unmapped:
+    """x.size() and x.size(dim): MindSpore's shape is a property, not a method (the mapping's
+    `Tensor.shape` called with the dim failed on nanoGPT's `x.size(1)`)."""
+    dim = _values(call, ["self", "dim"])["dim"]
+    if dim is None:
+        return Route("mindspore.Tensor.shape", lambda resolve: lambda x: x.shape, call.args[:1])
+    return Route("mindspore.Tensor.shape[dim]", lambda resolve: lambda x, d: x.shape[d],
+                 (call.args[0], dim))
+
+
 TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.nn.functional.layer_norm": _ms_layer_norm,
     "torch.nn.functional.embedding": _ms_embedding,
@@ -304,6 +314,7 @@ TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.Tensor.view": _ms_same_method("view"),
     "torch.Tensor.reshape": _ms_same_method("reshape"),
     "torch.Tensor.contiguous": _ms_contiguous,
+    "torch.Tensor.size": _ms_size,
     "torch.arange": _ms_arange,
     "torch.nn.functional.max_pool2d": _ms_max_pool2d,
     "torch.nn.functional.batch_norm": _ms_batch_norm,

@@ -8,6 +8,7 @@ framework is imported."""
 from __future__ import annotations
 
 import math
+import types
 from dataclasses import replace
 
 import numpy as np
@@ -333,6 +334,19 @@ def test_view_reshape_and_contiguous_rules():
     fn = contiguous.make(Resolver())
     tensor = object()
     assert fn(tensor) is tensor
+
+
+def test_tensor_size_reads_mindspores_shape_property():
+    """nanoGPT's x.size(1): MindSpore's Tensor.shape is a property, not a method."""
+    mapping = load_mapping()
+    tensor = types.SimpleNamespace(shape=(2, 8, 4))
+    with_dim = route_for(_call("torch.Tensor.size", (X, Lit(1))), "mindspore", mapping)
+    assert with_dim.args == (X, Lit(1)) and with_dim.make(Resolver())(tensor, 1) == 8
+    keyword = route_for(_call("torch.Tensor.size", (X,), (("dim", Lit(-1)),)), "mindspore",
+                        mapping)
+    assert keyword.make(Resolver())(tensor, -1) == 4
+    whole = route_for(_call("torch.Tensor.size", (X,)), "mindspore", mapping)
+    assert whole.args == (X,) and whole.make(Resolver())(tensor) == (2, 8, 4)
 
 
 # -- through the API mapping --------------------------------------------------------------------
