@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence, Union, runtime_checkable
 
 from opbench.config import (
     ASYNC,
@@ -79,6 +79,26 @@ class Side:
     sync: Callable[[], None]
 
 
+@runtime_checkable
+class RemoteSide(Protocol):
+    """A side measured in another process (runner/side_worker.py): each primitive below runs
+    there on its own clock, whole, and only its figure comes back, so the parent keeps the
+    schedule (which side, when, after which settle) while no sample pays for the request."""
+
+    name: str
+
+    def sample(self, loops: int, mode: str) -> float: ...
+
+    def warm_up(self, mode: str, warmup_time_s: float) -> int: ...
+
+    def rewarm(self, mode: str, max_calls: int) -> int: ...
+
+    def sync_cost(self) -> float: ...
+
+
+AnySide = Union[Side, RemoteSide]
+
+
 @dataclass(frozen=True)
 class Calibration:
     loops: int
@@ -127,10 +147,12 @@ def clock_resolution_s(clock: Clock = time.perf_counter, probes: int = 50) -> fl
     return smallest
 
 
-def run_sample(side: Side, loops: int, mode: str, clock: Clock) -> float:
+def run_sample(side: AnySide, loops: int, mode: str, clock: Clock) -> float:
     """Seconds for `loops` calls. The queue is drained first so earlier work never leaks in.
     serial: sync after every call (latency, what a user waiting on each result sees).
     async: launch all calls, sync once (throughput, what a training loop sees)."""
+    if isinstance(side, RemoteSide):
+        return side.sample(loops, mode)
     call, sync = side.call, side.sync
     sync()
     if mode == SERIAL:
@@ -146,11 +168,13 @@ def run_sample(side: Side, loops: int, mode: str, clock: Clock) -> float:
     return clock() - t0
 
 
-def rewarm(side: Side, mode: str, clock: Clock, max_calls: int,
+def rewarm(side: AnySide, mode: str, clock: Clock, max_calls: int,
            min_time_s: float | None = None) -> int:
     """Untimed calls until min_time_s has passed (at least one, at most max_calls): the
     caches, TLBs and predictors the other side's sample took over are the side's own again.
     Returns the number of calls."""
+    if isinstance(side, RemoteSide):
+        return side.rewarm(mode, max_calls)
     min_time_s = REWARM_TIME_S if min_time_s is None else min_time_s
     start = clock()
     calls = 0
@@ -173,6 +197,13 @@ def sync_cost_s(sync: Callable[[], None], clock: Clock, repeats: int = 200) -> f
     return costs[len(costs) // 2]
 
 
+def side_sync_cost_s(side: AnySide, clock: Clock) -> float:
+    """sync_cost_s of a side, taken where the side lives."""
+    if isinstance(side, RemoteSide):
+        return side.sync_cost()
+    return sync_cost_s(side.sync, clock)
+
+
 def _steady(call_times_s: Sequence[float]) -> bool:
     """No spike among the last STEADY_CALLS calls (see WARMUP_SPIKE_FACTOR)."""
     if len(call_times_s) < STEADY_CALLS:
@@ -181,7 +212,7 @@ def _steady(call_times_s: Sequence[float]) -> bool:
     return last[-1] <= WARMUP_SPIKE_FACTOR * last[len(last) // 2]
 
 
-def warm_up(side: Side, mode: str, clock: Clock, warmup_time_s: float) -> int:
+def warm_up(side: AnySide, mode: str, clock: Clock, warmup_time_s: float) -> int:
     """Run the call until it has run MIN_WARMUP_CALLS times and for warmup_time_s, and
     then on until its last calls are steady (no spike), at most MAX_WARMUP_FACTOR times
     warmup_time_s in all. Returns how many calls that took."""
@@ -202,7 +233,7 @@ def sample_time_cap_s(settings: MeasureSettings, n_sides: int) -> float:
     return settings.max_time_s / (settings.rounds * n_sides)
 
 
-def calibrate(sides: Sequence[Side], settings: MeasureSettings, clock: Clock,
+def calibrate(sides: Sequence[AnySide], settings: MeasureSettings, clock: Clock,
               resolution_s: float | None = None, settle: Settle | None = None) -> Calibration:
     """One loop count shared by all sides, so every side's sample covers the same work and
     the ratio of samples is the ratio of per-call times. The count is set by the *fastest*
@@ -216,7 +247,7 @@ def calibrate(sides: Sequence[Side], settings: MeasureSettings, clock: Clock,
     """
     if resolution_s is None:
         resolution_s = clock_resolution_s(clock)
-    syncs = {s.name: sync_cost_s(s.sync, clock) for s in sides}
+    syncs = {s.name: side_sync_cost_s(s, clock) for s in sides}
     target = max(settings.min_sample_time_s, RESOLUTION_FACTOR * resolution_s,
                  SYNC_COST_FACTOR * max(syncs.values()))
     cap_s = sample_time_cap_s(settings, len(sides))
@@ -293,12 +324,12 @@ def rounds_within_budget(settings: MeasureSettings, sample_time_s: float, n_side
     return max(min(settings.rounds, settings.min_rounds), min(settings.rounds, affordable))
 
 
-def _check_distinct(sides: Sequence[Side]) -> None:
+def _check_distinct(sides: Sequence[AnySide]) -> None:
     if len({s.name for s in sides}) != len(sides) or not sides:
         raise ValueError("sides need distinct names")
 
 
-def _interleaved_rounds(sides: Sequence[Side], loops: int, rounds: int, mode: str,
+def _interleaved_rounds(sides: Sequence[AnySide], loops: int, rounds: int, mode: str,
                         clock: Clock, settle: Settle | None = None, first_round: int = 0
                         ) -> tuple[dict[str, tuple[float, ...]], tuple[tuple[str, ...], ...],
                                    dict[str, tuple[Any, ...]]]:
@@ -328,7 +359,7 @@ def _interleaved_rounds(sides: Sequence[Side], loops: int, rounds: int, mode: st
             {k: tuple(v) for k, v in settled.items()})
 
 
-def measure(sides: Sequence[Side], settings: MeasureSettings,
+def measure(sides: Sequence[AnySide], settings: MeasureSettings,
             clock: Clock = time.perf_counter, resolution_s: float | None = None,
             settle: Settle | None = None) -> Measurement:
     """The whole protocol: warm-up each side, calibrate one loop count, then interleaved
@@ -377,7 +408,7 @@ class MoreRounds:
     settled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
-def more_rounds(sides: Sequence[Side], mode: str, loops: int, rounds: int,
+def more_rounds(sides: Sequence[AnySide], mode: str, loops: int, rounds: int,
                 clock: Clock = time.perf_counter,
                 warmup_time_s: float = DEFAULT_WARMUP_TIME_S,
                 settle: Settle | None = None, first_round: int = 0) -> MoreRounds:
