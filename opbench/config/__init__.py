@@ -211,6 +211,10 @@ class RunConfig:
     # Under `pytest --benchmark -n N` (placement.py): the cores and device this pytest-xdist
     # worker owns; recorded in its part of the run. None: not an xdist worker.
     worker: Placement | None = None
+    # The interpreter each side's worker processes run in (`--reference torch@PYTHON`, or a
+    # named environment): None is this interpreter. Another one needs worker processes.
+    reference_python: str | None = None
+    target_python: str | None = None
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
@@ -233,6 +237,10 @@ class RunConfig:
     def frameworks(self) -> tuple[str, str]:
         return (self.reference, self.target)
 
+    def python_of(self, name: str) -> str | None:
+        """The interpreter side `name` runs in (None: this one)."""
+        return self.reference_python if name == self.reference else self.target_python
+
     @property
     def shares(self) -> int:
         """How many pieces each measurement's rounds are cut into: one per pass per
@@ -246,6 +254,9 @@ class RunConfig:
         # records of whole selections, measured outside xdist, stay as they were
         if d["shard"] is None:
             del d["shard"]
+        for key in ("reference_python", "target_python"):
+            if d[key] is None:      # runs in this interpreter record as they always have
+                del d[key]
         if self.worker is None:
             del d["worker"]
         else:

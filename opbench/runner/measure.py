@@ -216,6 +216,8 @@ def warm_up(side: AnySide, mode: str, clock: Clock, warmup_time_s: float) -> int
     """Run the call until it has run MIN_WARMUP_CALLS times and for warmup_time_s, and
     then on until its last calls are steady (no spike), at most MAX_WARMUP_FACTOR times
     warmup_time_s in all. Returns how many calls that took."""
+    if isinstance(side, RemoteSide):
+        return side.warm_up(mode, warmup_time_s)
     calls = 0
     times: list[float] = []
     start = clock()

@@ -45,6 +45,12 @@ class ApiError(Exception):
     """APIs in the cases that do not resolve in the installed frameworks (load-time)."""
 
 
+class SideLost(RuntimeError):
+    """A side's worker process died, hung or could not be reached in the middle of an
+    instance: not the instance's failure but the process's, so it is raised through to the
+    pool (workers.py), which records it against the instance and starts a fresh process."""
+
+
 class SideFailed(Exception):
     """One side could not prepare or call an instance; the message names the side and the
     stage (`torch failed calling torch.add: RuntimeError: ...`) and becomes the record's
@@ -218,6 +224,8 @@ class Session:
         record = instance_header(instance, self.config)
         try:
             self._run_into(instance, record)
+        except SideLost:
+            raise
         except Exception as exc:  # a failing operator is recorded; the run goes on
             record["error"] = record.get("error") or _error_text(exc)
             record["traceback"] = traceback.format_exc(limit=8)
@@ -246,9 +254,9 @@ class Session:
         cfg = self.config
         timed: dict[str, list[Any]] = {}
         for mode in cfg.modes:
-            timed[mode] = [self._timed_side(n, prepared[n]) for n in cfg.frameworks]
+            timed[mode] = [self.timed_side(n, prepared[n]) for n in cfg.frameworks]
             if grad_sides:
-                timed[mode + BACKWARD_SUFFIX] = [self._timed_side(n, prepared[n], grad_sides[n])
+                timed[mode + BACKWARD_SUFFIX] = [self.timed_side(n, prepared[n], grad_sides[n])
                                                  for n in cfg.frameworks]
         return timed
 
@@ -292,6 +300,8 @@ class Session:
                                     settle=self._settle(), first_round=len(m["order"]))
                 self._pool_rounds(m, extra, pass_index)
             self._measured_here.add(instance.id)
+        except SideLost:
+            raise
         except Exception as exc:
             where = (f"process {self.process_index}, " if self.config.processes > 1 else "")
             record.setdefault("pass_errors", []).append(
@@ -313,7 +323,7 @@ class Session:
         outputs: dict[str, Any] = {}
         for name in cfg.frameworks:
             try:
-                prepared[name], outputs[name] = self._forward_side(instance, arrays, name)
+                prepared[name], outputs[name] = self.forward_side(instance, arrays, name)
             except SideFailed as exc:
                 record["error"] = str(exc)
                 raise
@@ -337,7 +347,7 @@ class Session:
     # -- one side's part of an instance: in this process here; a side worker's parent
     # (side_worker.RemoteSession) overrides these four to ask the side's process instead.
 
-    def _forward_side(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray],
+    def forward_side(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray],
                       name: str) -> tuple[Any, Any]:
         """Side `name`'s call prepared and run once: (the prepared call, its selected output
         as numpy). Raises SideFailed naming the side and the stage."""
@@ -351,7 +361,7 @@ class Session:
         except Exception as exc:
             raise SideFailed(f"{name} failed {stage}: {_error_text(exc)}") from exc
 
-    def _backward_side(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray],
+    def backward_side(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray],
                        name: str, reference_out: Any) -> tuple[Any, Any]:
         """Side `name`'s forward+backward callable, run once: (it, its gradients as numpy).
         The loss weights are shaped like the reference's output. Raises SideFailed."""
@@ -374,7 +384,7 @@ class Session:
         except Exception as exc:
             raise SideFailed(f"{name} failed forward+backward: {_error_text(exc)}") from exc
 
-    def _timed_side(self, name: str, prepared: Any, backward: Any = None) -> Any:
+    def timed_side(self, name: str, prepared: Any, backward: Any = None) -> Any:
         """The Side measure() times: the prepared forward call, or (given) the
         forward+backward callable."""
         if backward is not None:
@@ -396,7 +406,7 @@ class Session:
         sides: dict[str, Any] = {}
         for name in cfg.frameworks:
             try:
-                sides[name], grads[name] = self._backward_side(instance, arrays, name,
+                sides[name], grads[name] = self.backward_side(instance, arrays, name,
                                                                outputs[cfg.reference])
             except SideFailed as exc:
                 record["error"] = str(exc)
@@ -449,4 +459,4 @@ class Session:
         return record
 
 
-__all__ = ["Session", "ApiError", "SideFailed", "substitute_refs"]
+__all__ = ["Session", "ApiError", "SideFailed", "SideLost", "substitute_refs"]

@@ -13,13 +13,14 @@ import re
 from pathlib import Path
 
 import pytest
-from runner_fakes import (FAST_SETTINGS, binary_case, case_file, fake_config, fake_session,
-                          fake_session_class, load_instances)
+from runner_fakes import (FAST_SETTINGS, FakeClock, binary_case, case_file, fake_config,
+                          fake_session, fake_session_class, load_instances)
 from worker_fakes import Spawner
 
 import opbench.results.io as results_io
 import opbench.results.recorded_run as recorded_run
 import opbench.runner.session as session_mod
+import opbench.runner.side_server as side_server
 from opbench.config import RunConfig
 from opbench.report.markdown import render_markdown
 from opbench.results.recorded_run import run
@@ -48,9 +49,11 @@ def pinned(monkeypatch):
     monkeypatch.setattr(results_io, "utc_now", lambda: "2026-01-01T00:00:00+00:00")
     monkeypatch.setattr(recorded_run, "utc_now", lambda: "2026-01-01T00:00:00+00:00")
     # the CPU probe reads this process's resident memory, which no fake clock pins
-    monkeypatch.setattr(session_mod, "peak_memory",
-                        lambda calls, device: {n: {"bytes": 0, "measure": "pinned"}
-                                               for n in calls})
+    def pinned_memory(calls, device):
+        return {n: {"bytes": 0, "measure": "pinned"} for n in calls}
+
+    monkeypatch.setattr(session_mod, "peak_memory", pinned_memory)
+    monkeypatch.setattr(side_server, "peak_memory", pinned_memory)   # a side worker's
 
 
 TARGET = {"costs": {"mindspore.slow_add": 3e-4},
@@ -86,7 +89,8 @@ def test_a_fixed_run_in_this_process_writes_the_golden_file(tmp_path, pinned):
 def test_a_fixed_run_in_worker_processes_writes_the_golden_file(tmp_path, pinned):
     config = RunConfig(reference="torch", target="mindspore", threads=2,
                        settings=FAST_SETTINGS, quiesce=False, processes=3)
-    pool = WorkerPool(config, spawn=Spawner(fake_session_class(TARGET)))
+    # the parent keeps the schedule: its clock times the instances
+    pool = WorkerPool(config, spawn=Spawner(fake_session_class(TARGET)), clock=FakeClock())
     pool.open()
     out = tmp_path / "run.json"
     try:
