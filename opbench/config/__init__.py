@@ -237,6 +237,11 @@ class RunConfig:
     def frameworks(self) -> tuple[str, str]:
         return (self.reference, self.target)
 
+    @property
+    def in_workers(self) -> bool:
+        """Measured in worker processes: several, or a side in another interpreter."""
+        return self.processes > 1 or bool(self.reference_python or self.target_python)
+
     def python_of(self, name: str) -> str | None:
         """The interpreter side `name` runs in (None: this one)."""
         return self.reference_python if name == self.reference else self.target_python

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from opbench.config import (
@@ -41,6 +42,7 @@ from opbench.config.limits import (
     LimitError,
     parse_size,
 )
+from opbench.config.sides import SideSpecError, load_environments, parse_side
 
 __all__ = ["BOTH_MODES", "CHECK_OPTIONS", "INPUT_BUDGET_OPTION", "LIMIT_OPTIONS",
            "MAX_INSTANCES_OPTION", "MODE_CHOICES", "OPTIONS", "SHARD_OPTION", "OptionSpec",
@@ -299,8 +301,18 @@ class RunOptions:
                        if getattr(self, k) is not None}
         mode = self.mode or SERIAL
         try:
+            environments = load_environments(Path.cwd())
+            reference = parse_side(self.reference or "torch", environments)
+            target = parse_side(self.target or "mindspore", environments)
+        except SideSpecError as exc:
+            raise OptionError(f"--reference/--target: {exc}") from None
+        if (reference.python or target.python) and timing and self.processes == 1:
+            raise OptionError("--reference/--target: a side in another interpreter runs in "
+                              "worker processes; --processes 1 measures in this one")
+        try:
             return RunConfig(
-                reference=self.reference or "torch", target=self.target or "mindspore",
+                reference=reference.framework, target=target.framework,
+                reference_python=reference.python, target_python=target.python,
                 device=self.device or "cpu",
                 threads=self.threads or default_threads(),
                 modes=(SERIAL, ASYNC) if mode == BOTH_MODES else (mode,),

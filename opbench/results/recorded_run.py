@@ -87,7 +87,7 @@ def open_session(config: RunConfig, clock: Clock = time.perf_counter,
     gate self-test's slowdown (runner/injection.py), in this process; worker processes read
     it from their environment."""
     session: MeasuringSession
-    if config.processes > 1:
+    if config.in_workers:
         session = WorkerPool(config)
     elif injection is not None:
         session = InjectingSession(config, injection, clock=clock)

@@ -8,7 +8,8 @@ this process's clock, and only the figure goes back. Between requests the proces
 on its socket: an idle side spends no CPU while the other measures.
 
 Requests (each answered ("ok", value) by serve):
-  ("forward", instance)                      -> ("done", output, inputs checksum) | ("failed", message)
+  ("forward", instance)                      -> ("done", output, inputs checksum)
+                                                or ("failed", message)
   ("backward", instance, reference_output)   -> ("done", gradients) | ("failed", message)
   ("sample", which, loops, mode)             -> seconds for `loops` calls
   ("warm_up", which, mode, warmup_time_s)    -> calls made

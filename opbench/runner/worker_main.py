@@ -1,8 +1,8 @@
 """The worker process: one side's framework (side_server.py) that the parent measures
 through, or one Session with both frameworks that measures what its parent asks.
 
-Started by opbench/runner/workers.py as `python -m opbench.runner.worker_main FD`; FD is one end of a
-socket pair over which pickled requests arrive and replies leave (stdout is left to the
+Started by opbench/runner/workers.py as `python -m opbench.runner.worker_main FD`; FD is
+one end of a socket pair over which pickled requests arrive and replies leave (stdout is left to the
 frameworks' own prints, stderr to their logs). The worker exits when its parent closes the
 socket or dies, so a crashed parent leaves no worker behind.
 

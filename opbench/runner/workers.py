@@ -45,6 +45,7 @@ from opbench.cases.case_files import CaseInstance
 from opbench.config import RunConfig
 from opbench.runner import inputs as inputs_mod
 from opbench.runner.exits import describe_exit
+from opbench.runner.interpreters import InterpreterError, check_interpreter
 from opbench.runner.measure import Clock
 from opbench.runner.protocol import BACKWARD, FORWARD
 from opbench.runner.raw_records import instance_header
@@ -318,6 +319,7 @@ class WorkerPool:
         self.clock = clock
         # looked up now, not at import: tests put fake workers in its place
         self._spawn = spawn or spawn_worker
+        self._check_interpreter = check_interpreter
         self.sessions: list[RemoteSession] = []
         self.overhead: dict[str, dict[str, float]] = {}
         self.restarts: list[str] = []
@@ -333,6 +335,13 @@ class WorkerPool:
         """Start every side worker and set its framework up. The imports run in parallel
         (they measure nothing); a failure closes the pool and raises WorkerError with the
         worker's message (a missing framework, a bad device)."""
+        for name in self.config.frameworks:
+            python = self.config.python_of(name)
+            if python is not None:
+                try:
+                    self._check_interpreter(python, name)
+                except InterpreterError as exc:
+                    raise WorkerError(str(exc)) from None
         started: list[Worker] = []
         try:
             for i in range(1, self.config.processes + 1):

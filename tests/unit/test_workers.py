@@ -144,8 +144,8 @@ def test_a_worker_dying_in_a_later_pass_is_a_pass_error_naming_the_instance(tmp_
     assert json.loads((tmp_path / "r.json").read_text())["instances"][0]["pass_errors"] == \
         list(first.pass_errors)
     assert first.verdict != "ERROR"     # worker 1's rounds still make a measurement
-    assert ("exp[16x64,float32]: pass 1: worker process 2 (mindspore) was killed by SIGKILL (signal 9) "
-            "while running exp[16x64,float32]; the earlier passes' rounds are kept"
+    assert ("exp[16x64,float32]: pass 1: worker process 2 (mindspore) was killed by SIGKILL "
+            "(signal 9) while running exp[16x64,float32]; the earlier passes' rounds are kept"
             ) in notes_lines(record, short=True)
 
 

@@ -1,0 +1,138 @@
+"""A side is a framework in an interpreter: parsing `--reference`/`--target`, named
+environments, the interpreter check, and a pool whose worker processes each hold one side."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+from runner_fakes import binary_case, case_file, fake_config, fake_session_class, load_instances
+from worker_fakes import Spawner
+
+import opbench.runner.workers as workers_mod
+from opbench.config import OPBENCH_VERSION
+from opbench.config.options import OptionError, RunOptions
+from opbench.config.sides import SideSpec, SideSpecError, load_environments, parse_side
+from opbench.results.recorded_run import run
+from opbench.runner.interpreters import InterpreterError, check_interpreter
+from opbench.runner.workers import WorkerError, WorkerPool
+
+
+def test_a_side_is_a_framework_an_interpreter_or_a_named_environment():
+    envs = {"ms29": SideSpec("mindspore", "/envs/ms29/bin/python")}
+    assert parse_side("torch") == SideSpec("torch")
+    assert parse_side("mindspore@/x/bin/python") == SideSpec("mindspore", "/x/bin/python")
+    assert parse_side("ms29", envs) == envs["ms29"]
+    with pytest.raises(SideSpecError, match="'tensorflow' is no framework .* environments: ms29"):
+        parse_side("tensorflow", envs)
+    with pytest.raises(SideSpecError, match="no interpreter after '@'"):
+        parse_side("torch@")
+
+
+def test_environments_come_from_pyproject_and_opbench_toml(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.opbench.environments]\nms29 = {framework = "mindspore", '
+        'python = "envs/ms29/bin/python"}\nold = {framework = "torch"}\n')
+    (tmp_path / "opbench.toml").write_text(
+        '[environments]\nold = {framework = "torch", python = "/opt/t/bin/python"}\n')
+    envs = load_environments(tmp_path)
+    assert envs["ms29"] == SideSpec("mindspore", str(tmp_path / "envs/ms29/bin/python"))
+    assert envs["old"] == SideSpec("torch", "/opt/t/bin/python")     # opbench.toml wins
+
+
+def test_a_bad_environment_entry_names_the_file_and_the_entry(tmp_path):
+    (tmp_path / "opbench.toml").write_text('[environments]\nx = {framework = "jax"}\n')
+    with pytest.raises(SideSpecError, match=r"opbench.toml: environment 'x': unknown framework"):
+        load_environments(tmp_path)
+
+
+def test_the_options_carry_each_side_s_interpreter(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = RunOptions(reference="torch@/a/python", target="mindspore").to_config()
+    assert (config.reference, config.reference_python, config.target_python) == (
+        "torch", "/a/python", None)
+    assert config.in_workers and config.python_of("torch") == "/a/python"
+    assert "reference_python" in config.as_dict() and "target_python" not in config.as_dict()
+    with pytest.raises(OptionError, match="another interpreter runs in worker processes"):
+        RunOptions(reference="torch@/a/python", processes=1).to_config()
+    with pytest.raises(OptionError, match="--reference/--target: 'jax' is no framework"):
+        RunOptions(target="jax").to_config()
+
+
+def _fake_probe(stdout="", returncode=0, stderr=""):
+    def fake_run(argv, **kwargs):
+        return SimpleNamespace(stdout=stdout, stderr=stderr, returncode=returncode)
+    return fake_run
+
+
+@pytest.mark.parametrize("answer,words", [
+    ('{"opbench": null, "has_framework": true, "python": "3.11.2"}',
+     r"cannot import opbench; install it there: .* -m pip install "),
+    ('{"opbench": "0.0.1-old", "has_framework": true, "python": "3.11.2"}',
+     r"has opbench 0.0.1-old, this one is .*; install the same there"),
+    (f'{{"opbench": "{OPBENCH_VERSION}", "has_framework": false, "python": "3.11.2"}}',
+     r"has no mindspore; install it there: .* -m pip install mindspore"),
+    ("", r"did not answer the probe: no output"),
+])
+def test_an_unfit_interpreter_says_why_and_what_to_run(answer, words):
+    with pytest.raises(InterpreterError, match=words):
+        check_interpreter(sys.executable, "mindspore", run=_fake_probe(answer))
+
+
+def test_a_missing_interpreter_says_so(tmp_path):
+    with pytest.raises(InterpreterError, match="does not exist or is not executable"):
+        check_interpreter(str(tmp_path / "nope" / "python"), "torch")
+
+
+def test_this_interpreter_passes_the_real_probe():
+    facts = check_interpreter(sys.executable, "numpy", run=subprocess.run)
+    assert facts["opbench"] == OPBENCH_VERSION
+
+
+def test_a_pool_checks_each_interpreter_before_starting_any_worker(tmp_path):
+    config = fake_config(processes=2, reference_python=str(tmp_path / "missing"))
+    spawn = Spawner(fake_session_class())
+    pool = WorkerPool(config, spawn=spawn)
+    with pytest.raises(WorkerError, match="missing .*does not exist"):
+        pool.open()
+    assert spawn.sides == []                     # nothing started, nothing timed
+
+
+def test_each_worker_holds_one_side_in_its_interpreter(tmp_path, monkeypatch):
+    config = fake_config(processes=2, target_python="/envs/ms/bin/python")
+    spawn = Spawner(fake_session_class())
+    with WorkerPool(config, spawn=spawn) as pool:
+        pool._check_interpreter = lambda python, name: {"opbench": OPBENCH_VERSION}
+        opened = []
+        real_answer = workers_mod.Worker.send
+
+        def spy(worker, *request):
+            if request[0] == "open_side":
+                opened.append((worker.index, request[2]))
+            return real_answer(worker, *request)
+
+        monkeypatch.setattr(workers_mod.Worker, "send", spy)
+        pool.open()
+        record = run(load_instances(case_file(tmp_path, binary_case("a"))), config,
+                     session=pool)
+    assert spawn.sides == [(1, "torch"), (1, "mindspore"), (2, "torch"), (2, "mindspore")]
+    assert spawn.pythons == [None, "/envs/ms/bin/python"] * 2
+    assert opened == spawn.sides
+    assert record.instances[0].verdict in ("PASS", "INCONCLUSIVE")
+
+
+def test_a_side_whose_checksum_differs_names_it(tmp_path):
+    instance = load_instances(case_file(tmp_path, binary_case("a")))[0]
+
+    class Answers:
+        def call(self, *request):
+            return ("done", None, "f" * 64)
+
+    session = workers_mod.RemoteSession(fake_config(processes=2), {"torch": Answers()}, 1)
+    from opbench.runner import inputs as inputs_mod
+    from opbench.runner.session import SideFailed
+
+    with pytest.raises(SideFailed, match="torch's process generated other inputs than the "
+                                         "parent from the same seed"):
+        session.forward_side(instance, inputs_mod.generate_inputs(instance), "torch")
