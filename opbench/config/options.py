@@ -173,9 +173,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
                recorded_as="device", inherited=False, timing_only=False),
     # Not inherited: a baseline of other frameworks is refused by the gate, not followed.
     OptionSpec("reference", "reference", str,
-               "The reference framework (the ratio's numerator). Default: torch.",
+               "The reference side (the ratio's numerator): FRAMEWORK, FRAMEWORK@PYTHON or a "
+               "named environment (docs/cli.md). Default: torch.",
                "torch", recorded_as="reference", inherited=False, timing_only=False),
-    OptionSpec("target", "target", str, "The framework under test. Default: mindspore.",
+    OptionSpec("target", "target", str, "The side under test: FRAMEWORK, FRAMEWORK@PYTHON "
+               "or a named environment. Default: mindspore.",
                "mindspore", recorded_as="target", inherited=False, timing_only=False),
 )
 # What a correctness-only run uses: the options `opbench check` offers.
