@@ -40,10 +40,7 @@ def parse_side(text: str, environments: Mapping[str, SideSpec] | None = None) ->
     framework, at, python = text.partition("@")
     if at and not python:
         raise SideSpecError(f"{text!r}: no interpreter after '@' (FRAMEWORK@PYTHON)")
-    if framework not in KNOWN_FRAMEWORKS:
-        named = f"; environments: {', '.join(sorted(environments))}" if environments else ""
-        raise SideSpecError(f"{text!r} is no framework ({', '.join(KNOWN_FRAMEWORKS)}) and no "
-                            f"named environment{named}")
+    # an unknown framework name is the adapter registry's to refuse, with its suggestion
     return SideSpec(framework, python or None)
 
 
