@@ -183,13 +183,14 @@ def take_shard(instances, shard, config):
     return chosen, replace(config, shard=shard_info(shard, instances))
 
 
-def build_config(timing=True, **given):
+def build_config(timing=True, sequential=False, **given):
     """The RunConfig of the options a command line gave (options.RunOptions does the
-    defaults and the checks); a bad value is a usage error naming the option."""
+    defaults and the checks); a bad value is a usage error naming the option.
+    sequential: the command stops early on the verdict unless the protocol is fixed."""
     from opbench.config.options import OptionError, RunOptions
 
     try:
-        return RunOptions.from_mapping(given).to_config(timing=timing)
+        return RunOptions.from_mapping(given).to_config(timing=timing, sequential=sequential)
     except OptionError as exc:
         fail(str(exc))
 
@@ -266,8 +267,11 @@ def run_and_record(instances, config, json_path, *, quiet=False, stage="", injec
     from opbench.runner.session import ApiError
     from opbench.runner.workers import WorkerError
 
+    # under sequential stopping the bar counts the first process's instances; each later
+    # process is announced with its decided/undecided counts (RunProgress.on_look)
     progress = RunProgress(err, quiet, stage=stage,
-                           passes=config.passes * config.processes if config.timing else 1)
+                           passes=(config.passes * config.processes
+                                   if config.timing and config.sequential is None else 1))
     check_results_path(json_path)
     try:
         with progress.starting(f"setting up {config.reference} and {config.target}"
@@ -281,13 +285,17 @@ def run_and_record(instances, config, json_path, *, quiet=False, stage="", injec
                   f"{config.device}, {config.threads} threads, {config.launch} launches, "
                   + (f"{config.processes} worker processes" if config.processes > 1
                      else "in this process") +
+                  (f", each instance until its verdict is decided (up to "
+                   f"{config.sequential.max_processes} processes)" if config.sequential
+                   else "") +
                   f"{f', {config.passes} passes' if config.passes > 1 else ''}; results -> "
                   f"{escape(str(json_path))}[/]",
                   highlight=False)
     try:
         with progress:
-            return run(instances, config, json_path=json_path, session=session,
-                       on_progress=reclaiming(progress.on_progress), on_pass=progress.on_pass)
+            record = run(instances, config, json_path=json_path, session=session,
+                         on_progress=reclaiming(progress.on_progress),
+                         on_pass=progress.on_pass, on_look=progress.on_look)
     except ApiError as exc:
         fail(f"unknown APIs in the cases (nothing was timed):\n{exc}")
     except KeyboardInterrupt as exc:
@@ -301,6 +309,24 @@ def run_and_record(instances, config, json_path, *, quiet=False, stage="", injec
         return on_not_saved(exc)
     finally:
         session.close()
+    return save_figures(record, json_path)
+
+
+def save_figures(record: RunRecord, json_path) -> RunRecord:
+    """The finished record with the gap map's figures (causes, fits, roofline:
+    gapmap/figures.py) written into its results file, so CI reads them from the JSON. A
+    file that cannot take them keeps the record as measured, and says so."""
+    from opbench.gapmap.figures import with_figures
+    from opbench.results.records import write_results
+
+    record = with_figures(record)
+    try:
+        write_results(json_path, record)
+    except OSError as exc:
+        err.print(f"[yellow]the gap map's figures could not be added to "
+                  f"{escape(str(json_path))} ({exc}); it holds the measurements[/]",
+                  highlight=False)
+    return record
 
 
 def default_json_path(name: str = "opbench") -> str:

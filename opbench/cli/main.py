@@ -65,7 +65,9 @@ def run(paths, keyword, ops, tags, quiet, for_gate, shard_text, workers, json_pa
         from opbench.gate.settings import GATE_SETTINGS
 
         timing = GATE_SETTINGS.fill(timing)
-    config = build_config(**timing)    # bad options fail before the cases are read
+    # bad options fail before the cases are read; the gate's settings and pytest-xdist
+    # workers measure the fixed protocol
+    config = build_config(sequential=not (for_gate or workers), **timing)
     shard = parse_shard(shard_text)
     whole = load_instances(paths or [default_cases_path()], ops, keyword, tags)
     instances, config = take_shard(whole, shard, config)
@@ -94,7 +96,7 @@ def compare(operators, cases_dirs, keyword, ops, tags, quiet, json_path, markdow
     if not (wanted or keyword or tags):
         fail("name the operators to compare (opbench compare reshape softmax), or select "
              "with -k / --op / --tag; `opbench list` shows what there is")
-    config = build_config(**timing)
+    config = build_config(sequential=True, **timing)
     instances = load_instances([default_cases_path()], wanted, keyword, tags,
                                extra_paths=cases_dirs)
     execute(instances, config, json_path, markdown_path, html_path, quiet,

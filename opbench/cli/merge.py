@@ -22,6 +22,7 @@ def merge_command(paths, output, allow_machines):
     or another configuration; exit 2 names the file and the key."""
     from rich.markup import escape
 
+    from opbench.gapmap.figures import with_figures
     from opbench.results.io import ResultsError
     from opbench.results.merge import MergeError, merge_records
     from opbench.results.records import load_results, write_results
@@ -32,7 +33,7 @@ def merge_command(paths, output, allow_machines):
     except (ResultsError, MergeError) as exc:
         fail(str(exc))
     try:
-        write_results(output, merged)
+        write_results(output, with_figures(merged))
     except OSError as exc:
         fail(f"cannot write {output}: {exc}")
     state = "" if merged.complete else " (incomplete: a part was interrupted or a shard " \

@@ -1,19 +1,25 @@
-"""`opbench trace [OPTIONS] -- python script.py ARGS` (wiring only: parse, run, write outputs)."""
+"""`opbench trace [OPTIONS] -- python script.py ARGS` (wiring only: parse, run, write outputs),
+and `opbench trace compare A.json B.json` (trace_compare.py)."""
 from __future__ import annotations
 
 import os
 import sys
 import traceback
 
+from typing import Any
+
 import click
 from rich.console import Console
 
+from opbench.cli.trace_compare import compare_command
+from opbench.model import markers
 from opbench.report.console import console_width
 from opbench.report.progress import activity
 from opbench.trace.chrome import write_chrome_trace
 from opbench.trace.emit import emit_cases
 from opbench.trace.events import ASYNC, SERIAL
 from opbench.trace.record import write_log, write_record
+from opbench.trace.record_format import RECORD_FILE
 from opbench.trace.summary import SORT_KEYS, summarize
 from opbench.trace.table import TEXT_WIDTH, build_table
 from opbench.trace.target import TargetError, parse_target, run_target
@@ -21,14 +27,29 @@ from opbench.trace.tracer import FRAMEWORK_CHOICES, TraceError, Tracer
 
 DEFAULT_OUTPUT_DIR = "opbench-trace"
 CHROME_FILE = "trace.json"
-RECORD_FILE = "trace_record.json"
 LOG_FILE = "trace.log"
 CASES_FILE = "cases.yaml"
 # Exit status when the traced program raised (what `python script.py` exits with then).
 UNCAUGHT_EXCEPTION_STATUS = 1
 
 
-@click.command("trace", context_settings={"ignore_unknown_options": True,
+class _TraceCommand(click.Command):
+    """`opbench trace [OPTIONS] -- CMD` runs a program; `opbench trace compare A B` compares
+    two records. One name, two forms: the word right after `trace` picks the form (a
+    program named like a form still runs as `opbench trace -- compare ...`)."""
+
+    forms = {"compare": compare_command}
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        form = self.forms.get(args[0]) if args else None
+        if form is not None:
+            return form.make_context(f"{info_name} {args[0]}", list(args[1:]), parent=parent,
+                                     **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+
+@click.command("trace", cls=_TraceCommand, context_settings={"ignore_unknown_options": True,
                                           "allow_interspersed_args": False},
                short_help="Run a Python program and time every framework API call it makes.")
 @click.option("--nested", is_flag=True,
@@ -63,6 +84,7 @@ def trace_command(nested: bool, mode: str | None, legacy_serial: bool | None, qu
     \b
       opbench trace -- python train.py --epochs 1
       opbench trace --nested --mode async -o out/ -- python -m mypkg.eval
+      opbench trace compare torch-out/ mindspore-out/   # two records, API by API
     """
     try:
         target = parse_target(command)
@@ -78,6 +100,7 @@ def trace_command(nested: bool, mode: str | None, legacy_serial: bool | None, qu
         tracer.start()
     except TraceError as err:
         raise click.ClickException(str(err)) from err
+    markers.activate(tracer)     # the script's opbench.model.step() marks land in the record
     try:
         with activity(Console(stderr=True, width=console_width(sys.stderr)),
                       f"tracing {target.describe()}", count=lambda: tracer.recorded_calls,
@@ -89,6 +112,7 @@ def trace_command(nested: bool, mode: str | None, legacy_serial: bool | None, qu
     except BaseException as err:       # the program's own error: report it after the outputs
         failure, status = err, UNCAUGHT_EXCEPTION_STATUS
     finally:
+        markers.deactivate()
         data = tracer.stop()
 
     if failure is not None:

@@ -20,7 +20,8 @@ from typing import Any, Mapping
 __all__ = ["ASYNC", "DEFAULT_MAX_TIME_S", "DEFAULT_MIN_SAMPLE_TIME_S", "DEFAULT_PROCESSES",
            "DEFAULT_ROUNDS", "DEFAULT_THRESHOLD", "DEFAULT_WARMUP_TIME_S", "LAUNCH_BLOCKING",
            "LAUNCH_MODES", "LAUNCH_QUEUED", "MAX_LOOPS", "MIN_ROUNDS", "MODES",
-           "OPBENCH_VERSION", "SERIAL", "MeasureSettings", "Placement", "RunConfig", "Shard",
+           "OPBENCH_VERSION", "SERIAL", "MeasureSettings", "Placement", "RunConfig",
+           "DEFAULT_MAX_PROCESSES", "Sequential", "Shard",
            "ShardError", "ShardInfo", "default_threads", "parse_shard"]
 
 # opbench's own version, written into every results record (environment.opbench);
@@ -73,6 +74,33 @@ class MeasureSettings:
             raise ValueError("rounds must be >= 1")
         if self.min_rounds < 1:
             raise ValueError("min_rounds must be >= 1")
+
+
+# -- sequential stopping ---------------------------------------------------------------
+
+# The most worker processes an undecided instance gets under sequential stopping: twice the
+# fixed protocol's 3. The between-process spread is what widens an undecided interval
+# (matmul[tokens=1]: log SD 0.55 and 1.6 in two runs), and only more processes narrow it.
+DEFAULT_MAX_PROCESSES = 6
+
+
+@dataclass(frozen=True)
+class Sequential:
+    """Sequential stopping on the verdict (verdicts/sequential.py, results/sequential_run.py):
+    an instance is measured one process at a time and stops as soon as its interval,
+    corrected for the looks, decides PASS or SLOW; the undecided ones get more processes,
+    up to max_processes, within time_budget_s (None: no budget but the cap)."""
+
+    max_processes: int = DEFAULT_MAX_PROCESSES
+    time_budget_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_processes, bool) or not isinstance(self.max_processes, int) \
+                or self.max_processes < 2:
+            raise ValueError(f"max_processes must be an integer >= 2, not "
+                             f"{self.max_processes!r}")
+        if self.time_budget_s is not None and not self.time_budget_s > 0:
+            raise ValueError(f"the time budget must be positive, not {self.time_budget_s!r}")
 
 
 # -- the run's slice of the selection and of the machine -----------------------------
@@ -215,6 +243,9 @@ class RunConfig:
     # named environment): None is this interpreter. Another one needs worker processes.
     reference_python: str | None = None
     target_python: str | None = None
+    # Sequential stopping (`opbench run` / `compare` without --rounds, --processes or
+    # --passes): None is the fixed protocol, every instance in every process.
+    sequential: Sequential | None = None
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
@@ -232,6 +263,9 @@ class RunConfig:
             raise ValueError(f"launch must be one of {LAUNCH_MODES}, not {self.launch!r}")
         if self.reference == self.target:
             raise ValueError("reference and target must be different frameworks")
+        if self.sequential is not None and (self.processes < 2 or self.passes != 1):
+            raise ValueError("sequential stopping measures one pass per worker process: it "
+                             "needs processes >= 2 and passes = 1")
 
     @property
     def frameworks(self) -> tuple[str, str]:
@@ -262,6 +296,8 @@ class RunConfig:
         for key in ("reference_python", "target_python"):
             if d[key] is None:      # runs in this interpreter record as they always have
                 del d[key]
+        if self.sequential is None:
+            del d["sequential"]
         if self.worker is None:
             del d["worker"]
         else:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -33,6 +34,7 @@ from opbench.config import (
     SERIAL,
     MeasureSettings,
     RunConfig,
+    Sequential,
     default_threads,
 )
 from opbench.config.limits import (
@@ -46,7 +48,8 @@ from opbench.config.sides import SideSpecError, load_environments, parse_side
 
 __all__ = ["BOTH_MODES", "CHECK_OPTIONS", "INPUT_BUDGET_OPTION", "LIMIT_OPTIONS",
            "MAX_INSTANCES_OPTION", "MODE_CHOICES", "OPTIONS", "SHARD_OPTION", "OptionSpec",
-           "RunOptions", "OptionError", "apply_limit_options", "parse_shard_option"]
+           "RunOptions", "OptionError", "apply_limit_options", "parse_duration",
+           "parse_shard_option"]
 
 BOTH_MODES = "both"
 MODE_CHOICES = (SERIAL, ASYNC, BOTH_MODES)
@@ -160,6 +163,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
                f"Budget per measurement for the timed rounds, seconds. Default: "
                f"{DEFAULT_MAX_TIME_S:g}.",
                recorded_as="settings.max_time_s"),
+    # Not inherited: the gate measures the fixed protocol (its own rounds and processes).
+    OptionSpec("time_budget", "time-budget", str,
+               "Wall-time budget for the measuring (e.g. 90s, 10m, 1h): the instances still "
+               "undecided get no more processes once it would be exceeded. Only for "
+               "sequential stopping, the default of `opbench run` and `compare` (--rounds, "
+               "--processes or --passes fix the protocol instead). Default: none.",
+               metavar="DURATION", recorded_as="sequential.time_budget_s", inherited=False),
     OptionSpec("no_backward", "no-backward", bool, "Skip forward+backward timing.",
                recorded_as="backward", from_recorded=_negated),
     # Not inherited: a threshold moves only the cross-framework verdict, not what a sample
@@ -239,6 +249,20 @@ def apply_limit_options(max_instances: Any = None, input_budget: Any = None) -> 
         os.environ[INPUT_BUDGET_ENV] = str(input_budget)
 
 
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*(s|m|h)?\s*$")
+_UNIT_S = {None: 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(name: str, value: Any) -> float:
+    """Seconds from `90`, `90s`, `10m` or `1.5h`; OptionError naming the option otherwise."""
+    match = _DURATION.match(str(value))
+    seconds = float(match.group(1)) * _UNIT_S[match.group(2)] if match else 0.0
+    if seconds <= 0:
+        raise OptionError(f"--{name} must be a positive duration such as 90s, 10m or 1h, "
+                          f"not {value!r}")
+    return seconds
+
+
 def _positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise OptionError(f"--{name} must be a positive integer, not {value!r}")
@@ -278,6 +302,7 @@ class RunOptions:
     min_sample_time_s: float | None = None
     max_time_s: float | None = None
     no_backward: bool | None = None
+    time_budget: str | None = None
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any]) -> "RunOptions":
@@ -289,8 +314,32 @@ class RunOptions:
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if getattr(self, f.name) is not None}
 
-    def to_config(self, timing: bool = True) -> RunConfig:
-        """The RunConfig these options ask for. Raises OptionError naming the option."""
+    def fixed_protocol(self) -> bool:
+        """The user fixed the protocol: --rounds, --processes or --passes given."""
+        return any(v is not None for v in (self.rounds, self.processes, self.passes))
+
+    def _sequential(self, timing: bool, sequential: bool) -> Sequential | None:
+        """Sequential stopping where the front door offers it and the user did not fix the
+        protocol; --time-budget anywhere else is refused."""
+        flag = _FLAGS["time_budget"]
+        if not (sequential and timing):
+            if self.time_budget is not None:
+                raise OptionError(f"--{flag}: this command measures the fixed protocol "
+                                  f"(only `opbench run` and `opbench compare` stop early)")
+            return None
+        if self.fixed_protocol():
+            if self.time_budget is not None:
+                raise OptionError(f"--{flag} needs sequential stopping, and --rounds, "
+                                  f"--processes or --passes fix the protocol")
+            return None
+        budget = (None if self.time_budget is None
+                  else parse_duration(flag, self.time_budget))
+        return Sequential(time_budget_s=budget)
+
+    def to_config(self, timing: bool = True, sequential: bool = False) -> RunConfig:
+        """The RunConfig these options ask for. Raises OptionError naming the option.
+        sequential: the front door stops early on the verdict (`opbench run`, `compare`)
+        unless the user fixed the protocol (fixed_protocol)."""
         for name, value in self.given().items():
             check = _CHECKS.get(name)
             if check is not None:
@@ -325,6 +374,7 @@ class RunOptions:
                 quiesce=not self.no_quiesce,
                 threshold=DEFAULT_THRESHOLD if self.threshold is None else self.threshold,
                 backward=not self.no_backward, timing=timing,
-                settings=MeasureSettings(**settings_kw))
+                settings=MeasureSettings(**settings_kw),
+                sequential=self._sequential(timing, sequential))
         except ValueError as exc:
             raise OptionError(str(exc)) from None

@@ -6,7 +6,10 @@ Each SLOW measurement gets one main cause:
   - per-call overhead: the target's time is within DISPATCH_BOUND_FACTOR of its trivial-op
     floor, or its sweep fit puts most of the gap in the fixed cost;
   - kernel throughput: its sweep fit puts most of the gap in the cost per unit of work;
-  - unknown: no sweep fit and not near the floor.
+  - without a usable sweep fit, the gap at the one size is split by the two sides'
+    trivial-op floors (their fixed costs): per-call overhead when the floors' difference is
+    at least half of it, else kernel throughput;
+  - unknown: no usable fit and no floors (the basis says why in one line).
 With both sides' sweep fits the gap at a size splits exactly into a fixed part and a
 per-work part, (a_t - a_r) + w (c_t - c_r); the larger part is the cause. That is the
 question a framework engineer asks ("fix dispatch, or fix the kernel?").
@@ -31,6 +34,10 @@ UNKNOWN = "unknown"
 CAUSES = (OVERHEAD, KERNEL, THREADING, UNKNOWN)
 
 SLOW = "SLOW"
+# The cause's short name in the results JSON (gapmap/figures.py), and back.
+CAUSE_KINDS = {OVERHEAD: "overhead", KERNEL: "kernel", THREADING: "threading",
+               UNKNOWN: "unknown"}
+_CAUSE_OF_KIND = {kind: cause for cause, kind in CAUSE_KINDS.items()}
 
 
 @dataclass(frozen=True)
@@ -73,21 +80,23 @@ def _target_overhead(record: RunRecord) -> Overhead:
 
 def attribute(record: RunRecord, found: Sequence[Sweep]) -> list[Attribution]:
     """One Attribution per SLOW measurement of the record, in record order."""
-    target = record.config.target
+    target, reference = record.config.target, record.config.reference
     sweep_of = by_instance(found)
     overhead = _target_overhead(record)
+    reference_overhead = record.overhead.get(reference) or Overhead()
     out = []
     for inst in record.instances:
         for key, m in inst.measurements.items():
             if m.verdict != SLOW:
                 continue
             out.append(_attribute_one(inst, key, m, sweep_of.get((inst.id, key)),
-                                      overhead, target))
+                                      overhead, target, reference, reference_overhead))
     return out
 
 
 def _attribute_one(inst: InstanceRecord, key: str, m: Measurement, sweep: Sweep | None,
-                   overhead: Overhead, target: str) -> Attribution:
+                   overhead: Overhead, target: str, reference: str,
+                   reference_overhead: Overhead) -> Attribution:
     iid = inst.id
     if _views_disagree(inst, key):
         return Attribution(iid, key, THREADING, "SLOW in one mode, not in another")
@@ -103,7 +112,56 @@ def _attribute_one(inst: InstanceRecord, key: str, m: Measurement, sweep: Sweep 
     if floor_s and median_s < DISPATCH_BOUND_FACTOR * floor_s:
         return Attribution(iid, key, OVERHEAD, f"within {DISPATCH_BOUND_FACTOR:g}x of "
                                                f"{target}'s per-call floor")
-    return Attribution(iid, key, UNKNOWN, "no sweep fit, and well above the per-call floor")
+    why_no_fit = _why_no_fit(sweep)
+    share = _floor_split(m, key, reference, target, reference_overhead, overhead)
+    if share is not None:
+        cause = OVERHEAD if share >= 0.5 else KERNEL
+        return Attribution(iid, key, cause, f"{why_no_fit}; the per-call floors' difference "
+                                            f"is {share:.0%} of the gap", share)
+    return Attribution(iid, key, UNKNOWN, f"{why_no_fit}, and no per-call floors to split "
+                                          f"the gap with")
+
+
+def _why_no_fit(sweep: Sweep | None) -> str:
+    """One line: why the sweep gave no usable fit."""
+    if sweep is None:
+        return "no size sweep (fewer than 3 sizes of this case and view)"
+    reasons = sorted({f"{side}: {f.reason}" for side, f in sweep.fits.items()
+                      if f.status not in (OK, OVERHEAD_BOUND)})
+    return "sweep fit unusable (" + "; ".join(reasons) + ")"
+
+
+def _floor_split(m: Measurement, key: str, reference: str, target: str,
+                 reference_overhead: Overhead, overhead: Overhead) -> float | None:
+    """Without a sweep fit, the one-size split: the two sides' trivial-op floors stand for
+    their fixed costs, so the floors' difference is the fixed part of the time gap and the
+    rest grows with the work. The share of the gap that is fixed (0..1), or None without
+    both floors or a gap."""
+    tgt_floor, ref_floor = overhead.floor_s(key), reference_overhead.floor_s(key)
+    ref_s, tgt_s = m.median_s(reference), m.median_s(target)
+    if not tgt_floor or ref_floor is None or ref_s is None or tgt_s is None:
+        return None
+    gap = tgt_s - ref_s
+    if gap <= 0:
+        return None
+    return min(max((tgt_floor - ref_floor) / gap, 0.0), 1.0)
+
+
+def stored_attributions(record: RunRecord) -> list[Attribution] | None:
+    """The causes the record holds, one per SLOW measurement in record order; None when a
+    SLOW measurement has none (a file written before the key, or a partial run)."""
+    out = []
+    for inst in record.instances:
+        for key, m in inst.measurements.items():
+            if m.verdict != SLOW:
+                continue
+            cause = m.cause
+            if cause is None or cause.get("kind") not in _CAUSE_OF_KIND:
+                return None
+            out.append(Attribution(inst.id, key, _CAUSE_OF_KIND[cause["kind"]],
+                                   cause.get("basis", ""), cause.get("overhead_share")))
+    return out
+
 
 
 def near_floor(record: RunRecord, attributions: Sequence[Attribution]) -> int:
@@ -142,7 +200,7 @@ _CAUSE_MEANING = {
     OVERHEAD: "most of the gap is paid per call, whatever the size",
     KERNEL: "most of the gap grows with the work: the kernel is slower per byte or FLOP",
     THREADING: "the verdict changes between serial and async: launching or waiting decides",
-    UNKNOWN: "no usable size-sweep fit to split the gap, and well above the per-call floor",
+    UNKNOWN: "no usable size-sweep fit and no per-call floors to split the gap",
 }
 
 
@@ -171,5 +229,5 @@ def shared_note_lines(notes: Sequence[str]) -> list[str]:
         factor=f"{DISPATCH_BOUND_FACTOR:g}") for f, n in counts.most_common()]
 
 
-__all__ = ["Attribution", "attribute", "headlines", "near_floor", "note_family",
+__all__ = ["Attribution", "attribute", "stored_attributions", "CAUSE_KINDS", "headlines", "near_floor", "note_family",
            "shared_note_lines", "OVERHEAD", "KERNEL", "THREADING", "UNKNOWN", "CAUSES"]

@@ -16,7 +16,7 @@ import weakref
 from dataclasses import replace
 from typing import Any
 
-from opbench.model.lowering import Lowered, lower
+from opbench.model.lowering import Lowered, lower, primitive_init
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Marker, Opaque,
                                    Ref, Seq, SliceOf, walk_args)
 from opbench.trace.events import MODULE, PRIMITIVE, SCOPE, CallSite, CallEvent
@@ -145,10 +145,10 @@ class Capture:
                             problem=lowered, **common)
             return self._lowered_call(lowered, common)
         if site.kind == PRIMITIVE:
-            return Call(replay_api=None, args=self._args(args[site.skip:]),
-                        kwargs=self._kwargs(kwargs),
-                        problem="a MindSpore primitive instance carries attributes a replay "
-                                "cannot rebuild", **common)
+            init, problem = _primitive_init(args[0])
+            return Call(replay_api=None if problem else site.api,
+                        args=self._args(args[site.skip:]), kwargs=self._kwargs(kwargs),
+                        problem=problem, init=init, **common)
         call_args = self._args(args[site.skip:])
         call_kwargs = self._kwargs(kwargs)
         leaves = [*walk_args(call_args), *walk_args(tuple(v for _, v in call_kwargs))]
@@ -167,7 +167,8 @@ class Capture:
                         problem=None if alias is not None else "an alias of a non-tensor",
                         **common)
         return Call(replay_api=lowered.api, args=args,
-                    kwargs=tuple((k, self._arg(v)) for k, v in lowered.kwargs), **common)
+                    kwargs=tuple((k, self._arg(v)) for k, v in lowered.kwargs),
+                    init=lowered.init, pick=lowered.pick, **common)
 
     # -- arguments --------------------------------------------------------------------------
     def _args(self, values: tuple) -> tuple[Any, ...]:
@@ -302,6 +303,26 @@ class Capture:
 class _Strong:
     def __init__(self, value: Any):
         self.value = value
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def _primitive_init(primitive: Any) -> tuple[tuple[tuple[str, Any], ...], str | None]:
+    """A primitive instance's constructor arguments, or why a replay cannot rebuild it."""
+    try:
+        init = primitive_init(primitive)
+    except ValueError as exc:
+        return (), f"a MindSpore primitive instance whose constructor a replay cannot " \
+                   f"rebuild: {exc}"
+    unusable = [name for name, value in init if not _plain(value)]
+    if unusable:
+        return (), (f"a MindSpore primitive instance whose constructor argument "
+                    f"{unusable[0]!r} a replay cannot rebuild")
+    return init, None
 
 
 def _with_time(call: Call, duration_ns: int, start_ns: int) -> Call:

@@ -23,6 +23,11 @@ class Lowered:
     api: str | None                 # None: an alias (the layer returns its input)
     args: tuple[Any, ...]
     kwargs: tuple[tuple[str, Any], ...] = ()
+    # a MindSpore primitive: its constructor's arguments (the replay builds it once)
+    init: tuple[tuple[str, Any], ...] = ()
+    # the layer returns this element of what the call returns (nn.LayerNorm: the primitive's
+    # output, not its mean and variance)
+    pick: int | None = None
 
 
 def _first(args: tuple, kwargs: dict, name: str = "input") -> Any:
@@ -150,13 +155,35 @@ def _flatten(m: Any, args: tuple, kwargs: dict) -> Lowered:
     return Lowered("torch.flatten", (_first(args, kwargs), m.start_dim, m.end_dim))
 
 
-# -- mindspore.nn -------------------------------------------------------------------------
+# -- mindspore.nn and mindspore.mint.nn ---------------------------------------------------
+
+MS = "mindspore.ops."
+MINT_F = "mindspore.mint.nn.functional."
+
+
+def primitive_init(primitive: Any) -> tuple[tuple[str, Any], ...]:
+    """A MindSpore primitive's constructor arguments (its `init_attrs`), as plain values."""
+    attrs = getattr(primitive, "init_attrs", None)
+    if not isinstance(attrs, dict):
+        raise ValueError(f"{type(primitive).__name__} keeps no constructor arguments")
+    return tuple(sorted(attrs.items()))
+
+
+def _sole_input(args: tuple, kwargs: dict) -> Any:
+    """A one-input MindSpore layer's input, positional or under whatever name its construct
+    gives it (x, input, input_x)."""
+    return args[0] if args else next(iter(kwargs.values()))
+
 
 def _ms_dense(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
     if getattr(m, "activation_flag", False) or getattr(m, "activation", None) is not None:
         return "nn.Dense with an activation: not replayed (call the activation separately)"
     bias = m.bias if getattr(m, "has_bias", True) else None
-    return Lowered("mindspore.ops.dense", (_first(args, kwargs, "x"), m.weight, bias))
+    return Lowered(MS + "dense", (_first(args, kwargs, "x"), m.weight, bias))
+
+
+def _ms_linear(m: Any, args: tuple, kwargs: dict) -> Lowered:
+    return Lowered(MINT_F + "linear", (_first(args, kwargs), m.weight, m.bias))
 
 
 def _ms_identity(m: Any, args: tuple, kwargs: dict) -> Lowered:
@@ -164,9 +191,86 @@ def _ms_identity(m: Any, args: tuple, kwargs: dict) -> Lowered:
 
 
 def _ms_dropout(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
-    if not m.training:
-        return Lowered(None, (_first(args, kwargs, "x"),))
-    return "a training-mode nn.Dropout: not replayed"
+    if not m.training or getattr(m, "p", None) == 0:
+        return Lowered(None, (_sole_input(args, kwargs),))
+    return "a training-mode Dropout: not replayed"
+
+
+def _ms_unary(api: str) -> Callable[[Any, tuple, dict], Lowered]:
+    def lowered(m: Any, args: tuple, kwargs: dict) -> Lowered:
+        return Lowered(api, (_sole_input(args, kwargs),))
+    return lowered
+
+
+def _ms_gelu(m: Any, args: tuple, kwargs: dict) -> Lowered:
+    """ops.gelu: MindSpore 2.10's CPU has no kernel for mint's gelu. nn.GELU's `approximate`
+    is a bool (True: tanh), mint.nn.GELU's a string."""
+    approximate = m.approximate
+    if isinstance(approximate, bool):
+        approximate = "tanh" if approximate else "none"
+    return Lowered(MS + "gelu", (_sole_input(args, kwargs),), (("approximate", approximate),))
+
+
+def _ms_conv2d(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
+    if getattr(m, "data_format", "NCHW") != "NCHW":
+        return f"nn.Conv2d with data_format={m.data_format!r}: not replayed"
+    padding = m.padding if m.pad_mode == "pad" else 0
+    return Lowered(MS + "conv2d", (_first(args, kwargs, "x"), m.weight,
+                                   m.bias if m.has_bias else None, _one_or_pair(m.stride),
+                                   m.pad_mode, _one_or_pair(padding),
+                                   _one_or_pair(m.dilation), m.group))
+
+
+def _one_or_pair(value: Any) -> Any:
+    """ops.conv2d takes an int or a tuple, not a list (what a JSON program holds): equal
+    pairs as one int."""
+    if isinstance(value, (tuple, list)):
+        if len(set(value)) == 1:
+            return value[0]
+        return tuple(value)
+    return value
+
+
+def _ms_batch_norm(m: Any, args: tuple, kwargs: dict) -> Lowered:
+    """ops.batch_norm with the layer's moving statistics (Parameters). nn.BatchNorm2d keeps
+    `momentum` already as the new value's share (its constructor's 0.9 reads 0.1), which is
+    what ops.batch_norm takes."""
+    training = m.training if m.use_batch_statistics is None else bool(m.use_batch_statistics)
+    return Lowered(MS + "batch_norm", (_first(args, kwargs, "x"), m.moving_mean,
+                                       m.moving_variance, m.gamma, m.beta, training,
+                                       float(m.momentum), float(m.eps)))
+
+
+def _ms_max_pool2d(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
+    """The MaxPool primitive nn.MaxPool2d holds (ops.max_pool2d is another kernel, 30x
+    slower forward+backward here: docs/model.md)."""
+    if getattr(m, "return_indices", False) or getattr(m, "use_pad", False):
+        return "nn.MaxPool2d with padding or indices: not replayed"
+    return Lowered(MS + "MaxPool", (_first(args, kwargs, "x"),), init=primitive_init(m.max_pool))
+
+
+def _ms_layer_norm(m: Any, args: tuple, kwargs: dict) -> Lowered:
+    """The LayerNorm primitive nn.LayerNorm holds; the layer returns its first output."""
+    return Lowered(MS + "LayerNorm", (_first(args, kwargs, "input_x"), m.gamma, m.beta),
+                   init=primitive_init(m.layer_norm), pick=0)
+
+
+def _ms_embedding(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
+    if m.use_one_hot:
+        return "nn.Embedding with use_one_hot: not replayed"
+    return Lowered(MS + "gather", (m.embedding_table, _first(args, kwargs, "ids"), 0))
+
+
+def _ms_cross_entropy(m: Any, args: tuple, kwargs: dict) -> Lowered:
+    logits = args[0] if args else kwargs["logits"]
+    labels = args[1] if len(args) > 1 else kwargs["labels"]
+    return Lowered(MS + "cross_entropy", (logits, labels, m.weight, m.ignore_index,
+                                          m.reduction, float(m.label_smoothing)))
+
+
+def _ms_flatten(m: Any, args: tuple, kwargs: dict) -> Lowered:
+    return Lowered(MS + "flatten", (_first(args, kwargs, "x"),),
+                   (("start_dim", m.start_dim), ("end_dim", m.end_dim)))
 
 
 LOWERINGS: dict[str, Callable[[Any, tuple, dict], Lowered | str]] = {
@@ -196,8 +300,25 @@ LOWERINGS: dict[str, Callable[[Any, tuple, dict], Lowered | str]] = {
     "torch.nn.CrossEntropyLoss": _cross_entropy,
     "torch.nn.MSELoss": _mse,
     "mindspore.nn.Dense": _ms_dense,
+    "mindspore.mint.nn.Linear": _ms_linear,
     "mindspore.nn.Identity": _ms_identity,
+    "mindspore.mint.nn.Identity": _ms_identity,
     "mindspore.nn.Dropout": _ms_dropout,
+    "mindspore.mint.nn.Dropout": _ms_dropout,
+    "mindspore.nn.ReLU": _ms_unary(MS + "relu"),
+    "mindspore.mint.nn.ReLU": _ms_unary(MINT_F + "relu"),
+    "mindspore.nn.SiLU": _ms_unary(MS + "silu"),
+    "mindspore.nn.Tanh": _ms_unary(MS + "tanh"),
+    "mindspore.nn.Sigmoid": _ms_unary(MS + "sigmoid"),
+    "mindspore.nn.GELU": _ms_gelu,
+    "mindspore.mint.nn.GELU": _ms_gelu,
+    "mindspore.nn.Conv2d": _ms_conv2d,
+    "mindspore.nn.BatchNorm2d": _ms_batch_norm,
+    "mindspore.nn.MaxPool2d": _ms_max_pool2d,
+    "mindspore.nn.LayerNorm": _ms_layer_norm,
+    "mindspore.nn.Embedding": _ms_embedding,
+    "mindspore.nn.CrossEntropyLoss": _ms_cross_entropy,
+    "mindspore.nn.Flatten": _ms_flatten,
 }
 
 

@@ -100,6 +100,10 @@ class Call:
     alias_of: Ref | Ext | None = None   # a no-op call (eval dropout): its output is this
     backward: bool = False         # a Tensor.backward() call (training step)
     grad_enabled: bool = True      # torch's grad mode when called (an optimizer step: off)
+    # a MindSpore primitive instance's constructor arguments (plain values): the replay
+    # builds the primitive from them
+    init: tuple[tuple[str, Any], ...] = ()
+    pick: int | None = None        # a layer returning one element of what the call returns
 
     @property
     def replayable(self) -> bool:
@@ -183,6 +187,10 @@ def _call_to_json(c: Call) -> dict[str, Any]:
         out["backward"] = True
     if not c.grad_enabled:
         out["no_grad"] = True
+    if c.init:
+        out["init"] = [[k, v] for k, v in c.init]
+    if c.pick is not None:
+        out["pick"] = c.pick
     return out
 
 
@@ -193,7 +201,9 @@ def _call_from_json(d: dict[str, Any]) -> Call:
                 outputs=_tuples(d["out"]), duration_ns=d["ns"], start_ns=d["t"],
                 problem=d.get("problem"),
                 alias_of=args_from_json(d["alias"]) if "alias" in d else None,
-                backward=d.get("backward", False), grad_enabled=not d.get("no_grad", False))
+                backward=d.get("backward", False), grad_enabled=not d.get("no_grad", False),
+                init=tuple((k, _tuples(v)) for k, v in d.get("init", ())),
+                pick=d.get("pick"))
 
 
 def _tuples(value: Any) -> Any:

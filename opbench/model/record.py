@@ -91,8 +91,7 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
     for framework in (impact.reference, impact.target):
         e = impact.projected_s(framework)
         if e is not None:
-            projected[framework] = {"estimate": e.value, "ci_low": e.low, "ci_high": e.high,
-                                    "processes": e.processes, "method": e.method,
+            projected[framework] = {**e.as_json(),
                                     "launch": impact.launch.get(framework),
                                     "scale": _num(impact.scale.get(framework))}
     region = impact.region
@@ -155,6 +154,12 @@ class Projection:
     method: str = ""
     launch: str | None = None
     scale: float | None = None
+    process_medians: tuple[float, ...] = ()
+
+    def modes_apart(self) -> float:
+        """Slowest process median over the fastest (1 for one process)."""
+        values = [v for v in self.process_medians if v > 0]
+        return max(values) / min(values) if values else 1.0
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,9 @@ import numpy as np
 from opbench.frameworks.apimap import ApiMapping
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf, exts_in, refs_in)
-from opbench.model.routes import Route, Unmapped, route_for
+from opbench.model.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
+from opbench.model.routes import (Route, Unmapped, fused_adam_route, fused_momentum_route,
+                                  route_for)
 from opbench.model.steady import StepProgram
 
 __all__ = ["Replayer", "CallStatus", "fingerprint", "FINGERPRINT_POINTS"]
@@ -111,6 +113,10 @@ class Replayer:
         self._skip = set(skip)
         self._chosen = dict(routes_chosen or {})
         self.training = any(c.backward for c in step.calls)
+        # Adam's second-moment buffers hold sums of squares: random stand-in values would be
+        # negative in half the places and their sqrt NaN (in both frameworks alike)
+        adam = adam_folds(step.calls) if step.framework == "torch" else []
+        self._squares = {f.v.id for f in adam if isinstance(f.v, Ext)}
         self._externals = {e.id: self._external(e) for e in step.externals}
         self._results: list[Any] = [None] * len(step.calls)
         self._plan: list[tuple[Callable[..., Any], Callable[[], tuple], Callable[[], dict]]
@@ -120,13 +126,24 @@ class Replayer:
         # by one, and the backward call is that call's time less theirs.
         self._differentiated: Any = None
         self.status: list[CallStatus] = []
+        # torch's SGD and Adam updates as a port's fused kernels (optimizer_fold.py): the other
+        # framework only, so the traced one replays exactly what the script ran
+        self._fused: dict[int, Route] = {}
+        self._folded: dict[int, int] = {}
+        if framework == "mindspore" and step.framework == "torch":
+            folds = [(f, fused_momentum_route(f)) for f in sgd_momentum_folds(step.calls)]
+            folds += [(f, fused_adam_route(f)) for f in adam]
+            for fold, route in folds:
+                self._fused[fold.update] = route
+                self._folded.update((index, fold.update) for index in fold.folded)
 
     # -- values ------------------------------------------------------------------------------
     def _tensor(self, array: Any, dtype: str) -> Any:
         return self.adapter.from_numpy(np.asarray(array), dtype)
 
     def _external(self, ext: ExternalTensor) -> Any:
-        tensor = self._tensor(external_array(ext), ext.dtype)
+        array = external_array(ext)
+        tensor = self._tensor(np.abs(array) if ext.id in self._squares else array, ext.dtype)
         if self.training and ext.role == "parameter" and ext.dtype in FLOAT_DTYPES:
             tensor = make_trainable(self.framework, tensor, f"w{ext.id}")
         return tensor
@@ -203,7 +220,8 @@ class Replayer:
             self.status.append(status)
             self._results[call.index] = value
             prints.append(self._fingerprints(value) if fingerprints and status.ok
-                          and not status.stand_in and not call.backward else None)
+                          and not status.stand_in and not call.backward
+                          and call.index not in self._folded else None)
         self.adapter.sync()
         self._differentiate()
         return prints
@@ -235,7 +253,12 @@ class Replayer:
             getter = self._getter(call.alias_of)
             return ((_identity, lambda: (getter(),), dict),
                     CallStatus(call.index, "alias", True), getter())
-        route = route_for(call, self.framework, self.mapping)
+        if call.index in self._folded:
+            getter = self._getter(call.args[0])      # the receiver, passed through
+            return ((_identity, lambda: (getter(),), dict),
+                    CallStatus(call.index, FOLDED_INTO, True),
+                    getter())
+        route = self._fused.get(call.index) or route_for(call, self.framework, self.mapping)
         if isinstance(route, Unmapped):
             return None, CallStatus(call.index, call.replay_api or call.api, False,
                                     problem=route.reason, stand_in=True), self._stand_in(call)

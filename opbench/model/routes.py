@@ -21,9 +21,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
+from opbench.model.optimizer_fold import AdamFold, MomentumFold
 from opbench.model.program import Call, Dtype, Lit, Seq
 
-__all__ = ["Route", "Unmapped", "route_for", "TENSOR_PREFIXES"]
+__all__ = ["Route", "Unmapped", "route_for", "fused_momentum_route", "fused_adam_route",
+           "TENSOR_PREFIXES"]
 
 TENSOR_PREFIXES = {"torch": "torch.Tensor.", "mindspore": "mindspore.Tensor."}
 
@@ -244,6 +246,24 @@ def _tuple_of(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def _as_parameter(prefix: str) -> Callable[[Any], Any]:
+    """A tensor as a MindSpore Parameter (kernels that update state in place, as BatchNorm's
+    running statistics or ApplyMomentum's buffers, take Parameters): a Parameter stays
+    itself, a plain tensor gets one Parameter, made on first use and kept."""
+    import mindspore
+    held: dict[int, Any] = {}
+
+    def parameter(tensor: Any) -> Any:
+        if isinstance(tensor, mindspore.Parameter):
+            return tensor
+        found = held.get(id(tensor))
+        if found is None:
+            found = held[id(tensor)] = mindspore.Parameter(
+                tensor, name=f"{prefix}{len(held)}", requires_grad=False)
+        return found
+    return parameter
+
+
 def _ms_batch_norm(call: Call) -> Route | Unmapped:
     """ops.batch_norm with the running statistics as Parameters, as nn.BatchNorm2d holds
     them: measured here on 8x32x32x32 in training, plain tensors cost 6.0 ms forward against
@@ -259,17 +279,7 @@ def _ms_batch_norm(call: Call) -> Route | Unmapped:
 
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
         batch_norm = resolve("mindspore.ops.batch_norm")
-        import mindspore
-        held: dict[int, Any] = {}
-
-        def parameter(tensor: Any) -> Any:
-            if isinstance(tensor, mindspore.Parameter):
-                return tensor
-            found = held.get(id(tensor))
-            if found is None:
-                found = held[id(tensor)] = mindspore.Parameter(
-                    tensor, name=f"running_{len(held)}", requires_grad=False)
-            return found
+        parameter = _as_parameter("running_")
 
         def run(x: Any, mean: Any, var: Any, weight: Any, bias: Any) -> Any:
             return batch_norm(x, parameter(mean), parameter(var), weight, bias, training,
@@ -315,6 +325,120 @@ TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.nn.functional.batch_norm": _ms_batch_norm,
     "torch.Tensor.to": _ms_to,
 }
+# -- MindSpore -> torch rules ---------------------------------------------------------------
+
+def _init(call: Call) -> dict[str, Any]:
+    return dict(call.init)
+
+
+def _torch_layer_norm_primitive(call: Call) -> Route | Unmapped:
+    """ops.LayerNorm(begin_norm_axis, begin_params_axis, epsilon)(x, gamma, beta) returns
+    (y, mean, variance) (the third checked against numpy's variance on MindSpore 2.10);
+    torch.native_layer_norm returns (y, mean, rstd)."""
+    init = _init(call)
+    norm_axis, params_axis = init.get("begin_norm_axis", 1), init.get("begin_params_axis", 1)
+    if norm_axis != params_axis:
+        return Unmapped("ops.LayerNorm with begin_params_axis != begin_norm_axis has no torch "
+                        "counterpart")
+    eps = float(init.get("epsilon", 1e-7))
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import torch
+
+        def layer_norm(x: Any, gamma: Any, beta: Any) -> Any:
+            y, mean, rstd = torch.native_layer_norm(x, x.shape[norm_axis % x.dim():], gamma,
+                                                    beta, eps)
+            return y, mean, rstd.pow(-2) - eps
+        return layer_norm
+    return Route("torch.native_layer_norm (as ops.LayerNorm)", make, call.args[:3])
+
+
+def _torch_max_pool_primitive(call: Call) -> Route | Unmapped:
+    init = _init(call)
+    if str(init.get("pad_mode", "VALID")).upper() != "VALID" or \
+            init.get("data_format", "NCHW") != "NCHW":
+        return Unmapped("ops.MaxPool with pad_mode SAME or NHWC has no torch counterpart here")
+    kernel, stride = init.get("kernel_size", 1), init.get("strides", 1)
+    return _named("torch", "torch.nn.functional.max_pool2d", call.args[:1],
+                  (("kernel_size", Lit(_tuple_of(kernel))), ("stride", Lit(_tuple_of(stride)))))
+
+
+def _torch_gather(call: Call) -> Route | Unmapped:
+    """ops.gather(params, indices, axis): an embedding lookup on axis 0 (what a torch model
+    calls), else index_select over the flattened indices."""
+    v = _values(call, ["input_params", "input_indices", "axis", "batch_dims"])
+    axis, batch_dims = _lit(v["axis"], 0), _lit(v["batch_dims"], 0)
+    if batch_dims or axis is None:
+        return Unmapped("ops.gather with batch_dims: no torch counterpart here")
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import torch
+
+        def gather(params: Any, indices: Any) -> Any:
+            if axis == 0:
+                return torch.nn.functional.embedding(indices, params)
+            dim = axis % params.dim()
+            flat = torch.index_select(params, dim, indices.reshape(-1))
+            return flat.reshape(*params.shape[:dim], *indices.shape, *params.shape[dim + 1:])
+        return gather
+    return Route("torch.nn.functional.embedding / index_select (as ops.gather)", make,
+                 (v["input_params"], v["input_indices"]))
+
+
+def _torch_cross_entropy(call: Call) -> Route | Unmapped:
+    """ops.cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
+    torch's takes size_average and reduce between them, so all but the first two go by name;
+    MindSpore's labels are int32 and torch's class indices int64."""
+    names = ["input", "target", "weight", "ignore_index", "reduction", "label_smoothing"]
+    v = _values(call, names)
+    given = tuple((n, v[n]) for n in names[2:] if v[n] is not None)
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import torch
+
+        def cross_entropy(logits: Any, labels: Any, **kwargs: Any) -> Any:
+            if not labels.is_floating_point():
+                labels = labels.long()
+            return torch.nn.functional.cross_entropy(logits, labels, **kwargs)
+        return cross_entropy
+    return Route("torch.nn.functional.cross_entropy", make, (v["input"], v["target"]), given)
+
+
+def _torch_conv2d(call: Call) -> Route | Unmapped:
+    v = _values(call, ["input", "weight", "bias", "stride", "pad_mode", "padding", "dilation",
+                       "groups"])
+    mode = _lit(v["pad_mode"], "valid")
+    padding = {"valid": Lit(0), "same": Lit("same")}.get(mode, v["padding"] or Lit(0))
+    return _named("torch", "torch.nn.functional.conv2d",
+                  (v["input"], v["weight"], v["bias"] or Lit(None), v["stride"] or Lit(1),
+                   padding, v["dilation"] or Lit(1), v["groups"] or Lit(1)))
+
+
+def _torch_numpy(call: Call) -> Route | Unmapped:
+    return Route("torch.Tensor.numpy", lambda resolve: lambda x: x.detach().numpy(),
+                 call.args[:1])
+
+
+def _torch_named(api: str) -> Callable[[Call], Route | Unmapped]:
+    """Same arguments in the same order (checked against both frameworks' signatures)."""
+    return lambda call: _named("torch", api, call.args, call.kwargs)
+
+
+MINDSPORE_TO_TORCH: dict[str, Callable[[Call], Route | Unmapped]] = {
+    "mindspore.ops.LayerNorm": _torch_layer_norm_primitive,
+    "mindspore.ops.MaxPool": _torch_max_pool_primitive,
+    "mindspore.ops.gather": _torch_gather,
+    "mindspore.ops.cross_entropy": _torch_cross_entropy,
+    "mindspore.ops.conv2d": _torch_conv2d,
+    "mindspore.Tensor.asnumpy": _torch_numpy,
+    "mindspore.ops.dense": _torch_named("torch.nn.functional.linear"),
+    "mindspore.ops.gelu": _torch_named("torch.nn.functional.gelu"),
+    "mindspore.ops.arange": _torch_named("torch.arange"),
+    "mindspore.ops.batch_norm": _torch_named("torch.nn.functional.batch_norm"),
+    "mindspore.ops.relu": _torch_named("torch.relu"),
+    "mindspore.ops.flatten": _torch_named("torch.flatten"),
+}
+
 # Rules that only improve on the API mapping's route: where they do not apply, or their
 # route fails, the mapping's route is next.
 MAPPING_AFTER_RULE = frozenset({"torch.nn.functional.max_pool2d",
@@ -370,12 +494,103 @@ def _in_place(make: Maker) -> Maker:
     return made
 
 
+def _constructed(framework: str, api: str, init: tuple[tuple[str, Any], ...]) -> Maker:
+    """A MindSpore primitive built once from its constructor arguments."""
+    spelled = case_spelling(framework, api)
+    return lambda resolve: resolve(spelled)(**dict(init))
+
+
+def _picked(route: Route, index: int) -> Route:
+    """The route's call, returning one element of its result (a layer that lowered to a
+    primitive returning several: nn.LayerNorm's output of LayerNorm's three)."""
+    make = route.make
+
+    def made(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        fn = make(resolve)
+        return lambda *args, **kwargs: fn(*args, **kwargs)[index]
+    return replace(route, api=f"{route.api}[{index}]", make=made,
+                   fallbacks=tuple(_picked(f, index) for f in route.fallbacks))
+
+
+def fused_momentum_route(fold: MomentumFold) -> Route:
+    """torch SGD's three-call update of one weight as MindSpore's ApplyMomentum (what nn.SGD
+    runs), on the weight and its momentum buffer as Parameters (the kernel updates them in
+    place; a buffer that is a plain tensor gets one Parameter, made once). Fallback: the
+    same arithmetic in MindSpore calls, written back with ops.assign."""
+    def fused(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import mindspore
+        apply_momentum, parameter = mindspore.ops.ApplyMomentum(), _as_parameter("momentum_")
+        lr = mindspore.Tensor(fold.learning_rate, mindspore.float32)
+        momentum = mindspore.Tensor(fold.momentum, mindspore.float32)
+
+        def update(param: Any, buf: Any, grad: Any) -> Any:
+            weight = parameter(param)
+            apply_momentum(weight, parameter(buf), lr, grad, momentum)
+            return weight
+        return update
+
+    def call_by_call(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import mindspore
+        parameter = _as_parameter("momentum_")
+
+        def update(param: Any, buf: Any, grad: Any) -> Any:
+            param, buf = parameter(param), parameter(buf)
+            mindspore.ops.assign(buf, buf * fold.momentum + grad)
+            mindspore.ops.assign(param, param - fold.learning_rate * buf)
+            return param
+        return update
+
+    args = (fold.param, fold.buf, fold.grad)
+    return Route("mindspore.ops.ApplyMomentum (as nn.SGD's update)", fused, args,
+                 fallbacks=(Route("mindspore mul, add, assign (SGD momentum update)",
+                                  call_by_call, args),))
+
+
+def fused_adam_route(fold: AdamFold) -> Route:
+    """torch Adam's per-weight update as MindSpore's ops.Adam (what nn.Adam runs), with the
+    bias corrections carried by beta1_power 0 and beta2_power (optimizer_fold.py), on the
+    weight and its two moment buffers as Parameters."""
+    def fused(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import mindspore
+        adam, parameter = mindspore.ops.Adam(), _as_parameter("adam_moment_")
+        scalars = [mindspore.Tensor(v, mindspore.float32)
+                   for v in (0.0, fold.beta2_power, fold.step_size, fold.beta1, fold.beta2,
+                             fold.eps)]
+
+        def update(param: Any, m: Any, v: Any, grad: Any) -> Any:
+            # the kernel updates its Parameters in place; its first output is not the
+            # updated weight (2.3 off it on a 32-vector here), so the weight is returned
+            weight = parameter(param)
+            adam(weight, parameter(m), parameter(v), *scalars, grad)
+            return weight
+        return update
+
+    return Route("mindspore.ops.Adam (as nn.Adam's update)", fused,
+                 (fold.param, fold.m, fold.v, fold.grad))
+
+
 def route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped:
     """The route that replays `call` in framework `target`."""
+    found = _route_for(call, target, mapping)
+    if isinstance(found, Route) and call.pick is not None:
+        return _picked(found, call.pick)
+    return found
+
+
+def _route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped:
     if call.replay_api is None:
         return Unmapped(call.problem or "not replayable")
     if call.framework == target:
+        if call.init:
+            return Route(call.replay_api, _constructed(target, call.replay_api, call.init),
+                         call.args, call.kwargs)
         return _named(target, call.replay_api, call.args, call.kwargs)
+    if call.framework == "mindspore" and target == "torch":
+        rule = MINDSPORE_TO_TORCH.get(call.replay_api)
+        if rule is not None:
+            return rule(call)
+        if call.init:
+            return Unmapped(f"no torch rule for the MindSpore primitive {call.replay_api}")
     if call.framework == "torch" and target == "mindspore":
         rule = TORCH_TO_MINDSPORE.get(call.replay_api)
         if rule is not None:

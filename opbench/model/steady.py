@@ -5,7 +5,8 @@ Three rules, in this order:
 - markers: the script called opbench.model.step() before each step; the steps are the
   stretches between marks (the last one cut to the length of the one before it when it
   starts with the same calls: what follows is the script's work after its loop), and the
-  first is left out as the warm-up when there are several;
+  first is left out as the warm-up when there are several (opbench/trace/steps.py, the
+  rule `opbench trace compare` uses too);
 - --skip-first-calls N: the calls from N on, as one step each period found in them (or as
   one step when none repeats);
 - automatic: the longest stretch in which the calls repeat with one period (same API, same
@@ -27,6 +28,7 @@ import numpy as np
 
 from opbench.model.program import (Call, Ext, ExternalTensor, Lit, Program, Ref, Seq, map_refs,
                                    output_at)
+from opbench.trace.steps import marked_steps
 
 __all__ = ["Region", "RegionError", "StepProgram", "find_region", "step_program"]
 
@@ -127,43 +129,18 @@ def _periods(start: int, period: int, covered: int) -> list[tuple[int, int]]:
     return [(start + k * period, start + (k + 1) * period) for k in range(covered // period)]
 
 
-def _trim_last_step(calls: Sequence[Call], steps: list[tuple[int, int]]
-                    ) -> tuple[list[tuple[int, int]], int]:
-    """A marker opens a step but nothing closes the last one: it runs to the end of the
-    capture and holds whatever the script did after its loop (an evaluation, saving), which
-    the replay (of the last step) would count as part of every step. When the last stretch
-    starts with the calls of the step before it, it is cut to that step's length; the calls
-    after it are left out like the set-up. Returns the steps and how many calls were cut."""
-    if len(steps) < 2:
-        return steps, 0
-    (prev_start, prev_end), (last_start, last_end) = steps[-2], steps[-1]
-    length = prev_end - prev_start
-    if last_end - last_start <= length:
-        return steps, 0
-    same = all(_key(calls[prev_start + i]) == _key(calls[last_start + i])
-               for i in range(length))
-    if not same:
-        return steps, 0
-    return steps[:-1] + [(last_start, last_start + length)], last_end - last_start - length
-
-
 def find_region(program: Program, skip_first_calls: int | None = None) -> Region:
     calls = program.calls
     if not calls:
         raise RegionError("the script made no framework call that was recorded")
     if program.markers and skip_first_calls is None:
-        bounds = [m.at for m in program.markers if m.at < len(calls)] + [len(calls)]
-        steps = [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
-        if not steps:
+        marked = marked_steps([m.at for m in program.markers], len(calls),
+                              lambda i: _key(calls[i]))
+        if marked is None:
             raise RegionError("the step markers enclose no framework call")
-        steps, after_loop = _trim_last_step(calls, steps)
-        warmup = steps[0] if len(steps) > 1 else None
-        steady = steps[1:] if len(steps) > 1 else steps
-        count, ns = _excluded(program, steady)
-        notes = ([] if warmup else ["one marked step only: it is measured cold"]) + (
-            [f"{after_loop} calls after the last marked step (after the loop) are left out"]
-            if after_loop else [])
-        return Region(RULE_MARKERS, tuple(steady), warmup, count, ns, "; ".join(notes))
+        count, ns = _excluded(program, marked.steady)
+        return Region(RULE_MARKERS, marked.steady, marked.warmup, count, ns,
+                      "; ".join(marked.notes))
     first = skip_first_calls or 0
     if first >= len(calls):
         raise RegionError(f"--skip-first-calls {first} skips all {len(calls)} calls")

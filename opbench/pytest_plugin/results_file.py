@@ -51,4 +51,8 @@ def controller_record(state: RunState, complete: bool) -> RunRecord:
 
 
 def write_results(state: RunState, path: str | os.PathLike, complete: bool = True) -> None:
-    records.write_results(path, controller_record(state, complete))
+    """The record with the gap map's figures (gapmap/figures.py) once the run is over."""
+    from opbench.gapmap.figures import with_figures
+
+    record = controller_record(state, complete)
+    records.write_results(path, with_figures(record) if complete else record)

@@ -101,11 +101,12 @@ def _table(record: RunRecord, gap: GapMap) -> str:
         if not ms:
             cause = f"{inst.verdict or ''}: {inst.error or 'outputs differ'}"
         cells.append(f"<td>{_e(cause)}</td>")
-        fractions = gap.fractions.get((inst.id, keys[0]), {}) if keys else {}
+        points = gap.roofline.get((inst.id, keys[0]), {}) if keys else {}
         for s in sides:
-            f = fractions.get(s)
+            p = points.get(s)
+            f = p.fraction if p is not None else None
             cells.append(f"<td data-v='{f if f is not None else ''}'>"
-                         f"{'-' if f is None else f'{f:.1%}'}</td>")
+                         f"{'-' if p is None else _e(p.text())}</td>")
         cells.append(_memory_cell(inst.peak_memory, sides))
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")

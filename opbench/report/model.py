@@ -20,6 +20,9 @@ __all__ = ["model_lines", "render_model_terminal", "render_model_markdown",
 DEFAULT_TOP = 15
 # Lines of what was not covered shown before "... and N more".
 NOT_COVERED_SHOWN = 8
+# Processes whose medians differ by this factor or more are listed: MindSpore's come in modes
+# here (a step of 62 or ~190 ms), which the interval alone does not show.
+SPREAD_SHOWN = 1.5
 
 
 def _signed(seconds: float | None) -> str:
@@ -52,6 +55,13 @@ def model_lines(record: ModelRecord) -> list[str]:
               f"({p.launch} launch)"
               for fw in (ref, tgt) for p in [record.projected_s.get(fw)] if p]
     lines.append(f"projected time of the {region.steps} steps: " + "; ".join(totals))
+    for fw in (ref, tgt):
+        p = record.projected_s.get(fw)
+        if p and p.modes_apart() >= SPREAD_SHOWN:
+            each = ", ".join(fmt_time(v) for v in p.process_medians)
+            lines.append(f"  {fw}'s replay processes differ up to {p.modes_apart():.1f}x "
+                         f"(each process's median: {each}); the projection is the median "
+                         f"process, as a port's runs would be judged by theirs")
     ratio = record.ratio
     if ratio.ratio is not None:
         interval = (f" [{ratio.ci_low:.3g}, {ratio.ci_high:.3g}]"

@@ -72,7 +72,8 @@ def _eta_text(seconds: float) -> str:
 
 class RunProgress:
     """Progress of one run: `starting()` around the frameworks' set-up, then, inside
-    `with progress:`, runner.run's on_progress / on_pass callbacks.
+    `with progress:`, runner.run's on_progress / on_pass (or, under sequential stopping,
+    on_look) callbacks.
 
     live: draw a bar (default: when the console is a terminal)."""
 
@@ -170,6 +171,23 @@ class RunProgress:
                              description=self._description(pass_index), current="")
         self._line(f"{self._prefix()}pass {pass_index}/{passes}: more rounds for every "
                    f"measured instance")
+
+    def on_look(self, process: int, max_processes: int, undecided: int, decided: int,
+                eta_s: float) -> None:
+        """A sequential run's callback before each process after the first: how many
+        instances are settled, how many this process measures again, and how long they
+        took in the last one (this process's time, before any fresh worker's start-up;
+        a later process measures only what stays undecided, so none is promised)."""
+        if self.quiet:
+            return
+        text = (f"process {process} (of at most {max_processes}): {decided} decided, "
+                f"{undecided} undecided measured again; eta {_eta_text(eta_s)} for this "
+                f"process")
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, total=undecided, completed=0,
+                             description=f"{self._prefix()}process {process}: "
+                                         f"{undecided} undecided", current="")
+        self._line(f"{self._prefix()}{text}")
 
     # ------------------------------------------------------------------ helpers
     def _description(self, pass_index: int) -> str:

@@ -184,10 +184,37 @@ def _settle_note(m: Measurement) -> str | None:
             "(spinning or queued work): " + "; ".join(parts))
 
 
+def settle_lines(record: RunRecord) -> list[str]:
+    """The long idle-waits of the whole run, once, with the count and each side's range
+    (they used to be one note per measurement: 18 of them for 24 instances)."""
+    measurements = [m for inst in record.instances for m in inst.measurements.values()]
+    noted = [m for m in measurements if _settle_note(m)]
+    if not noted:
+        return []
+    longest: dict[str, list[float]] = {}
+    timed_out: dict[str, int] = {}
+    for m in noted:
+        for side, values in m.settle_s.items():
+            waits = [w for w in values if w is not None]
+            if waits and max(waits) >= LONG_SETTLE_S:
+                longest.setdefault(side, []).append(max(waits))
+        for side, n in m.settle_timed_out.items():
+            timed_out[side] = timed_out.get(side, 0) + n
+    parts = [f"{side}'s longest wait per measurement {fmt_time(min(v))} to {fmt_time(max(v))}"
+             if len(v) > 1 else f"{side} waited up to {fmt_time(v[0])}"
+             for side, v in longest.items()]
+    parts += [f"{n} of {side}'s waits hit the limit, so other work may have shared those "
+              f"samples" for side, n in timed_out.items() if n]
+    return [f"{len(noted)} of {len(measurements)} measurements: before samples, the other "
+            f"side's threads stayed busy after its own sample (spinning or queued work): "
+            + "; ".join(parts)]
+
+
 def notes_lines(record: RunRecord, short: bool = False, grouped: bool = False
                 ) -> list[str]:
     """Every note, by instance (`short`: with the short ids of the terminal table;
-    `grouped`: without the notes a run-level line counts once, gapmap.attribute)."""
+    `grouped`: without the notes a run-level line counts once: gapmap.attribute's
+    families and the idle-waits, settle_lines)."""
     lines = []
     ids = [inst.id for inst in record.instances]
     names = short_ids(ids) if short else {i: i for i in ids}
@@ -197,7 +224,9 @@ def notes_lines(record: RunRecord, short: bool = False, grouped: bool = False
             notes += [f"[{key}] {n}" for n in m.notes if not (grouped and note_family(n))]
             if m.verdict == "INCONCLUSIVE" and m.inconclusive_reason:
                 notes.append(f"[{key}] INCONCLUSIVE: {m.inconclusive_reason}")
-            settle = _settle_note(m)
+            if m.interference_ruled_out:
+                notes.append(f"[{key}] interference found: {m.interference_ruled_out}")
+            settle = None if grouped else _settle_note(m)
             if settle:
                 notes.append(f"[{key}] {settle}")
         if inst.check is not None and inst.check.expected_mismatch:
@@ -208,15 +237,84 @@ def notes_lines(record: RunRecord, short: bool = False, grouped: bool = False
     return lines
 
 
+def core_use_lines(record: RunRecord) -> list[str]:
+    """The cores each side really used (CPU time over wall time over its samples), once for
+    the run with its range, and the measurements where a side used more than allowed."""
+    cores: dict[str, list[float]] = {}
+    over: dict[str, list[tuple[int, int]]] = {}
+    allowed = None
+    for inst in record.instances:
+        for m in inst.measurements.values():
+            allowed = m.allowed_cores or allowed
+            for side, value in m.effective_cores.items():
+                if value is not None:
+                    cores.setdefault(side, []).append(value)
+            for side, n in m.samples_over_cores.items():
+                if n:
+                    over.setdefault(side, []).append((n, len(m.samples_s.get(side, ()))))
+    if not cores:
+        return []
+    pinned = next((i.cpus for i in record.frameworks.values() if i.cpus), None)
+    where = (f"pinned to cpu {','.join(map(str, pinned))}" if pinned
+             else "not pinned")
+    parts = [f"{side} {min(v):.2f}-{max(v):.2f}" for side, v in cores.items()]
+    lines = [f"effective cores (CPU time / wall time over each measurement's samples): "
+             f"{', '.join(parts)}; the run allows {allowed or record.config.threads} "
+             f"({where})"]
+    for side, found in over.items():
+        samples = sum(n for n, _ in found)
+        lines.append(f"{len(found)} measurements: {side} used more cores than the run allows "
+                     f"in {samples} of {sum(t for _, t in found)} samples; its times there "
+                     f"had more of the machine than the other side's")
+    return lines
+
+
 def run_notes(record: RunRecord) -> list[str]:
     """Notes about the whole run's statistics, and where a merged record's parts ran."""
-    notes = merge_notes(record) + timing_notes(record)
+    notes = (merge_notes(record) + timing_notes(record) + sequential_notes(record)
+             + core_use_lines(record) + settle_lines(record))
     prior = record.between_process_prior
     if prior is not None and prior.sd is not None:
         notes.append(f"between worker processes a ratio moved by {prior.sd * 100:.1f}% "
                      f"(typical SD over {prior.instances} measurements); every interval "
                      f"includes that spread")
     return notes
+
+
+def sequential_notes(record: RunRecord) -> list[str]:
+    """Under sequential stopping: which instances stopped early, which ran to the cap or
+    into the time budget, and the measuring time of each group."""
+    plan = record.config.sequential
+    if plan is None:
+        return []
+    groups: dict[str, list[InstanceRecord]] = {}
+    for inst in record.instances:
+        course = inst.sequential
+        if course is None:
+            continue
+        if course.stopped == "decided":
+            key = ("decided after 1 process" if course.processes == 1
+                   else "decided after 2 or more processes")
+        else:
+            key = {"cap": f"ran to the cap of {plan.max_processes} processes",
+                   "budget": "stopped undecided by the time budget",
+                   "failed": "failed (MISMATCH or ERROR)"}.get(course.stopped or "",
+                                                              str(course.stopped))
+        groups.setdefault(key, []).append(inst)
+    # early stops first, then what ran longest
+    order = ("decided after 1", "decided after 2", "ran to", "stopped", "failed")
+    groups = dict(sorted(groups.items(), key=lambda item: next(
+        (i for i, start in enumerate(order) if item[0].startswith(start)), len(order))))
+    budget = (f", time budget {plan.time_budget_s:g} s" if plan.time_budget_s else "")
+    parts = [f"{len(members)} {key} ({sum(float(i.duration_s or 0) for i in members):.1f} s)"
+             for key, members in groups.items()]
+    lines = [f"sequential stopping (up to {plan.max_processes} processes{budget}): "
+             + "; ".join(parts)]
+    names = short_ids([i.id for i in record.instances])
+    for key, members in groups.items():
+        if key.startswith(("ran to the cap", "stopped undecided")):
+            lines.append(f"{key}: " + ", ".join(names[i.id] for i in members))
+    return lines
 
 
 def merge_notes(record: RunRecord) -> list[str]:

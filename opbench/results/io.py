@@ -16,7 +16,11 @@ reading every older version):
      work (null: counted from the shapes) and peak_memory; config.shard (absent: the whole
      selection) and, in a record joined by opbench merge (merge.py), merged_from,
      missing_shards, absolute_times_comparable (absent: true) and per instance machine_id
-     (absent: the record's).
+     (absent: the record's); per measurement cpu_s, effective_cores, allowed_cores and
+     samples_over_cores (absent: cores not measured), cause, fit and roofline (absent: the
+     views compute them from the record); frameworks[].cpus (absent: not pinned);
+     ceilings[].copy_cores, gemm_cores, cache_levels and cache_bytes (absent: DRAM copy
+     only); peak_memory[].malloc_bytes and output_bytes (absent: another measure).
 
 The JSON Schema of this format is opbench/schema/results.schema.json; writers validate
 against it in tests, the loader (records.load_results) uses it to reject foreign files with

@@ -19,6 +19,7 @@ from opbench.config import RunConfig
 from opbench.results.io import new_record, utc_now
 from opbench.results.records import RunRecord
 from opbench.results.safe_write import ResilientSaver
+from opbench.results.sequential_run import LookCallback, run_sequential
 from opbench.runner.measure import Clock
 from opbench.runner.injection import Injection, InjectingSession
 from opbench.runner.protocol import MeasuringSession
@@ -63,17 +64,21 @@ def run(instances: Sequence[CaseInstance], config: RunConfig, *,
         on_progress: InstanceCallback | None = None,
         session: MeasuringSession | None = None,
         clock: Clock = time.perf_counter,
-        on_pass: PassCallback | None = None) -> RunRecord:
+        on_pass: PassCallback | None = None,
+        on_look: LookCallback | None = None) -> RunRecord:
     """Run every instance and return the record. With json_path the record is rewritten
     atomically after every instance (and every pass), so an interrupt or crash keeps what
     was measured. on_progress(i, n, instance, record_or_None) is called before (None) and
-    after each instance of the first pass; on_pass(pass_index, passes) before each later one.
+    after each instance of the first pass; on_pass(pass_index, passes) before each later one,
+    or under sequential stopping (config.sequential) on_look(process, max_processes,
+    undecided, decided, eta_s) before each process after the first (sequential_run.py).
     Raises ApiError before timing anything if an API does not resolve."""
     owned = session is None
     if session is None:
         session = open_session(config, clock)
     try:
-        return _run_opened(session, instances, config, json_path, on_progress, on_pass)
+        return _run_opened(session, instances, config, json_path, on_progress, on_pass,
+                           on_look)
     finally:
         if owned:
             session.close()
@@ -99,7 +104,7 @@ def open_session(config: RunConfig, clock: Clock = time.perf_counter,
     return session
 
 
-def _run_opened(session, instances, config, json_path, on_progress, on_pass):
+def _run_opened(session, instances, config, json_path, on_progress, on_pass, on_look=None):
     problems = session.check_apis(instances)
     if problems:
         raise ApiError("\n".join(problems))
@@ -117,8 +122,12 @@ def _run_opened(session, instances, config, json_path, on_progress, on_pass):
     save = saver or (lambda: None)
     save()
     try:
-        run_passes(session, instances, record["instances"], save=save,
-                   on_progress=on_progress, on_pass=on_pass)
+        if config.sequential is not None and config.timing:
+            run_sequential(session, instances, record["instances"], save=save,
+                           on_progress=on_progress, on_look=on_look)
+        else:
+            run_passes(session, instances, record["instances"], save=save,
+                       on_progress=on_progress, on_pass=on_pass)
     except BaseException:
         # KeyboardInterrupt or a crash outside an instance: keep what was measured
         record["interrupted"] = True

@@ -271,6 +271,12 @@ class Measurement(_Record):
     threshold: float = _key()
     settle_s: Mapping[str, tuple[float | None, ...]] = _key(_EMPTY)
     settle_timed_out: Mapping[str, int] = _key(_EMPTY)
+    # runner/pinning.py: each sample's process CPU seconds (aligned with samples_s), each
+    # side's cores over its samples, the cores the run allows, and how many samples used more
+    cpu_s: Mapping[str, tuple[float | None, ...]] = _key(_EMPTY)
+    effective_cores: Mapping[str, float | None] = _key(_EMPTY)
+    allowed_cores: int | None = _key(None)
+    samples_over_cores: Mapping[str, int] = _key(_EMPTY)
     summary: Mapping[str, SideSummary] = _key(codec=_by_name(SideSummary))
     ratio: float = _key()
     ci_low: float = _key()
@@ -283,11 +289,20 @@ class Measurement(_Record):
     between_process_sd: float | None = _key(None)       # null: one process
     interference: tuple[Interference, ...] = _key((), _each(Interference))
     inconclusive_reason: str | None = _key(None)
+    # Interference was found but every recomputed version gives the same verdict: why it
+    # stands (verdicts/conclusions.py). Absent when nothing was found or it decided.
+    interference_ruled_out: str | None = _key(None)
     verdict: Verdict = _key(codec=_VERDICT)
     protocol_notes: tuple[str, ...] = _key(())
     notes: tuple[str, ...] = _key(())
     # gate/pool.py: the baseline run each round of a pooled measurement came from
     run_of_round: tuple[int, ...] = _key(())
+    # gapmap/figures.py, written by the front door at the end of a run: the cause of a SLOW
+    # measurement {kind, basis, overhead_share}, the size-sweep fit it belongs to, and each
+    # side's roofline point; absent in older files (the views then compute them)
+    cause: Mapping[str, Any] | None = _key(None)
+    fit: Mapping[str, Any] | None = _key(None)
+    roofline: Mapping[str, Mapping[str, Any]] | None = _key(None)
 
     @property
     def interval(self) -> Interval:
@@ -333,6 +348,20 @@ class PeakMemory(_Record):
     bytes: int | None = _key()
     measure: str | None = _key()
     error: str | None = _key(None)
+    # runner/memory.py's CPU probe: malloc's bytes held with the output, the output's own
+    malloc_bytes: int | None = _key(None)
+    output_bytes: int | None = _key(None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceSequence(_Record):
+    """An instance's course under sequential stopping (results/sequential_run.py): the
+    processes it was measured in, why it stopped (decided, cap, budget, failed) and the
+    confidence of the look that settled it."""
+
+    processes: int = _key()
+    stopped: str = _key()
+    look_confidence: float | None = _key(None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -369,6 +398,7 @@ class InstanceRecord(_Record):
     machine_id: str | None = _key(None)      # a merged record's: the machine it ran on
     worker: str | None = _key(None)          # a record joined from pytest-xdist workers
     pooled_runs: int | None = _key(None)     # gate/pool.py: baseline runs pooled into it
+    sequential: InstanceSequence | None = _key(None, _one(InstanceSequence))
 
     @property
     def measured(self) -> bool:
@@ -428,6 +458,14 @@ class WorkerRecord(_Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SequentialRecord(_Record):
+    """config.sequential: a run that stopped each instance on its verdict (config.Sequential)."""
+
+    max_processes: int = _key()
+    time_budget_s: float | None = _key(None)
+
+
+@dataclass(frozen=True, kw_only=True)
 class RecordedConfig(_Record):
     """The run configuration as recorded (config.RunConfig.as_dict). Absent keys read as
     what a file written before them means."""
@@ -447,6 +485,7 @@ class RecordedConfig(_Record):
     settings: RecordedSettings = _key(RecordedSettings(), _one(RecordedSettings))
     shard: ShardRecord | None = _key(None, _one(ShardRecord))
     worker: WorkerRecord | None = _key(None, _one(WorkerRecord))
+    sequential: SequentialRecord | None = _key(None, _one(SequentialRecord))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -457,6 +496,7 @@ class FrameworkInfo(_Record):
     threads: int | None = _key()
     launch: str | None = _key(None)
     processes: int | None = _key(None)
+    cpus: tuple[int, ...] | None = _key(None)     # the cores the measuring was pinned to
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -484,6 +524,12 @@ class Ceilings(_Record):
     gemm_n: int | None = _key(None)
     gemm_s: float | None = _key(None)
     threads: int | None = _key(None)
+    copy_cores: float | None = _key(None)         # cores used: CPU time over wall time
+    gemm_cores: float | None = _key(None)
+    # runner/ceilings.py: copy bandwidth at cache sizes ({"L2": {copy_bytes,
+    # bandwidth_bytes_per_s}, ...}) and the cache sizes one core sees ({"L1": bytes, ...})
+    cache_levels: Mapping[str, Any] = _key(_EMPTY)
+    cache_bytes: Mapping[str, int] = _key(_EMPTY)
     error: str | None = _key(None)
 
 

@@ -4,9 +4,10 @@ process (session.py) or in worker processes (workers.py), the two behind one Pro
 (protocol.py). Records what happened, judges nothing, prints nothing.
 
   ceilings     The machine's ceilings as each framework reaches them: memory bandwidth (a large
-               copy) and peak FLOP/s (a large float32 matrix product), measured once per run in
+               copy, and copies that fit L2 and L3) and peak FLOP/s (a large float32 matrix product), measured once per run in
                the process and with the threads the run measures with, so an instance's achieved
                fraction compares it with what the same framework gets from the same cores
+  core_use     The cores a side really used: process CPU time over a sample's wall time
   check        Do two frameworks compute the same thing? Compared before any timing: a fast
                wrong answer is a MISMATCH, not a win
   exits        How a worker process ended, in the words a reader needs: `was killed by SIGSEGV
@@ -17,6 +18,7 @@ process (session.py) or in worker processes (workers.py), the two behind one Pro
                async
   memory       Peak memory of one operator call, per framework, with the best measure the device
                has
+  pinning      Equal cores in fact: the measuring process pinned to exactly the run's cores
   placement    Where each pytest-xdist worker may measure: its own CPU cores, or its own device
   protocol     The one interface of the two ways of measuring: a Session in this process
                (session.py) and a pool of worker processes that each hold one (workers.py)

@@ -95,6 +95,8 @@ class RemoteSide(Protocol):
 
     def sync_cost(self) -> float: ...
 
+    def sample_with_cpu(self, loops: int, mode: str) -> tuple[float, float | None]: ...
+
 
 AnySide = Union[Side, RemoteSide]
 
@@ -124,6 +126,9 @@ class Measurement:
     notes: tuple[str, ...] = field(default_factory=tuple)
     # What settle() returned before each round's sample of each side (None without one).
     settled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    # The measuring process's CPU seconds during each round's sample of each side (all its
+    # threads: a framework's own helper threads too); empty without a CPU clock.
+    cpu_s: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     @property
     def rounds(self) -> int:
@@ -166,6 +171,16 @@ def run_sample(side: AnySide, loops: int, mode: str, clock: Clock) -> float:
         call()
     sync()
     return clock() - t0
+
+
+def sample_with_cpu(side: Side, loops: int, mode: str, clock: Clock,
+                    cpu_clock: Clock) -> tuple[float, float]:
+    """run_sample's seconds and the CPU seconds (cpu_clock: this process's, all threads)
+    the sample took; earlier work is drained before the CPU clock is read."""
+    side.sync()
+    cpu_start = cpu_clock()
+    seconds = run_sample(side, loops, mode, clock)
+    return seconds, cpu_clock() - cpu_start
 
 
 def rewarm(side: AnySide, mode: str, clock: Clock, max_calls: int,
@@ -331,16 +346,25 @@ def _check_distinct(sides: Sequence[AnySide]) -> None:
         raise ValueError("sides need distinct names")
 
 
+@dataclass(frozen=True)
+class _Rounds:
+    per_call_s: dict[str, tuple[float, ...]]
+    order: tuple[tuple[str, ...], ...]
+    settled: dict[str, tuple[Any, ...]]
+    cpu_s: dict[str, tuple[float, ...]]
+
+
 def _interleaved_rounds(sides: Sequence[AnySide], loops: int, rounds: int, mode: str,
-                        clock: Clock, settle: Settle | None = None, first_round: int = 0
-                        ) -> tuple[dict[str, tuple[float, ...]], tuple[tuple[str, ...], ...],
-                                   dict[str, tuple[Any, ...]]]:
+                        clock: Clock, settle: Settle | None = None, first_round: int = 0,
+                        cpu_clock: Clock | None = None) -> _Rounds:
     """`rounds` interleaved rounds (interleaved_order) of one sample per side at `loops`
-    calls each: per-call seconds by side, the order the samples ran in, and what settle()
-    returned before each sample."""
+    calls each: per-call seconds by side, the order the samples ran in, what settle()
+    returned before each sample and, with a `cpu_clock` (the process's CPU time), the CPU
+    seconds each sample took."""
     by_name = {s.name: s for s in sides}
     per_call: dict[str, list[float]] = {s.name: [] for s in sides}
     settled: dict[str, list[Any]] = {s.name: [] for s in sides}
+    cpu: dict[str, list[float]] = {s.name: [] for s in sides}
     order = interleaved_order([s.name for s in sides], rounds, first_round)
     previous = None
     for round_order in order:
@@ -356,16 +380,28 @@ def _interleaved_rounds(sides: Sequence[AnySide], loops: int, rounds: int, mode:
                 # Untimed calls first (REWARM_TIME_S): the other side's sample has just
                 # filled the caches and TLBs with its own data, which no idle-wait can see.
                 rewarm(by_name[name], mode, clock, max_calls=loops)
-            per_call[name].append(run_sample(by_name[name], loops, mode, clock) / loops)
-    return ({k: tuple(v) for k, v in per_call.items()}, order,
-            {k: tuple(v) for k, v in settled.items()})
+            side = by_name[name]
+            if cpu_clock is None:
+                per_call[name].append(run_sample(side, loops, mode, clock) / loops)
+                continue
+            if isinstance(side, RemoteSide):     # its CPU time is its own process's
+                seconds, cpu_seconds = side.sample_with_cpu(loops, mode)
+            else:
+                seconds, cpu_seconds = sample_with_cpu(side, loops, mode, clock, cpu_clock)
+            per_call[name].append(seconds / loops)
+            if cpu_seconds is not None:
+                cpu[name].append(cpu_seconds)
+    return _Rounds({k: tuple(v) for k, v in per_call.items()}, order,
+                   {k: tuple(v) for k, v in settled.items()},
+                   {k: tuple(v) for k, v in cpu.items() if v})
 
 
 def measure(sides: Sequence[AnySide], settings: MeasureSettings,
             clock: Clock = time.perf_counter, resolution_s: float | None = None,
-            settle: Settle | None = None) -> Measurement:
+            settle: Settle | None = None, cpu_clock: Clock | None = None) -> Measurement:
     """The whole protocol: warm-up each side, calibrate one loop count, then interleaved
-    rounds, each sample after settle() (when given). Every raw per-round sample is kept."""
+    rounds, each sample after settle() (when given). Every raw per-round sample is kept,
+    with its CPU time when `cpu_clock` (time.process_time) is given."""
     _check_distinct(sides)
     warmups = {s.name: warm_up(s, settings.mode, clock, settings.warmup_time_s) for s in sides}
     calibration = calibrate(sides, settings, clock, resolution_s, settle)
@@ -385,12 +421,13 @@ def measure(sides: Sequence[AnySide], settings: MeasureSettings,
             f"{times_slower(max(times.values()), min(times.values()))} slower per call, so "
             f"{fast}'s samples last {min(times.values()) * 1e3:.3g} ms instead of "
             f"{calibration.target_sample_time_s * 1e3:.3g} ms (coarser, but the gap dwarfs it)")
-    per_call, order, settled = _interleaved_rounds(sides, calibration.loops, rounds,
-                                                   settings.mode, clock, settle)
-    return Measurement(mode=settings.mode, loops=calibration.loops, per_call_s=per_call,
-                       order=order,
+    done = _interleaved_rounds(sides, calibration.loops, rounds, settings.mode, clock, settle,
+                               cpu_clock=cpu_clock)
+    return Measurement(mode=settings.mode, loops=calibration.loops, per_call_s=done.per_call_s,
+                       order=done.order,
                        warmup_calls=warmups, calibration=calibration,
-                       rounds_requested=settings.rounds, notes=tuple(notes), settled=settled)
+                       rounds_requested=settings.rounds, notes=tuple(notes),
+                       settled=done.settled, cpu_s=done.cpu_s)
 
 
 def times_slower(slow_s: float, fast_s: float) -> str:
@@ -408,12 +445,14 @@ class MoreRounds:
     order: tuple[tuple[str, ...], ...]
     warmup_calls: dict[str, int]
     settled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    cpu_s: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
 
 def more_rounds(sides: Sequence[AnySide], mode: str, loops: int, rounds: int,
                 clock: Clock = time.perf_counter,
                 warmup_time_s: float = DEFAULT_WARMUP_TIME_S,
-                settle: Settle | None = None, first_round: int = 0) -> MoreRounds:
+                settle: Settle | None = None, first_round: int = 0,
+                cpu_clock: Clock | None = None) -> MoreRounds:
     """Another pass of an earlier measurement: warm up (the callables are freshly prepared),
     then `rounds` interleaved rounds at the loop count calibrated the first time, so every
     sample of the measurement covers the same work and the rounds can be pooled."""
@@ -421,9 +460,10 @@ def more_rounds(sides: Sequence[AnySide], mode: str, loops: int, rounds: int,
     if loops < 1 or rounds < 1:
         raise ValueError("loops and rounds must be >= 1")
     warmups = {s.name: warm_up(s, mode, clock, warmup_time_s) for s in sides}
-    per_call, order, settled = _interleaved_rounds(sides, loops, rounds, mode, clock, settle,
-                                                   first_round)
-    return MoreRounds(per_call_s=per_call, order=order, warmup_calls=warmups, settled=settled)
+    done = _interleaved_rounds(sides, loops, rounds, mode, clock, settle, first_round,
+                               cpu_clock)
+    return MoreRounds(per_call_s=done.per_call_s, order=done.order, warmup_calls=warmups,
+                      settled=done.settled, cpu_s=done.cpu_s)
 
 
 @dataclass(frozen=True)

@@ -17,18 +17,20 @@ import numpy as np
 
 from opbench.cases.case_files import CaseInstance
 from opbench.runner.measure import ROUNDS_CUT_NOTE, Measurement, MoreRounds
+from opbench.runner.core_use import effective_cores, samples_over
 
 if TYPE_CHECKING:   # runner imports this module
     from opbench.config import RunConfig
 
-__all__ = ["BACKWARD_SUFFIX", "add_settled", "instance_header", "jsonable", "key_mode",
+__all__ = ["BACKWARD_SUFFIX", "add_core_use", "add_settled", "instance_header", "jsonable",
+           "key_mode",
            "new_measurement", "output_shapes", "pool_rounds", "protocol_notes"]
 
 BACKWARD_SUFFIX = "+backward"
 
 
 def new_measurement(m: Measurement, mode: str, threshold: float, rounds_requested: int,
-                    process_index: int) -> dict[str, Any]:
+                    process_index: int, allowed_cores: int | None = None) -> dict[str, Any]:
     """A measurement's record from its first share (pass 1 in one process): raw rounds and
     where they came from; statistics are added by the caller (measurement_statistics plus
     its own explanations)."""
@@ -53,11 +55,12 @@ def new_measurement(m: Measurement, mode: str, threshold: float, rounds_requeste
         "threshold": threshold,
     }
     add_settled(record, m.settled)
+    add_core_use(record, m.cpu_s, allowed_cores)
     return record
 
 
 def pool_rounds(m: dict[str, Any], extra: MoreRounds, pass_index: int,
-                process_index: int) -> None:
+                process_index: int, allowed_cores: int | None = None) -> None:
     """A later share's rounds appended to a measurement's record, with their pass, process
     and waits; the caller redoes the statistics."""
     for name, values in extra.per_call_s.items():
@@ -67,6 +70,7 @@ def pool_rounds(m: dict[str, Any], extra: MoreRounds, pass_index: int,
     m.setdefault("process_of_round", [1] * (len(m["order"]) - len(extra.order)))
     m["process_of_round"].extend([process_index] * len(extra.order))
     add_settled(m, extra.settled)
+    add_core_use(m, extra.cpu_s, allowed_cores)
     m["passes"] = max(m.get("passes", 1), pass_index)
     m["processes"] = len(set(m["process_of_round"]))
     m["rounds"] = len(m["order"])
@@ -97,6 +101,30 @@ def add_settled(m: dict[str, Any], settled: Mapping[str, Sequence[Any]]) -> None
             [None if r is None else round(r.waited_s, 6) for r in results])
         timed_out[name] = timed_out.get(name, 0) + sum(
             1 for r in results if r is not None and r.timed_out)
+
+
+def add_core_use(m: dict[str, Any], cpu_s: Mapping[str, Sequence[float]],
+                 allowed_cores: int | None) -> None:
+    """Each sample's process CPU seconds (aligned with samples_s; null where a share had no
+    CPU clock), each side's effective cores over all its samples (CPU time over wall time)
+    and how many of its samples used more cores than the run allows (pinning.py)."""
+    if not cpu_s and "cpu_s" not in m:
+        return
+    rounds_before = len(m["order"]) - len(next(iter(cpu_s.values()), ()))
+    kept = m.setdefault("cpu_s", {})
+    for name in m["samples_s"]:
+        values = kept.setdefault(name, [])
+        values.extend([None] * (rounds_before - len(values)))   # shares without a CPU clock
+        values.extend(cpu_s.get(name, [None] * (len(m["order"]) - len(values))))
+    walls = {name: [t * m["loops"] for t in samples] for name, samples in m["samples_s"].items()}
+    m["effective_cores"] = {name: (None if (c := effective_cores(kept[name], walls[name]))
+                                   is None else round(c, 3)) for name in kept}
+    if allowed_cores is not None:
+        m["allowed_cores"] = allowed_cores
+    allowed = m.get("allowed_cores")
+    if allowed is not None:
+        m["samples_over_cores"] = {name: samples_over(kept[name], walls[name], allowed)
+                                   for name in kept}
 
 
 def key_mode(key: str) -> str:

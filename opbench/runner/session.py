@@ -21,10 +21,11 @@ from opbench.cases.case_files import FLOAT_DTYPES, CaseInstance, FrameworkCall, 
 from opbench.config import LAUNCH_BLOCKING, MeasureSettings, RunConfig
 from opbench.frameworks import Adapter, get_adapter
 from opbench.runner import inputs as inputs_mod
-from opbench.runner.ceilings import measure_ceilings
+from opbench.runner.ceilings import cache_sizes, level_copy_bytes, measure_ceilings
 from opbench.runner.check import SHAPE, compare_outputs, select_outputs
 from opbench.runner.measure import Clock, MoreRounds, Side, measure, measure_overhead, more_rounds
 from opbench.runner.memory import peak_memory
+from opbench.runner.pinning import current_cpus, pin_process, pin_run_cores
 from opbench.runner.quiesce import Quiescer, ThreadActivityProbe
 from opbench.runner.raw_records import (
     BACKWARD_SUFFIX,
@@ -138,22 +139,48 @@ class Session:
         self.quiescer: Quiescer | None = None
         self._measured_here: set[str] = set()   # instance ids this process has timed
         self.setup_s: float | None = None
+        # The process's CPU clock (all threads), read around every sample to tell the cores
+        # each side really used (pinning.py); set by open(), None on a fake clock.
+        self.cpu_clock: Clock | None = None
+        # The cores open() pinned this process to; None: left unpinned.
+        self.pinned_cpus: tuple[int, ...] | None = None
+        self._cpus_before: tuple[int, ...] = ()
 
     def close(self) -> None:
-        """Nothing to release: the frameworks live as long as the process."""
+        """The process's cores as they were before open() (a Session in the caller's own
+        process must not leave it pinned); the frameworks live as long as the process."""
+        if self.pinned_cpus is not None and self._cpus_before:
+            pin_process(self._cpus_before)
+            self.pinned_cpus = None
 
     @property
     def total_passes(self) -> int:
         return self.config.passes
 
+    # Pins this process to the run's cores (pinning.py); a test replaces it.
+    pin_cores = staticmethod(pin_run_cores)
+
     def open(self) -> None:
-        """Import and set up both frameworks. Raises FrameworkUnavailable/DeviceUnavailable."""
-        for name in self.sides:
-            adapter = get_adapter(name)
-            adapter.setup(self.config.device, self.config.threads)
-            if self.config.launch == LAUNCH_BLOCKING:
-                adapter.block_launches()
-            self.adapters[name] = adapter
+        """Pin this process to the run's cores (CPU), then import and set up its
+        frameworks (both, or one side's in a side worker), whose thread pools inherit the
+        cores. Raises FrameworkUnavailable/DeviceUnavailable."""
+        if self.config.device.startswith("cpu"):
+            self._cpus_before = current_cpus()
+            self.pinned_cpus = self.pin_cores(self.config.threads)
+        self.cpu_clock = time.process_time
+        try:
+            for name in self.sides:
+                adapter = get_adapter(name)
+                adapter.setup(self.config.device, self.config.threads)
+                if self.config.launch == LAUNCH_BLOCKING:
+                    adapter.block_launches()
+                self.adapters[name] = adapter
+        except BaseException:
+            self.close()
+            raise
+        if self.pinned_cpus is not None:
+            # threads a framework started at import, before the mask was set on its parent
+            self.pinned_cpus = self.pin_cores(self.config.threads)
         self.quiescer = self.make_quiescer()
 
     def make_quiescer(self) -> Quiescer | None:
@@ -166,11 +193,20 @@ class Session:
         return self.quiescer.settle if self.quiescer is not None else None
 
     def framework_info(self) -> dict[str, Any]:
-        return {name: a.info() for name, a in self.adapters.items()}
+        info = {name: a.info() for name, a in self.adapters.items()}
+        if self.pinned_cpus is not None:
+            for facts in info.values():
+                facts["cpus"] = list(self.pinned_cpus)
+        return info
 
     def measure_overheads(self) -> dict[str, dict[str, float]]:
         """Each side's sync cost and dispatch floor, the yardsticks the report uses."""
         for name, adapter in self.adapters.items():
+            # Pinned, the sibling workers share these cores: their start-up threads (and the
+            # other framework's) must be idle first. Without this wait MindSpore's serial
+            # floor read 111 us instead of 32 us, torch's 4.3 us instead of 1.4 us.
+            if self.quiescer is not None:
+                self.quiescer.settle()
             o = measure_overhead(name, adapter.trivial_op(), adapter.sync, self.clock)
             self.overhead[name] = {k: v for k, v in asdict(o).items() if k != "framework"}
         return self.overhead
@@ -178,8 +214,17 @@ class Session:
     def measure_ceilings(self) -> dict[str, dict[str, Any]]:
         """Each framework's memory bandwidth and peak FLOP/s here, with the run's threads
         (ceilings.py): the roofline each instance's achieved fraction is read off."""
-        return {name: measure_ceilings(name, adapter, self.clock)
-                for name, adapter in self.adapters.items()}
+        sizes = cache_sizes() if self.cpu_clock is not None else {}
+        found = {}
+        for name, adapter in self.adapters.items():
+            if self.quiescer is not None:
+                self.quiescer.settle()
+            found[name] = measure_ceilings(name, adapter, self.clock, cpu_clock=self.cpu_clock,
+                                           level_bytes=level_copy_bytes(sizes))
+        for facts in found.values():
+            if sizes and "error" not in facts:
+                facts["cache_bytes"] = sizes
+        return found
 
     def check_apis(self, instances: Iterable[CaseInstance]) -> list[str]:
         """Every API the instances name must resolve before anything is timed. Returns
@@ -297,7 +342,8 @@ class Session:
                     warmup_s /= self.config.passes
                 extra = more_rounds(timed[key], m["mode"], m["loops"], m["rounds_per_pass"],
                                     self.clock, warmup_s,
-                                    settle=self._settle(), first_round=len(m["order"]))
+                                    settle=self._settle(), first_round=len(m["order"]),
+                                    cpu_clock=self.cpu_clock)
                 self._pool_rounds(m, extra, pass_index)
             self._measured_here.add(instance.id)
         except SideLost:
@@ -309,7 +355,12 @@ class Session:
             return
 
     def _pool_rounds(self, m: dict[str, Any], extra: MoreRounds, pass_index: int) -> None:
-        pool_rounds(m, extra, pass_index, self.process_index)
+        pool_rounds(m, extra, pass_index, self.process_index, self.allowed_cores)
+
+    @property
+    def allowed_cores(self) -> int | None:
+        """The cores a side may use: the run's thread count, when CPU time is measured."""
+        return self.config.threads if self.cpu_clock is not None else None
 
     def _checked_sides(self, instance: CaseInstance, record: dict[str, Any]
                        ) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -394,8 +445,12 @@ class Session:
     def _peak_memory(self, prepared: Mapping[str, Any]) -> dict[str, Any]:
         """One untimed call per side under its memory probe (memory.py), after the
         timing so the probe never shares a sample."""
-        def call(p: _Prepared) -> Callable[[], None]:
-            return lambda: (p.invoke(), p.adapter.sync())
+        def call(p: _Prepared) -> Callable[[], Any]:
+            def synced() -> Any:
+                value = p.invoke()
+                p.adapter.sync()
+                return value           # held by the probe while it reads what was allocated
+            return synced
         return peak_memory({n: call(prepared[n]) for n in self.config.frameworks},
                            self.config.device)
 
@@ -452,9 +507,10 @@ class Session:
                        min_rounds=math.ceil(settings.min_rounds / cfg.shares))
 
     def _measure(self, sides: Sequence[Side], mode: str, threshold: float) -> dict[str, Any]:
-        m = measure(sides, self._pass_settings(mode), self.clock, settle=self._settle())
+        m = measure(sides, self._pass_settings(mode), self.clock, settle=self._settle(),
+                    cpu_clock=self.cpu_clock)
         record = new_measurement(m, mode, threshold, self.config.settings.rounds,
-                                 self.process_index)
+                                 self.process_index, self.allowed_cores)
         record["protocol_notes"] = protocol_notes(m, self.config)
         return record
 

@@ -12,6 +12,7 @@ Requests (each answered ("ok", value) by serve):
                                                 or ("failed", message)
   ("backward", instance, reference_output)   -> ("done", gradients) | ("failed", message)
   ("sample", which, loops, mode)             -> seconds for `loops` calls
+  ("sample_with_cpu", which, loops, mode)    -> (seconds, this process's CPU seconds)
   ("warm_up", which, mode, warmup_time_s)    -> calls made
   ("rewarm", which, mode, max_calls)         -> calls made
   ("sync_cost", which)                       -> seconds
@@ -24,14 +25,21 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from opbench.runner import inputs as inputs_mod
-from opbench.runner.measure import Side, rewarm, run_sample, sync_cost_s, warm_up
+from opbench.runner.measure import (
+    Side,
+    rewarm,
+    run_sample,
+    sample_with_cpu,
+    sync_cost_s,
+    warm_up,
+)
 from opbench.runner.memory import peak_memory
 from opbench.runner.protocol import BACKWARD, FORWARD
 from opbench.runner.session import Session, SideFailed
 
 __all__ = ["SideServer", "SIDE_REQUESTS"]
 SIDE_REQUESTS = frozenset({
-    "forward", "backward", "sample", "warm_up", "rewarm", "sync_cost", "memory",
+    "forward", "backward", "sample", "sample_with_cpu", "warm_up", "rewarm", "sync_cost", "memory",
     "side_info", "side_overheads", "side_ceilings", "side_check_apis"})
 
 
@@ -80,6 +88,15 @@ class SideServer:
 
     def _sample(self, which: str, loops: int, mode: str) -> float:
         return run_sample(self._side(which), loops, mode, self.session.clock)
+
+    def _sample_with_cpu(self, which: str, loops: int, mode: str
+                         ) -> tuple[float, float | None]:
+        """The sample and this process's CPU seconds during it (None on a fake clock,
+        whose Session reads no CPU clock)."""
+        cpu_clock = self.session.cpu_clock
+        if cpu_clock is None:
+            return self._sample(which, loops, mode), None
+        return sample_with_cpu(self._side(which), loops, mode, self.session.clock, cpu_clock)
 
     def _warm_up(self, which: str, mode: str, warmup_time_s: float) -> int:
         return warm_up(self._side(which), mode, self.session.clock, warmup_time_s)

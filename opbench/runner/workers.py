@@ -78,6 +78,7 @@ _ACTIVITIES = {
     "forward": "running {id}",
     "backward": "running {id}",
     "sample": "timing {current}",
+    "sample_with_cpu": "timing {current}",
     "warm_up": "timing {current}",
     "rewarm": "timing {current}",
     "sync_cost": "timing {current}",
@@ -239,6 +240,9 @@ class ProcessSide:
     def sync_cost(self) -> float:
         return self.worker.call("sync_cost", self.which)
 
+    def sample_with_cpu(self, loops: int, mode: str) -> tuple[float, float | None]:
+        return self.worker.call("sample_with_cpu", self.which, loops, mode)
+
 
 class RemoteSession(Session):
     """Process `process_index`'s share of a run: one worker per side (`workers`, opened by
@@ -251,8 +255,10 @@ class RemoteSession(Session):
         self.infos: dict[str, dict[str, Any]] = {}
 
     def open(self) -> None:
-        """The workers are already open (the pool starts them together); only the settle."""
+        """The workers are already open (the pool starts them together); only the settle,
+        and each sample's CPU time, read in its side's process (sample_with_cpu)."""
         self.quiescer = self.make_quiescer()
+        self.cpu_clock = time.process_time
 
     def replace_worker(self, name: str, worker: Any) -> None:
         """A fresh process for side `name`: it has measured nothing yet, so every instance
@@ -342,9 +348,14 @@ class WorkerPool:
                     self._check_interpreter(python, name)
                 except InterpreterError as exc:
                     raise WorkerError(str(exc)) from None
+        self.sessions = self._open_processes(range(1, self.config.processes + 1))
+
+    def _open_processes(self, numbers: Sequence[int]) -> list[RemoteSession]:
+        """A pair of side workers (one per framework) for each process number, started
+        together; closes what it started and raises on any failure."""
         started: list[Worker] = []
         try:
-            for i in range(1, self.config.processes + 1):
+            for i in numbers:
                 for name in self.config.frameworks:
                     started.append(self._start(i, name))
             for w in started:
@@ -355,13 +366,15 @@ class WorkerPool:
                 w.close()
             raise
         pids = [w.pid for w in started]
-        for i in range(1, self.config.processes + 1):
+        sessions = []
+        for i in numbers:
             mine = {w.side: (w, info) for w, info in zip(started, infos) if w.index == i}
             session = RemoteSession(self.config, {n: w for n, (w, _) in mine.items()}, i,
                                     watch_pids=pids, clock=self.clock)
             session.infos = {n: info for n, (_, info) in mine.items()}
             session.open()
-            self.sessions.append(session)
+            sessions.append(session)
+        return sessions
 
     def _start(self, index: int, side: str) -> Worker:
         try:
@@ -379,6 +392,19 @@ class WorkerPool:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def ensure_process(self, index: int) -> None:
+        """Process `index` ready to measure: when the pool holds none by that number, fresh
+        side workers replace the pool's, numbered from `index` (as many processes as the pool
+        holds): a sequential run's processes beyond config.processes. Their imports run in
+        parallel, as at open(); each process measures its own per-call floors."""
+        if any(s.process_index == index for s in self.sessions):
+            return
+        count = len(self.sessions) or self.config.processes
+        self.close()
+        self.sessions = self._open_processes(range(index, index + count))
+        for session in self.sessions:
+            session.measure_overheads()
 
     def _replace_lost(self, position: int, reason: str) -> None:
         """A fresh process in place of each of process `position`'s side workers that died
@@ -432,8 +458,8 @@ class WorkerPool:
         return self.config.processes * self.config.passes
 
     def _position(self, pass_index: int) -> tuple[int, int]:
-        """(process position, its own pass number) for run-wide pass `pass_index`."""
-        return divmod(pass_index - 1, self.config.passes)[0], \
+        """(worker process number, its own pass number) for run-wide pass `pass_index`."""
+        return (pass_index - 1) // self.config.passes + 1, \
             (pass_index - 1) % self.config.passes + 1
 
     def run_instance(self, instance: CaseInstance) -> dict[str, Any]:
@@ -452,8 +478,10 @@ class WorkerPool:
         turn it is."""
         if not record.get("measurements"):
             return record
-        position, own_pass = self._position(pass_index)
-        if position >= len(self.sessions):    # a process was lost and could not be replaced
+        process, own_pass = self._position(pass_index)
+        position = next((i for i, s in enumerate(self.sessions)
+                         if s.process_index == process), None)
+        if position is None:    # a process was lost and could not be replaced
             return record
         try:
             return self.sessions[position].extend_instance(instance, record, own_pass)

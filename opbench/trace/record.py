@@ -1,40 +1,22 @@
-"""The JSON record and the text log of a trace.
-
-Record format history (bump RECORD_VERSION on any incompatible change):
-  1 - first version: settings, frameworks, overhead, summary rows, signatures, events.
-"""
+"""The JSON record and the text log of a trace (the format's version and its argument
+descriptions: record_format.py)."""
 from __future__ import annotations
 
 import json
 import os
 from typing import Any, TextIO
 
-from opbench.trace.events import TIMING_NOTES, Literal, Sequence, Signature, TensorSpec
+__all__ = ["trace_record", "write_record", "write_log", "write_log_to", "RECORD_FILE",
+           "RECORD_FORMAT", "RECORD_VERSION"]
+
+from opbench.trace.events import TIMING_NOTES
+from opbench.trace.record_format import (RECORD_FILE, RECORD_FORMAT, RECORD_VERSION,
+                                         signature_json)
 from opbench.trace.recorder import TraceData
 from opbench.trace.signature import format_signature
 from opbench.trace.summary import summarize
 from opbench.trace.table import header_lines
 from opbench.trace.units import format_ns
-
-RECORD_FORMAT = "opbench-trace"
-RECORD_VERSION = 1
-
-
-def value_json(value: Any) -> Any:
-    if isinstance(value, TensorSpec):
-        return {"tensor": {"shape": list(value.shape), "dtype": value.dtype}}
-    if isinstance(value, Literal):
-        return {"literal": value.value}
-    if isinstance(value, Sequence):
-        return {value.kind: [value_json(v) for v in value.items]}
-    return {"opaque": value.type_name, "text": value.text}
-
-
-def signature_json(signature: Signature) -> dict[str, Any]:
-    return {"args": [value_json(v) for v in signature.args],
-            "kwargs": {k: value_json(v) for k, v in signature.kwargs},
-            "text": format_signature(signature)}
-
 
 def trace_record(data: TraceData) -> dict[str, Any]:
     rows = summarize(data, group_by_shape=True, sort_by="total")
@@ -55,6 +37,7 @@ def trace_record(data: TraceData) -> dict[str, Any]:
                      "total_ns": r.total_ns, "self_ns": r.self_ns, "mean_ns": round(r.mean_ns, 1),
                      "min_ns": r.min_ns, "max_ns": r.max_ns, "share": round(r.share, 6)}
                     for r in rows],
+        "markers": [{"at": at, "label": label} for at, label in data.markers],
         "signatures": [signature_json(s) for s in data.signatures],
         "events": [{"index": e.index, "framework": e.framework, "api": e.api, "kind": e.kind,
                     "thread": e.thread_id, "start_ns": e.start_ns - data.start_ns,

@@ -87,6 +87,9 @@ class TraceData:
     # Filled in by the tracer: framework name -> facts (version, what was intercepted),
     # the calibrated overhead per framework, and notes every output repeats.
     frameworks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Step marks (opbench.model.step() under `opbench trace`): (index, label); the calls of
+    # a step are the events whose index lies after its mark and before the next one.
+    markers: list[tuple[int, str]] = field(default_factory=list)
     overheads: list[Overhead] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -155,6 +158,7 @@ class Recorder:
         self._active = False
         self._start_ns = self._stop_ns = 0
         self._observer = observer
+        self._markers: list[tuple[int, str]] = []
 
     # -- configuration ------------------------------------------------------------------
     def add_framework(self, framework: str, *, sync: Callable[[], None],
@@ -179,6 +183,13 @@ class Recorder:
     @property
     def active(self) -> bool:
         return self._active
+
+    def mark(self, label: str = "") -> None:
+        """A step boundary (opbench.model.step()): it takes an index of its own, so the calls
+        that started before it have lower indices and the ones after it higher."""
+        if self._active:
+            with self._lock:
+                self._markers.append((next(self._counter), str(label)))
 
     # -- the tracer's own framework calls ------------------------------------------------
     @contextmanager
@@ -324,6 +335,7 @@ class Recorder:
                        CallStats(**{f: getattr(v, f) for f in CallStats.__dataclass_fields__})
                        for (site, signature), v in store.stats.items()},
                 signatures=list(self._signatures), thread_names=dict(self._thread_names),
+                markers=list(self._markers),
                 dropped_events=store.dropped, bookkeeping_ns=store.bookkeeping_ns,
                 recorded_calls=store.recorded_calls,
                 bookkeeping_median_ns=(statistics.median(store.bookkeeping_samples)

@@ -115,6 +115,12 @@ class Tracer:
         recorder = getattr(self, "_recorder", None)
         return recorder.recorded_calls if recorder is not None else 0
 
+    def mark(self, label: str = "") -> None:
+        """Mark the start of a step (what opbench.model.step() calls under `opbench trace`):
+        `opbench trace compare` then compares the steady steps only."""
+        if self._recorder is not None:
+            self._recorder.mark(label)
+
     def _on_import(self, name: str) -> None:
         if not self.running or name in self._interceptors:
             return

@@ -22,8 +22,8 @@ import numpy as np
 
 from opbench.verdicts.stats import change_estimate
 
-__all__ = ["ORDER_EFFECT", "CLUSTERS", "Finding", "detect_interference",
-           "order_effect", "sample_clusters"]
+__all__ = ["ORDER_EFFECT", "CLUSTERS", "Finding", "contaminated_versions",
+           "detect_interference", "order_effect", "sample_clusters"]
 
 ORDER_EFFECT = "order effect"
 CLUSTERS = "clusters"
@@ -112,6 +112,26 @@ def order_effect(side: str, samples: Sequence[float], order: Sequence[Sequence[s
                    f"its samples")
 
 
+def _cluster_split(values: np.ndarray) -> int | None:
+    """Where the sorted samples split into two well-separated clusters (the index of the
+    upper cluster's first sample in sorted order), or None."""
+    n = values.size
+    minimum = max(MIN_CLUSTER_SAMPLES, math.ceil(MIN_CLUSTER_SHARE * n))
+    if n < 2 * minimum:
+        return None
+    logs = np.log(np.sort(values))
+    # only splits that leave `minimum` samples on each side
+    candidates = np.diff(logs)[minimum - 1: n - minimum]
+    if candidates.size == 0:
+        return None
+    split = int(np.argmax(candidates)) + minimum
+    gap = float(logs[split] - logs[split - 1])
+    spread = max(float(logs[split - 1] - logs[0]), float(logs[-1] - logs[split]))
+    if gap < math.log(CLUSTER_GAP_FACTOR) or gap < CLUSTER_GAP_OVER_SPREAD * spread:
+        return None
+    return split
+
+
 def sample_clusters(side: str, samples: Sequence[float],
                     groups: Sequence[int] | None = None) -> Finding | None:
     """A Finding when `side`'s samples split into two well-separated clusters and both
@@ -119,21 +139,11 @@ def sample_clusters(side: str, samples: Sequence[float],
     process-to-process variation, which the interval covers)."""
     values = np.asarray(samples, dtype=float)
     n = values.size
-    minimum = max(MIN_CLUSTER_SAMPLES, math.ceil(MIN_CLUSTER_SHARE * n))
-    if n < 2 * minimum:
+    split = _cluster_split(values)
+    if split is None:
         return None
     order = np.argsort(values)
     logs = np.log(values[order])
-    gaps = np.diff(logs)
-    # only splits that leave `minimum` samples on each side
-    candidates = gaps[minimum - 1: n - minimum]
-    if candidates.size == 0:
-        return None
-    split = int(np.argmax(candidates)) + minimum   # first index of the upper cluster
-    gap = float(logs[split] - logs[split - 1])
-    spread = max(float(logs[split - 1] - logs[0]), float(logs[-1] - logs[split]))
-    if gap < math.log(CLUSTER_GAP_FACTOR) or gap < CLUSTER_GAP_OVER_SPREAD * spread:
-        return None
     g = np.asarray(groups if groups is not None else [1] * n)[order]
     lower, upper = set(g[:split].tolist()), set(g[split:].tolist())
     if not lower & upper:
@@ -160,6 +170,54 @@ def detect_interference(per_call_s: Mapping[str, Sequence[float]],
             if found is not None:
                 findings.append(found)
     return findings
+
+
+def _contaminated(finding: Finding, samples: np.ndarray,
+                  order: Sequence[Sequence[str]]) -> np.ndarray:
+    """Which of a side's samples a finding says were reached by something else: the
+    upper cluster, or the samples taken right after the other side."""
+    if finding.kind == CLUSTERS:
+        split = _cluster_split(samples)
+        if split is None:   # the finding came from these samples, so this does not happen
+            return np.zeros(samples.size, dtype=bool)
+        return samples >= np.sort(samples)[split]
+    return np.array([bool(o) and o[0] != finding.side for o in order])
+
+
+def contaminated_versions(per_call_s: Mapping[str, Sequence[float]],
+                          order: Sequence[Sequence[str]], findings: Sequence[Finding]
+                          ) -> dict[str, dict[str, list[float]]]:
+    """The samples as they would be if the interference were everywhere, and if it were
+    nowhere: for each finding, the side's clean samples scaled by the finding's effect
+    (every sample at the contaminated level: its worst), and its contaminated samples
+    scaled back (without them); then, when both sides show some, each side's largest at
+    its worst together, and all removed. Scaling keeps every round and its pairing, so
+    each version's interval is computed by the same rule as the measured one. A verdict
+    that every version agrees with cannot have been made by the interference."""
+    versions: dict[str, dict[str, list[float]]] = {}
+    worst_all = {n: np.asarray(v, dtype=float) for n, v in per_call_s.items()}
+    clean_all = {n: np.asarray(v, dtype=float) for n, v in per_call_s.items()}
+    # Together, each side's largest finding: an order effect and the clusters it makes are
+    # one phenomenon seen twice, and scaling by both would count it twice.
+    largest = {f.side: f for f in sorted(findings, key=lambda f: abs(math.log(f.effect)))}
+    for f in findings:
+        samples = np.asarray(per_call_s[f.side], dtype=float)
+        hit = _contaminated(f, samples, order)
+        worst = np.where(hit, samples, samples * f.effect)
+        clean = np.where(hit, samples / f.effect, samples)
+        label = f"{f.side}'s {f.kind}"
+        versions[f"{label} at its worst"] = {**{n: list(v) for n, v in per_call_s.items()},
+                                             f.side: worst.tolist()}
+        versions[f"without {label}"] = {**{n: list(v) for n, v in per_call_s.items()},
+                                        f.side: clean.tolist()}
+        if largest[f.side] is not f:
+            continue
+        worst_all[f.side] = np.where(hit, worst_all[f.side], worst_all[f.side] * f.effect)
+        clean_all[f.side] = np.where(hit, clean_all[f.side] / f.effect, clean_all[f.side])
+    if len(largest) > 1:
+        versions["every finding at its worst"] = {n: v.tolist() for n, v in worst_all.items()}
+        versions["without any finding"] = {n: v.tolist() for n, v in clean_all.items()}
+    return versions
 
 
 def _time(seconds: float) -> str:

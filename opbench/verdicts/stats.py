@@ -17,6 +17,7 @@ target is slower; 0.5 means the target takes twice as long.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -26,6 +27,8 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
+    "MedianInterval",
+    "median_interval",
     "METHOD_CHANGE_PROCESSES",
     "METHOD_HODGES_LEHMANN",
     "METHOD_SIGN_TEST",
@@ -34,6 +37,8 @@ __all__ = [
     "ChangeEstimate",
     "RatioEstimate",
     "between_process_prior",
+    "Look",
+    "look_estimate",
     "Summary",
     "change_estimate",
     "paired_ratios",
@@ -63,6 +68,10 @@ METHOD_SIGN_TEST = "median of per-round log-ratios; exact sign-test (order-stati
 METHOD_PROCESSES = ("mean of per-process median log-ratios; t interval with the between-process "
                     "variance (shrunk towards the run's typical), widened to the rounds' "
                     "sign-test interval")
+METHOD_LOOK = ("mean of per-process median log-ratios; t interval at the look's spent "
+               "confidence with the between-process variance (shrunk towards the planning "
+               "spread, which alone stands for it with one process), widened to the rounds' "
+               "95% sign-test interval")
 METHOD_CHANGE_PROCESSES = ("difference of the runs' mean per-process median log-ratios; t "
                            "interval with the pooled between-process variance (shrunk "
                            "towards the prior), widened to the rounds' Mann-Whitney interval")
@@ -189,6 +198,31 @@ def _sign_test_rank(n: int, confidence: float) -> tuple[int, float]:
     return k, coverage
 
 
+@dataclass(frozen=True)
+class MedianInterval:
+    """The median of some values with the distribution-free interval for the median of
+    their population, and that interval's exact coverage (below the confidence asked when
+    even min..max cannot reach it: 93.75% for 5 values, 75% for 3)."""
+    median: float
+    low: float
+    high: float
+    coverage: float
+
+
+def median_interval(values: Sequence[float],
+                    confidence: float = DEFAULT_CONFIDENCE) -> MedianInterval:
+    """Median and order-statistic interval (the sign test's) of at least one value."""
+    _check_confidence(confidence)
+    ordered = sorted(float(v) for v in values)
+    if not ordered:
+        raise ValueError("median_interval needs at least one value")
+    n = len(ordered)
+    k, coverage = _sign_test_rank(n, confidence)
+    k = max(k, 1)                  # min..max when nothing narrower reaches the confidence
+    return MedianInterval(float(statistics.median(ordered)), ordered[k - 1], ordered[n - k],
+                          coverage if n > 1 else 0.0)
+
+
 def ratio_estimate(ref_s: Sequence[float], target_s: Sequence[float],
                    confidence: float = DEFAULT_CONFIDENCE,
                    groups: Sequence[int] | None = None,
@@ -248,6 +282,15 @@ class BetweenProcessPrior:
     sd: float
     df: float = PRIOR_DF
     instances: int = 0
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look of a sequential run (verdicts/sequential.py): its confidence (the share of
+    the error rate it spends) and the between-process prior its interval uses."""
+
+    confidence: float
+    prior: BetweenProcessPrior
 
 
 def _process_components(log_ratios: np.ndarray, groups: np.ndarray
@@ -317,6 +360,33 @@ def _with_processes(rounds_only: RatioEstimate, log_ratios: np.ndarray, groups: 
                          between_sd=math.sqrt(between_var))
 
 
+def look_estimate(ref_s: Sequence[float], target_s: Sequence[float], groups: Sequence[Any],
+                  confidence: float, prior: BetweenProcessPrior) -> RatioEstimate:
+    """The ratio at one look of a sequential run (verdicts/sequential.py): the process as
+    the unit as in ratio_estimate, at the look's confidence (its share of the error rate),
+    with the between-process variance shrunk towards `prior`. With one process the prior
+    alone stands for the offset the next processes could show, so a look after the first
+    process can decide only what no plausible process offset could overturn. The interval
+    is widened to contain the rounds' own 95% sign-test interval (the rounds' range when
+    they are too few for one): never narrower than the within-process evidence."""
+    _check_confidence(confidence)
+    rounds_only = ratio_estimate(ref_s, target_s)
+    log_ratios = np.log(paired_ratios(ref_s, target_s))
+    labels = np.asarray([str(g) for g in groups])
+    medians, within_var, between_var = _process_components(log_ratios, labels)
+    n_proc = int(medians.size)
+    between_var, df = _shrunk(between_var, float(n_proc - 1), prior)
+    center = float(np.mean(medians))
+    half = student_t_quantile(1.0 - (1.0 - confidence) / 2.0, df) * math.sqrt(
+        (between_var + within_var) / n_proc)
+    low = min(center - half, math.log(rounds_only.ci_low))
+    high = max(center + half, math.log(rounds_only.ci_high))
+    return RatioEstimate(ratio=math.exp(center), ci_low=math.exp(low), ci_high=math.exp(high),
+                         n_rounds=rounds_only.n_rounds, confidence=confidence,
+                         method=METHOD_LOOK, coverage=confidence, too_few_rounds=False,
+                         n_processes=n_proc, between_sd=math.sqrt(between_var))
+
+
 def _t_interval_within_rounds(center: float, variance: float, df: float, confidence: float,
                               rounds_only: RatioEstimate | ChangeEstimate
                               ) -> tuple[float, float, float]:
@@ -364,6 +434,7 @@ def _student_t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+@lru_cache(maxsize=4096)    # the same few (p, df) recur at every look of a run
 def student_t_quantile(p: float, df: float) -> float:
     """The p-quantile of Student's t with df degrees of freedom (bisection on the CDF;
     df may be fractional). The normal quantile when df is huge."""

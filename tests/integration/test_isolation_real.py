@@ -78,7 +78,9 @@ stop[0] = True
 fields = measurement_statistics(meas.per_call_s, "torch", "mindspore", 0.8, order=meas.order)
 waits = [r for r in meas.settled["torch"] if r is not None]
 print(json.dumps({"findings": fields["interference"], "verdict": fields["verdict"],
-                  "reason": fields["inconclusive_reason"], "torch_s": meas.per_call_s["torch"],
+                  "reason": fields["inconclusive_reason"],
+                  "ruled_out": fields.get("interference_ruled_out"),
+                  "torch_s": meas.per_call_s["torch"],
                   "waits_s": [r.waited_s for r in waits],
                   "timed_out": sum(r.timed_out for r in waits)}))
 """
@@ -98,12 +100,19 @@ def measure_in_child(mode: str) -> dict:
 
 
 def test_injected_leftover_work_is_detected_without_quiesce():
+    """The detection names torch's slowed samples. Since interference that cannot change the
+    verdict keeps it (verdicts/conclusions.py: recomputed with the contaminated samples at
+    their worst and without them), the verdict is either INCONCLUSIVE with the reason or
+    kept with the line saying why it could not change (MindSpore's add is far below the
+    threshold here: the usual outcome)."""
     result = measure_in_child("no-quiesce")
     torch_findings = [f for f in result["findings"] if f["side"] == "torch"]
     assert torch_findings, result
-    assert result["verdict"] == "INCONCLUSIVE"
-    assert "right after the other side" in result["reason"] or \
-        "clusters" in result["reason"], result["reason"]
+    if result["verdict"] == "INCONCLUSIVE":
+        assert "right after the other side" in result["reason"] or \
+            "clusters" in result["reason"], result["reason"]
+    else:
+        assert result["ruled_out"], result
 
 
 def test_quiesce_waits_the_leftover_work_out():

@@ -67,6 +67,45 @@ print(float(loss))
 """
 
 
+# A MindSpore script in the style of a port: layers (mint.nn.Linear, nn.LayerNorm, nn.Conv2d,
+# nn.BatchNorm2d, nn.MaxPool2d, nn.Embedding) and primitives built by the script, in eval mode.
+MINDSPORE_INFERENCE = """
+import numpy as np
+import mindspore as ms
+from mindspore import mint, nn, ops
+ms.device_context.cpu.op_tuning.threads_num(1)
+ms.set_context(mode=ms.PYNATIVE_MODE)
+ms.set_seed(0)
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 16)
+        self.ln = nn.LayerNorm((16,))
+        self.fc = mint.nn.Linear(16, 16)
+        self.conv = nn.Conv2d(1, 4, 3, pad_mode="pad", padding=1, has_bias=True)
+        self.bn = nn.BatchNorm2d(4)
+        self.pool = nn.MaxPool2d(2, 2)
+        self.act = nn.GELU(approximate=False)
+        self.norm = ops.LayerNorm(begin_norm_axis=-1, begin_params_axis=-1, epsilon=1e-5)
+        self.gamma = ms.Tensor(np.ones(16, np.float32))
+        self.beta = ms.Tensor(np.zeros(16, np.float32))
+
+    def construct(self, ids):
+        x = self.act(self.fc(self.ln(self.emb(ids))))
+        x = self.norm(x, self.gamma, self.beta)[0]
+        image = x.reshape(2, 1, 8, 16)
+        return self.pool(mint.nn.functional.relu(self.bn(self.conv(image))))
+
+net = Net()
+net.set_train(False)
+ids = ms.Tensor(np.arange(16, dtype=np.int32).reshape(2, 8))
+for _ in range(STEPS):
+    out = net(ids)
+print(out.shape)
+"""
+
+
 def _script(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text), encoding="utf-8")
@@ -82,15 +121,22 @@ def _model(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=1200)
 
 
-def test_an_inference_script_is_projected_with_every_call_covered(tmp_path):
-    script = _script(tmp_path, "infer.py", INFERENCE.replace("STEPS", "5"))
+def _projected(tmp_path: Path, script: Path, budget: str = "0", status: int = 0
+               ) -> tuple[dict, subprocess.CompletedProcess]:
+    """`opbench model --json` on a script in one replay process per framework: the record's
+    model object (checked against the schema) and the finished command."""
     out = tmp_path / "model.json"
-    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--json", str(out),
+    done = _model(tmp_path, "--processes", "1", "--budget", budget, "--json", str(out),
                   "--", sys.executable, str(script))
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == status, done.stdout + done.stderr
     record = json.loads(out.read_text())
     jsonschema.validate(record, model_schema())
-    model = record["model"]
+    return record["model"], done
+
+
+def test_an_inference_script_is_projected_with_every_call_covered(tmp_path):
+    script = _script(tmp_path, "infer.py", INFERENCE.replace("STEPS", "5"))
+    model, done = _projected(tmp_path, script)
     assert model["traced_framework"] == "torch"
     assert model["region"]["rule"] == "automatic" and model["region"]["steps"] == 4
     assert model["coverage"] == pytest.approx(1.0)
@@ -108,26 +154,61 @@ def test_an_inference_script_is_projected_with_every_call_covered(tmp_path):
     assert "self-check" in done.stdout and "coverage: 100%" in done.stdout
 
 
+def test_a_mindspore_script_replays_in_torch_with_every_layer_and_primitive_covered(tmp_path):
+    script = _script(tmp_path, "infer_ms.py", MINDSPORE_INFERENCE.replace("STEPS", "5"))
+    model, done = _projected(tmp_path, script)
+    assert model["traced_framework"] == "mindspore"
+    assert model["coverage"] == pytest.approx(1.0), model["not_covered"]
+    assert model["mismatches"] == [] and model["errors"] == []
+    mapped = {row["api"]: row["mapped_api"] for row in model["apis"]}
+    assert mapped["mindspore.nn.LayerNorm"].startswith("torch.native_layer_norm")
+    assert mapped["mindspore.ops.LayerNorm"].startswith("torch.native_layer_norm")
+    assert mapped["mindspore.nn.Conv2d"] == "torch.nn.functional.conv2d"
+    assert mapped["mindspore.nn.MaxPool2d"] == "torch.nn.functional.max_pool2d"
+    assert mapped["mindspore.nn.Embedding"].startswith("torch.nn.functional.embedding")
+
+
 def test_a_training_step_is_differentiated_in_both_frameworks(tmp_path):
     script = _script(tmp_path, "train.py", TRAINING)
-    out = tmp_path / "model.json"
-    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--json", str(out),
-                  "--", sys.executable, str(script))
-    assert done.returncode == 0, done.stdout + done.stderr
-    model = json.loads(out.read_text())["model"]
+    model, done = _projected(tmp_path, script)
     assert model["training"]["covered"] is True
     assert model["coverage"] > 0.9, model["not_covered"]
     backward = [r for r in model["apis"] if r["api"] == "torch.Tensor.backward"]
     assert backward and backward[0]["target_s"] > 0 and backward[0]["reference_s"] > 0
 
 
+def test_sgd_with_momentum_replays_in_mindspore_as_its_fused_update(tmp_path):
+    """Each weight's mul_, add_, add_ becomes one ApplyMomentum (what nn.SGD runs), and the
+    updated weights agree with torch's (the probe compares the outputs)."""
+    script = _script(tmp_path, "train_momentum.py",
+                     TRAINING.replace("lr=0.1)", "lr=0.1, momentum=0.9)"))
+    model, done = _projected(tmp_path, script)
+    assert model["mismatches"] == [] and model["errors"] == []
+    assert model["coverage"] > 0.9, model["not_covered"]
+    mapped = {(row["api"], row["mapped_api"]) for row in model["signatures"]}
+    assert ("torch.Tensor.add_", "mindspore.ops.ApplyMomentum (as nn.SGD's update)") in mapped
+    assert ("torch.Tensor.mul_", "(folded into the optimizer update after it)") in mapped
+
+
+@pytest.mark.parametrize("optimizer", ["Adam(model.parameters(), lr=1e-3)",
+                                       "AdamW(model.parameters(), lr=1e-3)"])
+def test_adam_replays_in_mindspore_as_its_fused_update(tmp_path, optimizer):
+    """Each weight's lerp_, mul_, addcmul_, sqrt, div, add_, addcdiv_ becomes one ops.Adam;
+    the updated weights agree with torch's (without the fold lerp_, addcmul_ and addcdiv_
+    have no MindSpore mapping: the weights stayed as they were and the forward mismatched)."""
+    script = _script(tmp_path, "train_adam.py",
+                     TRAINING.replace("SGD(model.parameters(), lr=0.1)", optimizer))
+    model, done = _projected(tmp_path, script)
+    assert model["mismatches"] == [] and model["errors"] == []
+    assert model["coverage"] > 0.95, model["not_covered"]
+    mapped = {(row["api"], row["mapped_api"]) for row in model["signatures"]}
+    assert ("torch.Tensor.addcdiv_", "mindspore.ops.Adam (as nn.Adam's update)") in mapped
+    assert ("torch.Tensor.lerp_", "(folded into the optimizer update after it)") in mapped
+
+
 def test_the_heaviest_signatures_are_measured_alone(tmp_path):
     script = _script(tmp_path, "infer.py", INFERENCE.replace("STEPS", "4"))
-    out = tmp_path / "model.json"
-    done = _model(tmp_path, "--processes", "1", "--budget", "60s", "--json", str(out),
-                  "--", sys.executable, str(script))
-    assert done.returncode == 0, done.stdout + done.stderr
-    model = json.loads(out.read_text())["model"]
+    model, done = _projected(tmp_path, script, budget="60s")
     measured = [s for s in model["signatures"] if s.get("isolated_ratio") is not None]
     assert measured, model["signatures"]
     for s in measured:
@@ -152,11 +233,7 @@ def test_a_script_calling_only_unmapped_apis_says_so(tmp_path):
 def test_a_script_that_fails_after_its_steps_keeps_what_was_measured(tmp_path):
     script = _script(tmp_path, "fails.py", INFERENCE.replace("STEPS", "4")
                      + "\nraise RuntimeError('after the loop')\n")
-    out = tmp_path / "model.json"
-    done = _model(tmp_path, "--processes", "1", "--budget", "0", "--json", str(out),
-                  "--", sys.executable, str(script))
-    assert done.returncode == 3, done.stdout + done.stderr
-    model = json.loads(out.read_text())["model"]
+    model, done = _projected(tmp_path, script, status=3)
     assert model["script"]["status"] == 1 and "after the loop" in model["script"]["error"]
     assert model["coverage"] == pytest.approx(1.0)
     assert "exited with status 1" in done.stdout

@@ -235,6 +235,10 @@ def test_a_slow_target_exits_1(fake_frameworks, only_cases, tmp_path):
     assert result.exit_code == 1, result.output
     assert "2 instances: 2 SLOW" in result.stdout
     assert "[1/2]" not in result.stderr      # -q: no progress lines
+    # the gap map's figures are in the file: a cause for every SLOW measurement
+    causes = [m.cause for i in load_results(tmp_path / "o.json").instances
+              for m in i.measurements.values()]
+    assert causes and all(c is not None and c["kind"] in ("overhead", "kernel") for c in causes)
 
 
 def test_an_error_only_run_exits_3(fake_frameworks, tmp_path):

@@ -1,4 +1,5 @@
 """Each SLOW measurement's main cause, and causes shared by many rows stated once."""
+import pytest
 from gapmap_fakes import instance, record, summary
 
 from opbench.gapmap.attribute import (
@@ -67,11 +68,24 @@ def test_views_that_disagree_are_threading_or_launch():
     assert (a.key, a.cause) == ("serial", THREADING)
 
 
-def test_without_a_sweep_near_the_floor_is_overhead_and_far_from_it_unknown():
+def test_without_a_sweep_near_the_floor_is_overhead_and_far_from_it_split_by_the_floors():
     near = instance("neg", 64, (summary([3e-6] * 5), summary([50e-6] * 5)))
     far = instance("sin", 64, (summary([3e-6] * 5), summary([5e-3] * 5)))
-    rec = typed([near, far], OVERHEADS)
-    assert [a.cause for a in attribute(rec, sweeps(rec))] == [OVERHEAD, UNKNOWN]
+    # 100 us above torch's 3 us: the floors' difference (28 us) is 29% of the 97 us gap
+    mid = instance("cos", 64, (summary([3e-6] * 5), summary([100e-6] * 5)))
+    rec = typed([near, far, mid], OVERHEADS)
+    found = attribute(rec, sweeps(rec))
+    assert [a.cause for a in found] == [OVERHEAD, KERNEL, KERNEL]
+    assert found[2].overhead_share == pytest.approx(28e-6 / 97e-6)
+    assert found[1].basis.startswith("no size sweep (fewer than 3 sizes")
+
+
+def test_without_floors_a_cause_is_unknown_and_says_why_in_one_line():
+    far = instance("sin", 64, (summary([3e-6] * 5), summary([5e-3] * 5)))
+    [found] = attribute(typed([far], {}), [])
+    assert found.cause == UNKNOWN
+    assert found.basis == ("no size sweep (fewer than 3 sizes of this case and view), and no "
+                           "per-call floors to split the gap with")
 
 
 def test_only_slow_measurements_are_attributed():

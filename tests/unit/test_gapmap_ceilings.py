@@ -5,6 +5,7 @@ import pytest
 from gapmap_fakes import instance, record, summary
 
 from opbench.gapmap.analysis import ceilings_lines, roofline_fractions
+from opbench.gapmap.roofline import roofline
 from opbench.results.records import RunRecord
 from opbench.runner.ceilings import achieved_fraction, ceilings_from_times, measure_ceilings
 
@@ -76,7 +77,7 @@ def test_achieved_fraction_reads_the_ceiling_of_the_work_unit():
     assert achieved_fraction(1e6, "bytes", 1e-3, None) is None
 
 
-def test_each_forward_measurement_gets_both_sides_fractions():
+def test_each_forward_measurement_is_held_against_the_machines_best_ceiling():
     n = 1_000_000                                  # x + y: 12 MB moved
     inst = instance("add", n, (summary([1.2e-3] * 5), summary([12e-3] * 5)))
     back = instance("add", n, (summary([1e-3] * 5), summary([1e-3] * 5)),
@@ -87,8 +88,48 @@ def test_each_forward_measurement_gets_both_sides_fractions():
         "mindspore": {"error": "no clone"}}))
     fractions = roofline_fractions(rec)
     assert list(fractions) == [(inst["id"], "serial")]
-    assert fractions[(inst["id"], "serial")] == {"torch": pytest.approx(12e6 / 1.2e-3 / 20e9)}
+    # both sides against the best ceiling any framework reached (torch's: mindspore had none)
+    assert fractions[(inst["id"], "serial")] == {"torch": pytest.approx(12e6 / 1.2e-3 / 20e9),
+                                                 "mindspore": pytest.approx(12e6 / 12e-3 / 20e9)}
     lines = ceilings_lines(rec)
     assert lines[0].startswith("torch: memory bandwidth 20 GB/s")
     assert lines[1] == "mindspore: ceilings not measured (no clone)"
     assert np.isfinite(fractions[(inst["id"], "serial")]["torch"])
+
+
+def _levelled(ceiling_gbs, cache_bytes, levels):
+    found = ceilings_from_times(2**26, 2**27 / (ceiling_gbs * 1e9), 1024, 1.0)
+    found["cache_bytes"] = cache_bytes
+    found["cache_levels"] = {lv: {"copy_bytes": 1024, "bandwidth_bytes_per_s": gbs * 1e9}
+                             for lv, gbs in levels.items()}
+    return found
+
+
+CACHES = {"L1": 32 * 2**10, "L2": 2**20, "L3": 32 * 2**20}
+
+
+@pytest.mark.parametrize("n, level", [(2_000, "L1"), (50_000, "L2"), (1_000_000, "L3"),
+                                      (4_000_000, "DRAM")])
+def test_a_working_set_is_held_against_the_level_it_fits(n, level):
+    inst = instance("add", n, (summary([4e-3] * 5), summary([8e-3] * 5)))
+    rec = RunRecord.from_dict(dict(record([inst]), ceilings={
+        "torch": _levelled(30, CACHES, {"L2": 200, "L3": 100}),
+        "mindspore": _levelled(25, CACHES, {"L2": 150, "L3": 120})}))
+    points = roofline(rec)[(inst["id"], "serial")]
+    assert {p.level for p in points.values()} == {level}
+    ceiling = {"L1": None, "L2": 200e9, "L3": 120e9, "DRAM": 30e9}[level]
+    assert points["torch"].ceiling_per_s == ceiling
+    if ceiling is None:
+        assert points["torch"].fraction is None and points["torch"].text() == "cache-resident"
+    else:
+        assert points["torch"].fraction == pytest.approx(12 * n / 4e-3 / ceiling)
+
+
+def test_no_fraction_is_above_one_an_instance_beating_its_level_is_cache_resident():
+    fast = instance("add", 4_000_000, (summary([1e-4] * 5), summary([4e-3] * 5)))  # 480 GB/s
+    rec = RunRecord.from_dict(dict(record([fast]), ceilings={
+        "torch": _levelled(30, CACHES, {"L2": 200, "L3": 100})}))
+    points = roofline(rec)[(fast["id"], "serial")]
+    assert points["torch"].fraction is None and points["torch"].resident
+    assert points["torch"].achieved_per_s == pytest.approx(48e6 / 1e-4)
+    assert 0 < points["mindspore"].fraction <= 1

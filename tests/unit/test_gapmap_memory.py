@@ -2,11 +2,15 @@
 allocators' peaks (fake torch.cuda and mindspore.runtime), and the measure named."""
 from types import SimpleNamespace
 
+import opbench.runner.memory as memory_mod
 from opbench.runner.memory import (
+    MALLOC_HELD,
     MINDSPORE_DEVICE,
     RSS_HIGH_WATER,
     TORCH_CUDA,
+    MallocProbe,
     RssProbe,
+    output_bytes,
     peak_memory,
     probe_for,
 )
@@ -54,9 +58,47 @@ def test_device_probes_read_the_allocators_peak_after_a_reset():
     assert ms_probe.peak_bytes(a.run) == 2**20 and a.resets == 2
 
 
-def test_the_cpu_uses_the_rss_measure_for_every_framework():
-    assert probe_for("torch", "cpu").measure == RSS_HIGH_WATER
-    assert probe_for("mindspore", "cpu").measure == RSS_HIGH_WATER
+def test_the_cpu_uses_the_malloc_measure_for_every_framework_where_glibc_has_it():
+    measure = MALLOC_HELD if memory_mod._mallinfo2() is not None else RSS_HIGH_WATER
+    assert probe_for("torch", "cpu").measure == measure
+    assert probe_for("mindspore", "cpu").measure == measure
+
+
+class _Tensor:
+    def __init__(self, nbytes):
+        self.nbytes = nbytes
+
+
+def test_the_malloc_probe_counts_what_the_held_output_keeps():
+    """torch: malloc sees the output (3 MiB for a 3 MiB add, measured)."""
+    in_use = [10_000]
+
+    def call():
+        in_use[0] += 3 * 2**20
+        return _Tensor(3 * 2**20)
+
+    probe = MallocProbe(lambda: in_use[0])
+    assert probe.peak_bytes(call) == 3 * 2**20
+    assert probe.details == {"malloc_bytes": 3 * 2**20, "output_bytes": 3 * 2**20}
+
+
+def test_a_pool_that_reused_its_reserve_reads_at_least_the_outputs_bytes():
+    """MindSpore on the CPU: its pool serves the output from memory reserved at its first op,
+    so malloc sees nothing; the output's own bytes still count."""
+    probe = MallocProbe(lambda: 5_000)
+    assert probe.peak_bytes(lambda: (_Tensor(2**20), [_Tensor(2**10), 7])) == 2**20 + 2**10
+    assert probe.details["malloc_bytes"] == 0
+    assert output_bytes(None) == 0 and output_bytes(_Tensor("x")) == 0
+
+
+def test_the_real_malloc_probe_sees_a_held_numpy_array():
+    import numpy as np
+    import pytest
+
+    in_use = memory_mod._mallinfo2()
+    if in_use is None:
+        pytest.skip("no glibc mallinfo2 here")
+    assert MallocProbe(in_use).peak_bytes(lambda: np.ones(3 * 2**20 // 8)) >= 3 * 2**20
 
 
 def test_peak_memory_names_the_measure_and_records_a_failing_probe():

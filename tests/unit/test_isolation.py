@@ -137,18 +137,50 @@ def test_a_single_burst_is_not_a_cluster():
     assert sample_clusters("torch", samples) is None
 
 
-def test_interference_makes_a_verdict_inconclusive_with_the_reason():
-    order = _rounds(15)
-    torch = [1e-6 * (7.0 if o[0] != "torch" else 1.1) for o in order]
-    mindspore = [30e-6] * 15
+def test_interference_that_can_change_the_verdict_makes_it_inconclusive():
+    """torch's samples in two clusters (1.37 us, and 3 of 15 at 12 us) against MindSpore's
+    8 us: 0.17 (SLOW) as measured, 1.5 (PASS) with every torch sample in the upper one."""
+    torch = [1.37e-6] * 12 + [12e-6] * 3
+    torch = torch[::2] + torch[1::2]
+    mindspore = [8e-6] * 15
     fields = measurement_statistics({"torch": torch, "mindspore": mindspore}, "torch",
-                                    "mindspore", 0.8, order=order)
+                                    "mindspore", 0.8, order=_rounds(15))
     assert fields["verdict"] == "INCONCLUSIVE"
-    assert fields["inconclusive_reason"].startswith("would be SLOW, but torch is")
-    assert fields["interference"][0]["kind"] == ORDER_EFFECT
-    clean = measurement_statistics({"torch": [1.1e-6] * 15, "mindspore": mindspore}, "torch",
-                                   "mindspore", 0.8, order=order)
+    assert fields["inconclusive_reason"].startswith("would be SLOW, but torch's samples")
+    assert "with torch's clusters at its worst [1.5, 1.5] (PASS)" in \
+        fields["inconclusive_reason"]
+    assert fields["interference"][0]["kind"] == CLUSTERS
+    assert "interference_ruled_out" not in fields
+    clean = measurement_statistics({"torch": [1.37e-6] * 15, "mindspore": mindspore},
+                                   "torch", "mindspore", 0.8, order=_rounds(15))
     assert clean["verdict"] == "SLOW" and clean["interference"] == []
+
+
+def test_interference_that_cannot_change_the_verdict_keeps_it_and_says_so():
+    """The issue's add[16x64]: torch 1.37 us with 3 of 15 samples at 2.43 us (two clusters
+    in one process) against MindSpore's 34.5 us. Every torch sample at 2.43 us still gives
+    0.07: SLOW either way."""
+    torch = [1.37e-6] * 12 + [2.43e-6] * 3
+    torch = torch[::2] + torch[1::2]      # the slow ones spread among the rounds
+    fields = measurement_statistics({"torch": torch, "mindspore": [34.5e-6] * 15}, "torch",
+                                    "mindspore", 0.8, order=_rounds(15))
+    assert [f["kind"] for f in fields["interference"]] == [CLUSTERS]
+    assert fields["verdict"] == "SLOW" and fields["inconclusive_reason"] is None
+    line = fields["interference_ruled_out"]
+    assert line.startswith("SLOW whatever the interference: with torch's clusters at its "
+                           "worst [0.0704, 0.0704] (SLOW)")
+    assert "without torch's clusters [0.0397, 0.0397] (SLOW)" in line
+
+
+def test_injected_order_effect_that_cannot_change_the_verdict_keeps_it():
+    """Fake clock: torch (10 us) slowed 1.7x right after each MindSpore sample (400 us):
+    0.025 or 0.042, SLOW either way, and the record says why the verdict stands."""
+    fake = FakeFrameworks(ms_call_s=400e-6)
+    m = measure(fake.sides(), SETTINGS, fake.clock, resolution_s=1e-9)
+    fields = _judge(m)
+    assert ("torch", ORDER_EFFECT) in {(f["side"], f["kind"]) for f in fields["interference"]}
+    assert fields["verdict"] == "SLOW"
+    assert "with torch's order effect at its worst" in fields["interference_ruled_out"]
 
 
 # ----------------------------------------------------------------------------- injected
@@ -158,8 +190,9 @@ class FakeFrameworks:
     core busy for `tail_s`; a torch call made while it is busy costs `slowdown` times more
     (it shares the core), and the probe sees the leftover's CPU time."""
 
-    def __init__(self, tail_s: float = 0.01, slowdown: float = 5.0):
+    def __init__(self, tail_s: float = 0.01, slowdown: float = 5.0, ms_call_s: float = 40e-6):
         self.clock = Clock()
+        self.ms_call_s = ms_call_s
         self.left = Leftover(self.clock)
         self.tail_s, self.slowdown = tail_s, slowdown
         self.last_side = None
@@ -169,7 +202,7 @@ class FakeFrameworks:
         self.clock.t += 10e-6 * (self.slowdown if busy else 1.0)
 
     def ms_call(self):
-        self.clock.t += 40e-6
+        self.clock.t += self.ms_call_s
 
     def ms_sync(self):
         # the sync returns, but the runtime's threads keep spinning a while
@@ -192,7 +225,9 @@ def _judge(m):
 
 
 def test_injected_interference_is_detected_without_quiesce():
-    fake = FakeFrameworks()
+    """torch (10 us) read 1.7x right after MindSpore's sample (15 us): 0.67 (SLOW) clean,
+    1.1 (PASS) at its worst, so the interference can change the verdict."""
+    fake = FakeFrameworks(ms_call_s=15e-6)
     m = measure(fake.sides(), SETTINGS, fake.clock, resolution_s=1e-9)
     fields = _judge(m)
     assert fields["verdict"] == "INCONCLUSIVE"

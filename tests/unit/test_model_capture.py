@@ -283,14 +283,34 @@ def test_backward_calls_are_flagged(torch):
     assert calls[1].outputs == ("none",)
 
 
-def test_primitives_are_unreplayable_and_scopes_are_not_calls(torch):
+class FakePrimitive:
+    def __init__(self, **init_attrs):
+        self.init_attrs = init_attrs
+
+
+def test_a_primitive_replays_from_its_constructor_arguments_and_scopes_are_not_calls(torch):
     capture = Capture()
     capture.on_call(0, CallSite("torch", "my.Model", SCOPE, skip=1), (object(),), {}, None)
-    capture.on_call(1, CallSite("mindspore", "mindspore.ops.Add", PRIMITIVE, skip=1),
-                    (object(), FakeTensor((2,)), FakeTensor((2,))), {}, _hidden(2))
+    primitive = FakePrimitive(kernel_size=(2, 2), strides=2, pad_mode="VALID")
+    capture.on_call(1, CallSite("mindspore", "mindspore.ops.MaxPool", PRIMITIVE, skip=1),
+                    (primitive, FakeTensor((1, 4, 8, 8))), {}, _hidden(1, 4, 4, 4))
     (call,) = capture.calls([])
-    assert call.api == "mindspore.ops.Add" and call.args == (Ext(0), Ext(1))
-    assert not call.replayable and "primitive" in call.problem
+    assert call.api == call.replay_api == "mindspore.ops.MaxPool" and call.args == (Ext(0),)
+    assert call.replayable
+    assert call.init == (("kernel_size", (2, 2)), ("pad_mode", "VALID"), ("strides", 2))
+
+
+@pytest.mark.parametrize("primitive, why", [
+    (object(), "keeps no constructor arguments"),
+    (FakePrimitive(axis=2, fn=len), "constructor argument 'fn'"),
+])
+def test_a_primitive_whose_constructor_cannot_be_rebuilt_is_unreplayable(torch, primitive,
+                                                                         why):
+    capture = Capture()
+    capture.on_call(0, CallSite("mindspore", "mindspore.ops.Add", PRIMITIVE, skip=1),
+                    (primitive, FakeTensor((2,)), FakeTensor((2,))), {}, _hidden(2))
+    (call,) = capture.calls([])
+    assert call.args == (Ext(0), Ext(1)) and not call.replayable and why in call.problem
 
 
 # -- layers lowered ------------------------------------------------------------------------------

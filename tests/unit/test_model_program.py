@@ -4,6 +4,8 @@ format number is refused; refs_in / exts_in / opaque_in find the leaves however 
 they are nested."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import json
 
 import pytest
@@ -105,6 +107,19 @@ def test_externals_keep_shape_role_name_and_integer_range():
                                                                    0.0, 30521.0)
     assert again.externals[1].name == "fc.weight" and again.externals[1].role == "parameter"
     assert again.externals[0].low is None and again.externals[0].high is None
+
+
+def test_a_primitives_constructor_and_a_picked_output_round_trip():
+    call = Call(index=0, framework="mindspore", api="mindspore.nn.LayerNorm",
+                kind="module", replay_api="mindspore.ops.LayerNorm", args=(Ext(0),),
+                kwargs=(), outputs=FLOAT_OUT, duration_ns=5, start_ns=1,
+                init=(("begin_norm_axis", -1), ("epsilon", 1e-7), ("shape", (2, 3))),
+                pick=0)
+    program = replace(_program(), calls=(call,))
+    again = _through_text(program).calls[0]
+    assert again.init == call.init and again.pick == 0       # lists back to tuples
+    plain = _through_text(_program()).calls[0]
+    assert plain.init == () and plain.pick is None
 
 
 def test_markers_round_trip_with_positions_and_labels():

@@ -1,6 +1,6 @@
 """From replay timings to what a model loses (opbench/model/project.py): step times with the
-process as the unit (one process: min..max, flagged; several: a t interval whose coverage
-is checked by simulation), in-context call times scaled to the step, lost time per
+process as the unit (one process: min..max, flagged; several: the median process with an
+order-statistic interval whose coverage is checked by simulation), in-context call times scaled to the step, lost time per
 signature with its conservative interval, per-API shares, and the step ratio paired by
 process."""
 from __future__ import annotations
@@ -35,15 +35,29 @@ def test_a_process_median_of_zero_leaves_the_log_scale():
     assert e.method == "median of all samples, min..max of the process medians"
 
 
-def test_several_processes_give_a_t_interval_around_the_geometric_mean_of_medians():
+def test_several_processes_give_the_median_process_with_its_order_statistic_interval():
     groups = [[1.0, 1.1, 0.9], [2.0, 2.2, 1.8], [4.0, 4.4, 3.6]]
     e = estimate_time(groups)
-    assert e.processes == 3 and e.method == "t interval over 3 process medians"
-    assert e.value == pytest.approx(2.0)            # exp(mean(log [1, 2, 4]))
-    # sd of log medians = ln 2; t(0.975, 2 df) = 4.303; half width = 4.303 ln2 / sqrt 3
-    half = 4.302653 * math.log(2) / math.sqrt(3)
-    assert e.low == pytest.approx(2.0 * math.exp(-half), rel=1e-5)
-    assert e.high == pytest.approx(2.0 * math.exp(half), rel=1e-5)
+    assert e.processes == 3
+    assert (e.value, e.low, e.high) == (2.0, 1.0, 4.0)     # medians 1, 2, 4: min..max
+    # three values hold their population's median between min and max with 1 - 2/8
+    assert e.method == "median of 3 process medians, order-statistic interval (75.0%)"
+
+
+def test_six_processes_reach_95_percent_and_ten_narrow_the_interval():
+    six = estimate_time([[v] for v in (6.0, 1.0, 3.0, 2.0, 5.0, 4.0)])
+    assert (six.value, six.low, six.high) == (3.5, 1.0, 6.0)
+    assert six.method.endswith("(96.9%)")
+    ten = estimate_time([[float(v)] for v in range(1, 11)])
+    assert (ten.low, ten.high) == (2.0, 9.0) and ten.method.endswith("(97.9%)")
+
+
+def test_one_slow_process_does_not_move_the_projection():
+    """The reason for the median: a port's five fresh MindSpore processes read 62, 105, 187,
+    61 and 64 ms per step here; the typical run (their median, 64) is what the user sees,
+    where a geometric mean of the medians reads 87."""
+    e = estimate_time([[v] for v in (62.2, 105.3, 187.3, 61.4, 64.0, 63.0)])
+    assert e.value == pytest.approx(63.5)
 
 
 def test_identical_processes_give_a_zero_width_interval():
@@ -51,41 +65,48 @@ def test_identical_processes_give_a_zero_width_interval():
     assert e.low == e.value == e.high == pytest.approx(2.0)
 
 
-# Coverage of the interval for the time a process's median estimates: each process draws
-# its own speed (lognormal, sd 0.15 in log: docs/measurement.md measured 6-27% between
-# processes) and its samples scatter around it (lognormal, sd 0.05). With the fixed seeds
-# below, 376 of 400 simulated intervals (94.0%) contain the true time for 3 processes x 5
-# samples, and 381 of 400 (95.25%) for 5 x 7 with the scatter mostly within processes.
-# A 95% interval over 400 trials lands in [0.92, 0.98] with probability > 99% (binomial sd
-# 1.1%), so the bounds fail only for an interval that is really too narrow or too wide.
+# Coverage of the interval for the median process's time: each process draws its own speed
+# (lognormal, sd 0.15 in log: docs/measurement.md measured 6-27% between processes, or a
+# mixture with a slow mode as MindSpore shows) and its samples scatter around it (lognormal,
+# sd 0.05). The interval is exact for any distribution of process medians: 96.9% for 6
+# processes. 400 trials put a 96.9% interval in [0.94, 0.99] with probability > 99%
+# (binomial sd 0.9%), so the bounds fail only for an interval that is really too narrow.
 SIMULATIONS = 400
 TRUE_TIME_S = 2.5e-3
 
 
 def _simulated_coverage(processes: int, samples: int, between_sd: float,
-                        within_sd: float, seed: int) -> float:
+                        within_sd: float, seed: int, slow_share: float = 0.0) -> float:
+    """Share of intervals holding the true median process time. With a slow mode (a share
+    of processes 2x slower), the median of the process distribution is the fast mode's
+    lognormal quantile that leaves slow_share of the mass above it: found by sampling."""
     rng = np.random.default_rng(seed)
+    speeds = TRUE_TIME_S * np.exp(rng.normal(0.0, between_sd, 200_000))
+    speeds[rng.random(speeds.size) < slow_share] *= 2.0
+    true_median = float(np.median(speeds * np.exp(rng.normal(0.0, within_sd, speeds.size))))
     hits = 0
     for _ in range(SIMULATIONS):
         groups = []
         for _ in range(processes):
             speed = TRUE_TIME_S * math.exp(rng.normal(0.0, between_sd))
+            if rng.random() < slow_share:
+                speed *= 2.0
             groups.append(list(speed * np.exp(rng.normal(0.0, within_sd, samples))))
         e = estimate_time(groups)
-        hits += e.low <= TRUE_TIME_S <= e.high
+        hits += e.low <= true_median <= e.high
     return hits / SIMULATIONS
 
 
-def test_the_t_interval_covers_the_true_time_in_about_95_percent_of_simulations():
-    coverage = _simulated_coverage(processes=3, samples=5, between_sd=0.15,
+def test_the_interval_covers_the_median_process_as_stated_in_simulation():
+    coverage = _simulated_coverage(processes=6, samples=5, between_sd=0.15,
                                    within_sd=0.05, seed=20240611)
-    assert 0.92 <= coverage <= 0.98, coverage
+    assert 0.94 <= coverage <= 0.99, coverage
 
 
-def test_the_t_interval_keeps_its_coverage_when_samples_scatter_more_than_processes():
-    coverage = _simulated_coverage(processes=5, samples=7, between_sd=0.02,
-                                   within_sd=0.2, seed=7)
-    assert 0.92 <= coverage <= 0.98, coverage
+def test_the_interval_keeps_its_coverage_with_a_slow_mode_of_processes():
+    coverage = _simulated_coverage(processes=6, samples=5, between_sd=0.05,
+                                   within_sd=0.05, seed=7, slow_share=0.25)
+    assert 0.94 <= coverage <= 0.99, coverage
 
 
 # -- call_times ------------------------------------------------------------------------------

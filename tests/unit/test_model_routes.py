@@ -8,6 +8,7 @@ framework is imported."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -379,13 +380,117 @@ def test_a_mindspore_call_maps_to_torch_without_the_mindspore_alternatives():
     assert method.api == "torch.Tensor.add" and _resolved_name(method) == "Tensor.add"
 
 
-def test_the_explicit_rules_apply_only_from_torch_to_mindspore():
-    """A MindSpore script's calls go through the mapping, even where torch's name has a
-    rule (the rule reads torch's argument order)."""
-    mapping = ApiMapping([MappingEntry("torch.nn.functional.gelu",
-                                       "mindspore.ops.gelu", "functional", "same")])
-    route = route_for(_call("mindspore.ops.gelu", framework="mindspore"), "torch", mapping)
-    assert route.api == "torch.nn.functional.gelu" and route.fallbacks == ()
+def test_torch_rules_do_not_apply_to_a_mindspore_call_of_the_same_name():
+    """A MindSpore script's call takes MindSpore's argument order: torch's rule for
+    torch.transpose (which reads torch's) is not used for mindspore.mint.transpose."""
+    mapping = ApiMapping([MappingEntry("torch.transpose", "mindspore.mint.transpose",
+                                       "function", "same")])
+    call = _call("mindspore.mint.transpose", (X, Lit(0), Lit(1)), framework="mindspore")
+    route = route_for(call, "torch", mapping)
+    assert route.api == "torch.transpose" and route.args == (X, Lit(0), Lit(1))
+
+
+# -- MindSpore -> torch: primitives, picked outputs and explicit rules --------------------------
+
+def _ms_call(api: str, args: tuple = (X,), kwargs: tuple = (), init: tuple = (),
+             pick: int | None = None, replay_api: str | None = "same") -> Call:
+    return replace(_call(api, args, kwargs, framework="mindspore", replay_api=replay_api),
+                   init=init, pick=pick)
+
+
+class Built:
+    """A primitive class stand-in: records its constructor's arguments."""
+    made: list[dict] = []
+
+    def __init__(self, **init):
+        Built.made.append(init)
+        self.init = init
+
+    def __call__(self, *args):
+        return ("out", "mean", "variance") if len(args) == 3 else ("pooled", args)
+
+
+def test_a_primitive_replays_in_mindspore_built_once_from_its_constructor():
+    Built.made = []
+    call = _ms_call("mindspore.ops.MaxPool", init=(("kernel_size", 2), ("strides", 2)))
+    route = route_for(call, "mindspore", SMALL_MAPPING)
+    fn = route.make(Resolver({"mindspore.ops.MaxPool": Built}))
+    assert route.api == "mindspore.ops.MaxPool" and route.args == (X,)
+    assert fn("x") == ("pooled", ("x",)) and fn("y") == ("pooled", ("y",))
+    assert Built.made == [{"kernel_size": 2, "strides": 2}]
+
+
+def test_a_picked_output_is_taken_from_the_route_and_its_fallbacks():
+    call = _ms_call("mindspore.nn.LayerNorm", (X, W, B), replay_api="mindspore.ops.LayerNorm",
+                    init=(("begin_norm_axis", -1), ("begin_params_axis", -1),
+                          ("epsilon", 1e-7)), pick=0)
+    route = route_for(call, "mindspore", SMALL_MAPPING)
+    assert route.api == "mindspore.ops.LayerNorm[0]"
+    assert route.make(Resolver({"mindspore.ops.LayerNorm": Built}))("x", "g", "b") == "out"
+    other = route_for(call, "torch", SMALL_MAPPING)
+    assert other.api == "torch.native_layer_norm (as ops.LayerNorm)[0]"
+    assert other.args == (X, W, B)
+
+
+def test_a_layer_norm_primitive_normalizing_other_axes_than_its_parameters_is_unmapped():
+    call = _ms_call("mindspore.ops.LayerNorm", (X, W, B),
+                    init=(("begin_norm_axis", 1), ("begin_params_axis", -1)))
+    assert isinstance(route_for(call, "torch", SMALL_MAPPING), Unmapped)
+
+
+def test_a_valid_max_pool_primitive_is_max_pool2d_and_same_padding_is_unmapped():
+    valid = _ms_call("mindspore.ops.MaxPool", init=(("kernel_size", [2, 2]), ("strides", 2),
+                                                    ("pad_mode", "VALID")))
+    route = route_for(valid, "torch", SMALL_MAPPING)
+    assert route.api == "torch.nn.functional.max_pool2d" and route.args == (X,)
+    assert route.kwargs == (("kernel_size", Lit((2, 2))), ("stride", Lit(2)))
+    same = _ms_call("mindspore.ops.MaxPool", init=(("pad_mode", "SAME"),))
+    assert "SAME" in route_for(same, "torch", SMALL_MAPPING).reason
+
+
+def test_a_primitive_without_a_torch_rule_is_unmapped_naming_it():
+    call = _ms_call("mindspore.ops.Unique", init=(("x", 1),))
+    assert "mindspore.ops.Unique" in route_for(call, "torch", SMALL_MAPPING).reason
+
+
+def test_gather_on_axis_0_takes_the_table_and_indices_and_batch_dims_is_unmapped():
+    route = route_for(_ms_call("mindspore.ops.gather", (W, IDS, Lit(0))), "torch",
+                      SMALL_MAPPING)
+    assert route.args == (W, IDS) and "embedding" in route.api
+    batched = _ms_call("mindspore.ops.gather", (W, IDS, Lit(1), Lit(1)))
+    assert isinstance(route_for(batched, "torch", SMALL_MAPPING), Unmapped)
+
+
+def test_cross_entropy_passes_mindspores_positional_settings_by_name():
+    """torch's cross_entropy has size_average and reduce before ignore_index: MindSpore's
+    positional ignore_index=-100 landed on torch's `reduce` (a bug seen on the CNN port:
+    "argument 'ignore_index' must be int, not str")."""
+    call = _ms_call("mindspore.ops.cross_entropy",
+                    (X, IDS, Lit(None), Lit(-100), Lit("mean"), Lit(0.0)))
+    route = route_for(call, "torch", SMALL_MAPPING)
+    assert route.args == (X, IDS)
+    assert route.kwargs == (("weight", Lit(None)), ("ignore_index", Lit(-100)),
+                            ("reduction", Lit("mean")), ("label_smoothing", Lit(0.0)))
+
+
+@pytest.mark.parametrize("pad_mode, padding, expected", [
+    ("valid", Lit(3), Lit(0)), ("same", Lit(0), Lit("same")), ("pad", Lit(2), Lit(2))])
+def test_conv2d_pad_mode_becomes_torchs_padding(pad_mode, padding, expected):
+    call = _ms_call("mindspore.ops.conv2d", (X, W, Lit(None), Lit(1), Lit(pad_mode), padding,
+                                             Lit(1), Lit(1)))
+    route = route_for(call, "torch", SMALL_MAPPING)
+    assert route.api == "torch.nn.functional.conv2d"
+    assert route.args == (X, W, Lit(None), Lit(1), expected, Lit(1), Lit(1))
+
+
+@pytest.mark.parametrize("api, torch_api", [
+    ("mindspore.ops.dense", "torch.nn.functional.linear"),
+    ("mindspore.ops.gelu", "torch.nn.functional.gelu"),
+    ("mindspore.ops.arange", "torch.arange"),
+    ("mindspore.ops.batch_norm", "torch.nn.functional.batch_norm")])
+def test_mindspore_functions_with_torchs_argument_order(api, torch_api):
+    route = route_for(_ms_call(api, (X, W)), "torch", SMALL_MAPPING)
+    assert route.api == torch_api and route.args == (X, W)
 
 
 def test_shipped_mapping_alternatives_become_fallbacks():

@@ -132,3 +132,13 @@ def test_cli_run_says_what_start_up_does(monkeypatch, tmp_path):
     assert lines[0] == "setting up torch and mindspore..."
     assert lines[1].startswith("ready in ")
     assert any(line.startswith("[1/1] add: PASS") for line in lines)
+
+
+def test_a_sequential_run_shows_decided_and_undecided_with_the_next_process_eta():
+    console = plain_console()
+    progress = RunProgress(console, clock=Clock())
+    with progress:
+        progress.on_look(2, 6, undecided=5, decided=28, eta_s=12.4)
+    assert console.file.getvalue().splitlines() == [
+        "process 2 (of at most 6): 28 decided, 5 undecided measured again; eta 12 s for "
+        "this process"]

@@ -1,6 +1,8 @@
 """The reproducibility figures (opbench/reproducibility.py) on hand-made records."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from test_gate_evaluate import record as run_record
 
@@ -66,5 +68,27 @@ def test_report_says_which_view_and_why_a_verdict_is_inconclusive():
         in lines[1]
     rec["between_process_prior"] = {"sd": 0.031, "df": 4, "instances": 18}
     assert run_notes(RunRecord.from_dict(rec)) == [
+        "1 of 1 measurements: before samples, the other side's threads stayed busy after its "
+        "own sample (spinning or queued work): torch waited up to 150 ms; 1 of torch's waits "
+        "hit the limit, so other work may have shared those samples",
         "between worker processes a ratio moved by 3.1% (typical SD over 18 measurements); "
         "every interval includes that spread"]
+    # grouped (what the views print): the wait is said once, by run_notes, not per row
+    assert not any("waited" in line for line in notes_lines(RunRecord.from_dict(rec),
+                                                            grouped=True))
+
+
+def test_long_waits_of_several_measurements_are_one_line_with_each_sides_range():
+    from opbench.report.text import settle_lines
+
+    rec = record(0.5, 0.4, 0.6)
+    first = rec["instances"][0]
+    second = json.loads(json.dumps(first))
+    second["id"] = "add[y]"
+    for inst, wait in ((first, 0.15), (second, 0.25)):
+        inst["measurements"]["serial"]["settle_s"] = {"torch": [0.002, wait]}
+    rec["instances"] = [first, second]
+    assert settle_lines(RunRecord.from_dict(rec)) == [
+        "2 of 2 measurements: before samples, the other side's threads stayed busy after its "
+        "own sample (spinning or queued work): torch's longest wait per measurement 150 ms to "
+        "250 ms"]

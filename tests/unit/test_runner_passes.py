@@ -188,6 +188,7 @@ def test_session_blocks_launches_only_when_asked(monkeypatch, launch, blocked):
         return made[-1]
 
     monkeypatch.setattr(runner, "get_adapter", fake_get_adapter)
+    monkeypatch.setattr(Session, "pin_cores", staticmethod(lambda threads: None))
     session = Session(fake_config(launch=launch), clock)
     session.open()
     assert [a.blocked for a in made] == [blocked, blocked]

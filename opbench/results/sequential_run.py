@@ -1,0 +1,130 @@
+"""A run that stops each instance on its verdict (config.Sequential, verdicts/sequential.py).
+
+Process 1 measures every instance (check, calibration, its first share of rounds) and
+looks: an instance whose interval, at the look's spent confidence, is already wholly on one
+side of the threshold stops there. Process 2 measures only the undecided ones, and so on:
+the time the decided instances no longer take goes to the undecided as more processes
+(the between-process spread is what keeps their intervals wide), up to the cap
+(max_processes) and within the time budget. Processes beyond the pool's own are fresh
+workers started when first needed (WorkerPool.ensure_process).
+
+Every instance record gets `sequential`: the processes it was measured in, why it stopped
+(decided, cap, budget, failed) and the look's confidence. Never prints: progress goes to
+callbacks.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Sequence
+
+from opbench.cases.case_files import CaseInstance
+from opbench.runner.protocol import MeasuringSession
+from opbench.verdicts.conclusions import judge_instance, run_between_process_prior
+from opbench.verdicts.rules import Verdict
+from opbench.verdicts.sequential import decided, look_for
+
+__all__ = ["LookCallback", "run_sequential", "settled", "STOPPED_BUDGET", "STOPPED_CAP",
+           "STOPPED_DECIDED", "STOPPED_FAILED"]
+
+STOPPED_DECIDED = "decided"     # PASS or SLOW at a look
+STOPPED_CAP = "cap"             # still undecided after max_processes
+STOPPED_BUDGET = "budget"       # still undecided when the time budget ran out
+STOPPED_FAILED = "failed"       # MISMATCH or ERROR: more processes cannot change it
+
+InstanceCallback = Callable[[int, int, CaseInstance, "dict[str, Any] | None"], None]
+# on_look(process, max_processes, undecided, decided, eta_s): before each process after the
+# first, how many instances it will measure, how many are settled, and how long the
+# undecided took in the previous process (the next one's duration, up to a fresh start).
+LookCallback = Callable[[int, int, int, int, float], None]
+
+
+def run_sequential(session: MeasuringSession, instances: Sequence[CaseInstance],
+                   records: list[dict[str, Any]], *, save: Callable[[], None] = lambda: None,
+                   on_progress: InstanceCallback | None = None,
+                   on_look: LookCallback | None = None,
+                   clock: Callable[[], float] = time.perf_counter) -> list[dict[str, Any]]:
+    """Measure `instances` process by process, each until its verdict is decided, appending
+    their records to `records` (saved after every instance of every process)."""
+    config = session.config
+    plan = config.sequential
+    if plan is None:
+        raise ValueError("run_sequential needs config.sequential")
+    started = clock()
+    first = len(records)
+    share_s: dict[int, float] = {}
+    for i, inst in enumerate(instances):
+        if on_progress:
+            on_progress(i, len(instances), inst, None)
+        before = clock()
+        records.append(_judged(session, session.run_instance(inst), 1, records))
+        share_s[i] = clock() - before
+        save()
+        if on_progress:
+            on_progress(i, len(instances), inst, records[-1])
+    ours = records[first:]
+    open_ = [i for i, r in enumerate(ours) if not settled(r)]
+    for process in range(2, plan.max_processes + 1):
+        if not open_:
+            break
+        next_s = sum(share_s[i] for i in open_)
+        if plan.time_budget_s is not None and clock() - started + next_s > plan.time_budget_s:
+            break
+        if on_look:
+            on_look(process, plan.max_processes, len(open_), len(ours) - len(open_), next_s)
+        ensure = getattr(session, "ensure_process", None)   # a worker pool's
+        if ensure is not None:
+            ensure(process)
+        still = []
+        for i in open_:
+            before = clock()
+            record = session.extend_instance(instances[i], ours[i], process)
+            ours[i] = records[first + i] = _judged(session, record, process, records)
+            share_s[i] = clock() - before
+            save()
+            if not settled(ours[i]):
+                still.append(i)
+        open_ = still
+    for i in open_:
+        ours[i]["sequential"]["stopped"] = (STOPPED_CAP if _processes(ours[i]) >=
+                                            plan.max_processes else STOPPED_BUDGET)
+    return ours
+
+
+def _judged(session: MeasuringSession, record: dict[str, Any], process: int,
+            records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The record judged at the look after its `process`-th process, with the run's
+    between-process spread as measured so far."""
+    config = session.config
+    if not record.get("measurements"):
+        return judge_instance(record, config, session.overhead)
+    look = look_for(min(process, _processes(record)), config.sequential.max_processes,
+                    run_between_process_prior(records, config))
+    judged = judge_instance(record, config, session.overhead, look)
+    judged["sequential"] = {"processes": _processes(judged), "stopped": None,
+                            "look_confidence": look.confidence}
+    return judged
+
+
+def _processes(record: dict[str, Any]) -> int:
+    """Processes the instance's rounds came from (the fewest over its measurements)."""
+    counts = [len(set(m.get("process_of_round") or [1]))
+              for m in (record.get("measurements") or {}).values()]
+    return min(counts, default=1)
+
+
+def settled(record: dict[str, Any]) -> bool:
+    """True (and the record says why) when the instance measures no more."""
+    verdict = record.get("verdict")
+    course = record.setdefault("sequential", {"processes": _processes(record),
+                                              "stopped": None, "look_confidence": None})
+    if verdict in (Verdict.MISMATCH.value, Verdict.ERROR.value) or not record.get(
+            "measurements"):
+        course["stopped"] = STOPPED_FAILED
+        return True
+    # every view decided, not just the instance's worst: a SLOW serial row would otherwise
+    # stop a forward+backward row still INCONCLUSIVE (seen on 11 instances of the library)
+    if decided(verdict) and all(decided(m["verdict"])
+                                for m in record["measurements"].values()):
+        course["stopped"] = STOPPED_DECIDED
+        return True
+    return False

@@ -1,0 +1,130 @@
+"""MindSpore layers as the function or primitive call they perform (opbench/model/lowering.py),
+read from the layer's own attributes, so a MindSpore script replays in torch. The layers are
+stand-ins with MindSpore's attribute names (checked against MindSpore 2.10's classes)."""
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from opbench.model.lowering import Lowered, lower, primitive_init
+
+X = object()          # the layer's input tensor (passed through untouched)
+
+
+def _layer(**attributes):
+    return types.SimpleNamespace(training=False, **attributes)
+
+
+class Primitive:
+    def __init__(self, **init_attrs):
+        self.init_attrs = init_attrs
+
+
+def test_mint_linear_is_mints_functional_linear_with_its_parameters():
+    layer = _layer(weight="W", bias="B")
+    assert lower("mindspore.mint.nn.Linear", layer, (X,), {}) == Lowered(
+        "mindspore.mint.nn.functional.linear", (X, "W", "B"))
+
+
+def test_conv2d_takes_pad_mode_and_equal_pairs_as_one_int():
+    layer = _layer(data_format="NCHW", pad_mode="pad", padding=1, stride=(1, 1),
+                   dilation=(2, 2), group=1, has_bias=False, weight="W", bias=None)
+    found = lower("mindspore.nn.Conv2d", layer, (X,), {})
+    assert found == Lowered("mindspore.ops.conv2d", (X, "W", None, 1, "pad", 1, 2, 1))
+
+
+def test_conv2d_without_explicit_padding_and_with_unequal_strides():
+    layer = _layer(data_format="NCHW", pad_mode="same", padding=3, stride=(1, 2),
+                   dilation=(1, 1), group=2, has_bias=True, weight="W", bias="B")
+    found = lower("mindspore.nn.Conv2d", layer, (X,), {})
+    assert found.args == (X, "W", "B", (1, 2), "same", 0, 1, 2)
+
+
+def test_conv2d_in_nhwc_is_refused_with_the_reason():
+    layer = _layer(data_format="NHWC", pad_mode="same", padding=0, stride=1, dilation=1,
+                   group=1, has_bias=False, weight="W")
+    assert "NHWC" in lower("mindspore.nn.Conv2d", layer, (X,), {})
+
+
+@pytest.mark.parametrize("use_batch_statistics, training, expected", [
+    (None, True, True), (None, False, False), (False, True, False), (True, False, True)])
+def test_batch_norm_uses_its_moving_statistics_and_its_momentum_as_kept(
+        use_batch_statistics, training, expected):
+    """nn.BatchNorm2d(momentum=0.9) keeps 0.1 (the new value's share), which is what
+    ops.batch_norm takes: passed as is."""
+    layer = types.SimpleNamespace(training=training, use_batch_statistics=use_batch_statistics,
+                                  moving_mean="M", moving_variance="V", gamma="G", beta="B",
+                                  momentum=0.09999999999999998, eps=1e-5)
+    found = lower("mindspore.nn.BatchNorm2d", layer, (X,), {})
+    assert found == Lowered("mindspore.ops.batch_norm",
+                            (X, "M", "V", "G", "B", expected, 0.09999999999999998, 1e-5))
+
+
+def test_max_pool_is_the_primitive_the_layer_holds_built_from_its_constructor():
+    layer = _layer(return_indices=False, use_pad=False,
+                   max_pool=Primitive(kernel_size=2, strides=2, pad_mode="VALID",
+                                      data_format="NCHW"))
+    found = lower("mindspore.nn.MaxPool2d", layer, (X,), {})
+    assert found.api == "mindspore.ops.MaxPool" and found.args == (X,)
+    assert found.init == (("data_format", "NCHW"), ("kernel_size", 2), ("pad_mode", "VALID"),
+                          ("strides", 2))
+
+
+def test_max_pool_with_padding_is_refused():
+    layer = _layer(return_indices=False, use_pad=True, max_pool=Primitive())
+    assert "padding" in lower("mindspore.nn.MaxPool2d", layer, (X,), {})
+
+
+def test_layer_norm_is_its_primitive_and_the_layer_returns_the_first_output():
+    layer = _layer(gamma="G", beta="B",
+                   layer_norm=Primitive(begin_norm_axis=-1, begin_params_axis=-1,
+                                        epsilon=1e-7))
+    found = lower("mindspore.nn.LayerNorm", layer, (X,), {})
+    assert (found.api, found.args, found.pick) == ("mindspore.ops.LayerNorm", (X, "G", "B"), 0)
+    assert dict(found.init) == {"begin_norm_axis": -1, "begin_params_axis": -1,
+                                "epsilon": 1e-7}
+
+
+def test_embedding_is_a_gather_of_its_table_on_axis_0_and_one_hot_is_refused():
+    layer = _layer(use_one_hot=False, embedding_table="T")
+    assert lower("mindspore.nn.Embedding", layer, (X,), {}) == Lowered(
+        "mindspore.ops.gather", ("T", X, 0))
+    assert "use_one_hot" in lower("mindspore.nn.Embedding",
+                                  _layer(use_one_hot=True, embedding_table="T"), (X,), {})
+
+
+@pytest.mark.parametrize("api, approximate, expected", [
+    ("mindspore.nn.GELU", True, "tanh"), ("mindspore.nn.GELU", False, "none"),
+    ("mindspore.mint.nn.GELU", "tanh", "tanh"), ("mindspore.mint.nn.GELU", "none", "none")])
+def test_gelu_layers_are_ops_gelu_with_the_approximation_as_a_string(api, approximate,
+                                                                    expected):
+    found = lower(api, _layer(approximate=approximate), (X,), {})
+    assert found == Lowered("mindspore.ops.gelu", (X,), (("approximate", expected),))
+
+
+def test_cross_entropy_loss_passes_every_setting_of_the_layer():
+    layer = _layer(weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.1)
+    found = lower("mindspore.nn.CrossEntropyLoss", layer, ("LOGITS", "LABELS"), {})
+    assert found == Lowered("mindspore.ops.cross_entropy",
+                            ("LOGITS", "LABELS", None, -100, "mean", 0.1))
+
+
+@pytest.mark.parametrize("api", ["mindspore.nn.Dropout", "mindspore.mint.nn.Dropout"])
+def test_an_eval_dropout_is_an_alias_and_a_training_one_is_refused(api):
+    assert lower(api, _layer(p=0.1), (X,), {}) == Lowered(None, (X,))
+    training = types.SimpleNamespace(training=True, p=0.1)
+    assert "training" in lower(api, training, (X,), {})
+
+
+@pytest.mark.parametrize("api, function", [
+    ("mindspore.mint.nn.ReLU", "mindspore.mint.nn.functional.relu"),
+    ("mindspore.nn.ReLU", "mindspore.ops.relu"), ("mindspore.nn.Tanh", "mindspore.ops.tanh")])
+def test_activation_layers_are_their_functions(api, function):
+    assert lower(api, _layer(), (X,), {}) == Lowered(function, (X,))
+
+
+def test_a_layer_without_a_rule_and_a_primitive_without_its_constructor():
+    assert "no function form" in lower("mindspore.nn.SGD", _layer(), (X,), {})
+    with pytest.raises(ValueError, match="keeps no constructor arguments"):
+        primitive_init(object())
