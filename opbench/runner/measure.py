@@ -87,15 +87,15 @@ class RemoteSide(Protocol):
 
     name: str
 
-    def sample(self, loops: int, mode: str) -> float: ...
+    def sample(self, loops: int, mode: str, rewarm_first: bool = False
+               ) -> tuple[float, float | None]:
+        """(seconds for `loops` calls, the side process's CPU seconds during them or None),
+        after a re-warm (rewarm()) in the same request when `rewarm_first`."""
+        ...
 
     def warm_up(self, mode: str, warmup_time_s: float) -> int: ...
 
-    def rewarm(self, mode: str, max_calls: int) -> int: ...
-
     def sync_cost(self) -> float: ...
-
-    def sample_with_cpu(self, loops: int, mode: str) -> tuple[float, float | None]: ...
 
 
 AnySide = Union[Side, RemoteSide]
@@ -157,7 +157,7 @@ def run_sample(side: AnySide, loops: int, mode: str, clock: Clock) -> float:
     serial: sync after every call (latency, what a user waiting on each result sees).
     async: launch all calls, sync once (throughput, what a training loop sees)."""
     if isinstance(side, RemoteSide):
-        return side.sample(loops, mode)
+        return side.sample(loops, mode)[0]
     call, sync = side.call, side.sync
     sync()
     if mode == SERIAL:
@@ -183,13 +183,11 @@ def sample_with_cpu(side: Side, loops: int, mode: str, clock: Clock,
     return seconds, cpu_clock() - cpu_start
 
 
-def rewarm(side: AnySide, mode: str, clock: Clock, max_calls: int,
+def rewarm(side: Side, mode: str, clock: Clock, max_calls: int,
            min_time_s: float | None = None) -> int:
     """Untimed calls until min_time_s has passed (at least one, at most max_calls): the
     caches, TLBs and predictors the other side's sample took over are the side's own again.
     Returns the number of calls."""
-    if isinstance(side, RemoteSide):
-        return side.rewarm(mode, max_calls)
     min_time_s = REWARM_TIME_S if min_time_s is None else min_time_s
     start = clock()
     calls = 0
@@ -376,20 +374,24 @@ def _interleaved_rounds(sides: Sequence[AnySide], loops: int, rounds: int, mode:
             switch = settle is not None and name != previous
             settled[name].append(settle() if switch else None)
             previous = name
-            if switch:
-                # Untimed calls first (REWARM_TIME_S): the other side's sample has just
-                # filled the caches and TLBs with its own data, which no idle-wait can see.
-                rewarm(by_name[name], mode, clock, max_calls=loops)
             side = by_name[name]
-            if cpu_clock is None:
-                per_call[name].append(run_sample(side, loops, mode, clock) / loops)
-                continue
-            if isinstance(side, RemoteSide):     # its CPU time is its own process's
-                seconds, cpu_seconds = side.sample_with_cpu(loops, mode)
+            # Untimed calls first where the side changes (REWARM_TIME_S): the other side's
+            # sample has just filled the caches and TLBs with its own data, which no
+            # idle-wait can see.
+            if isinstance(side, RemoteSide):
+                # Re-warm, sample and its CPU time in one request, back to back in the side's
+                # process: a round trip between them would let that process sleep on its
+                # socket after the re-warm, and the sample start from a cold wake-up.
+                seconds, cpu_seconds = side.sample(loops, mode, rewarm_first=switch)
             else:
-                seconds, cpu_seconds = sample_with_cpu(side, loops, mode, clock, cpu_clock)
+                if switch:
+                    rewarm(side, mode, clock, max_calls=loops)
+                if cpu_clock is None:
+                    seconds, cpu_seconds = run_sample(side, loops, mode, clock), None
+                else:
+                    seconds, cpu_seconds = sample_with_cpu(side, loops, mode, clock, cpu_clock)
             per_call[name].append(seconds / loops)
-            if cpu_seconds is not None:
+            if cpu_clock is not None and cpu_seconds is not None:
                 cpu[name].append(cpu_seconds)
     return _Rounds({k: tuple(v) for k, v in per_call.items()}, order,
                    {k: tuple(v) for k, v in settled.items()},

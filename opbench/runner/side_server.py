@@ -11,10 +11,10 @@ Requests (each answered ("ok", value) by serve):
   ("forward", instance)                      -> ("done", output, inputs checksum)
                                                 or ("failed", message)
   ("backward", instance, reference_output)   -> ("done", gradients) | ("failed", message)
-  ("sample", which, loops, mode)             -> seconds for `loops` calls
-  ("sample_with_cpu", which, loops, mode)    -> (seconds, this process's CPU seconds)
+  ("sample", which, loops, mode, rewarm)     -> (seconds for `loops` calls, this process's
+                                                CPU seconds or None), re-warmed first
+                                                (measure.rewarm) when `rewarm`
   ("warm_up", which, mode, warmup_time_s)    -> calls made
-  ("rewarm", which, mode, max_calls)         -> calls made
   ("sync_cost", which)                       -> seconds
   ("memory",)                                -> this side's peak_memory entry
   ("side_info",)  ("side_overheads",)  ("side_ceilings",)  ("side_check_apis", instances)
@@ -39,7 +39,7 @@ from opbench.runner.session import Session, SideFailed
 
 __all__ = ["SideServer", "SIDE_REQUESTS"]
 SIDE_REQUESTS = frozenset({
-    "forward", "backward", "sample", "sample_with_cpu", "warm_up", "rewarm", "sync_cost", "memory",
+    "forward", "backward", "sample", "warm_up", "sync_cost", "memory",
     "side_info", "side_overheads", "side_ceilings", "side_check_apis"})
 
 
@@ -86,23 +86,20 @@ class SideServer:
             self._timed[which] = self.session.timed_side(self.name, self._prepared, backward)
         return self._timed[which]
 
-    def _sample(self, which: str, loops: int, mode: str) -> float:
-        return run_sample(self._side(which), loops, mode, self.session.clock)
-
-    def _sample_with_cpu(self, which: str, loops: int, mode: str
-                         ) -> tuple[float, float | None]:
-        """The sample and this process's CPU seconds during it (None on a fake clock,
-        whose Session reads no CPU clock)."""
+    def _sample(self, which: str, loops: int, mode: str, rewarm_first: bool = False
+                ) -> tuple[float, float | None]:
+        """The sample (after a re-warm, when asked) and this process's CPU seconds during
+        it (None on a fake clock, whose Session reads no CPU clock)."""
+        side, clock = self._side(which), self.session.clock
+        if rewarm_first:
+            rewarm(side, mode, clock, max_calls=loops)
         cpu_clock = self.session.cpu_clock
         if cpu_clock is None:
-            return self._sample(which, loops, mode), None
-        return sample_with_cpu(self._side(which), loops, mode, self.session.clock, cpu_clock)
+            return run_sample(side, loops, mode, clock), None
+        return sample_with_cpu(side, loops, mode, clock, cpu_clock)
 
     def _warm_up(self, which: str, mode: str, warmup_time_s: float) -> int:
         return warm_up(self._side(which), mode, self.session.clock, warmup_time_s)
-
-    def _rewarm(self, which: str, mode: str, max_calls: int) -> int:
-        return rewarm(self._side(which), mode, self.session.clock, max_calls)
 
     def _sync_cost(self, which: str) -> float:
         return sync_cost_s(self._side(which).sync, self.session.clock)

@@ -78,9 +78,7 @@ _ACTIVITIES = {
     "forward": "running {id}",
     "backward": "running {id}",
     "sample": "timing {current}",
-    "sample_with_cpu": "timing {current}",
     "warm_up": "timing {current}",
-    "rewarm": "timing {current}",
     "sync_cost": "timing {current}",
     "memory": "timing {current}",
     "side_info": "describing its framework",
@@ -228,20 +226,15 @@ class ProcessSide:
     worker: Any
     which: str
 
-    def sample(self, loops: int, mode: str) -> float:
-        return self.worker.call("sample", self.which, loops, mode)
+    def sample(self, loops: int, mode: str, rewarm_first: bool = False
+               ) -> tuple[float, float | None]:
+        return self.worker.call("sample", self.which, loops, mode, rewarm_first)
 
     def warm_up(self, mode: str, warmup_time_s: float) -> int:
         return self.worker.call("warm_up", self.which, mode, warmup_time_s)
 
-    def rewarm(self, mode: str, max_calls: int) -> int:
-        return self.worker.call("rewarm", self.which, mode, max_calls)
-
     def sync_cost(self) -> float:
         return self.worker.call("sync_cost", self.which)
-
-    def sample_with_cpu(self, loops: int, mode: str) -> tuple[float, float | None]:
-        return self.worker.call("sample_with_cpu", self.which, loops, mode)
 
 
 class RemoteSession(Session):
@@ -256,7 +249,7 @@ class RemoteSession(Session):
 
     def open(self) -> None:
         """The workers are already open (the pool starts them together); only the settle,
-        and each sample's CPU time, read in its side's process (sample_with_cpu)."""
+        and each sample's CPU time, read in its side's process (ProcessSide.sample)."""
         self.quiescer = self.make_quiescer()
         self.cpu_clock = time.process_time
 

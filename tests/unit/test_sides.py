@@ -132,3 +132,54 @@ def test_a_side_whose_checksum_differs_names_it(tmp_path):
     with pytest.raises(SideFailed, match="torch's process generated other inputs than the "
                                          "parent from the same seed"):
         session.forward_side(instance, inputs_mod.generate_inputs(instance), "torch")
+
+
+class _RemoteFake:
+    """A measure.RemoteSide whose process takes 1 ms per call and reports 2 ms of CPU per
+    sample; it logs each request's (loops, rewarm_first)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.samples = []
+
+    def sample(self, loops, mode, rewarm_first=False):
+        self.samples.append((loops, rewarm_first))
+        return loops * 1e-3, 2e-3
+
+    def warm_up(self, mode, warmup_time_s):
+        return 3
+
+    def sync_cost(self):
+        return 1e-6
+
+
+def test_a_remote_side_re_warms_and_samples_in_one_request_where_the_side_changes():
+    from opbench.runner.measure import _interleaved_rounds
+
+    a, b = _RemoteFake("a"), _RemoteFake("b")
+    rounds = _interleaved_rounds([a, b], loops=4, rounds=3, mode="serial",
+                                 clock=lambda: 0.0, settle=lambda: None,
+                                 cpu_clock=lambda: 0.0)
+    # a b | b a | a b: the side changes before every sample but round 2's b and round 3's a
+    assert [r for _, r in a.samples] == [True, True, False]
+    assert [r for _, r in b.samples] == [True, False, True]
+    assert rounds.per_call_s == {"a": (1e-3,) * 3, "b": (1e-3,) * 3}
+    assert rounds.cpu_s == {"a": (2e-3,) * 3, "b": (2e-3,) * 3}   # the side's own CPU time
+
+
+def test_a_side_worker_is_asked_for_no_separate_re_warm(tmp_path, monkeypatch):
+    config = fake_config(processes=2)
+    requests = []
+    real_send = workers_mod.Worker.send
+
+    def spy(worker, *request):
+        requests.append(request)
+        return real_send(worker, *request)
+
+    monkeypatch.setattr(workers_mod.Worker, "send", spy)
+    with WorkerPool(config, spawn=Spawner(fake_session_class())) as pool:
+        pool.open()
+        run(load_instances(case_file(tmp_path, binary_case("a"))), config, session=pool)
+    samples = [r for r in requests if r[0] == "sample"]
+    assert samples and {len(r) for r in samples} == {5}
+    assert not [r for r in requests if r[0] == "rewarm"]
