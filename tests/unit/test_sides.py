@@ -183,3 +183,38 @@ def test_a_side_worker_is_asked_for_no_separate_re_warm(tmp_path, monkeypatch):
     samples = [r for r in requests if r[0] == "sample"]
     assert samples and {len(r) for r in samples} == {5}
     assert not [r for r in requests if r[0] == "rewarm"]
+
+
+def _fake_interpreter(directory, answer):
+    """An executable that answers the interpreter probe with `answer` (a JSON line)."""
+    path = directory / "python"
+    path.write_text(f"#!/bin/sh\necho '{answer}'\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.parametrize("answer,words", [
+    (None, "does not exist or is not executable"),
+    ('{"opbench": null, "has_framework": true, "python": "3.11.2"}', "cannot import opbench"),
+    ('{"opbench": "0.0.1", "has_framework": true, "python": "3.11.2"}', "has opbench 0.0.1"),
+    (f'{{"opbench": "{OPBENCH_VERSION}", "has_framework": false, "python": "3.11.2"}}',
+     "has no mindspore"),
+])
+def test_a_run_on_an_unfit_interpreter_ends_before_timing(tmp_path, monkeypatch, answer, words):
+    from click.testing import CliRunner
+
+    from opbench.cli.main import cli
+
+    python = (_fake_interpreter(tmp_path, answer) if answer is not None
+              else str(tmp_path / "missing" / "python"))
+    spawn = Spawner(fake_session_class())
+    monkeypatch.setattr("opbench.runner.workers.spawn_worker", spawn)
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    case_file(cases, binary_case("a"))
+    out = tmp_path / "out.json"
+    result = CliRunner().invoke(cli, ["run", str(cases), "--target", f"mindspore@{python}",
+                                      "--processes", "2", "--json", str(out)])
+    assert result.exit_code == 2, result.output
+    assert words in result.output and "Traceback" not in result.output
+    assert spawn.sides == [] and not out.exists()        # nothing started, nothing timed
