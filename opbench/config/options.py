@@ -44,7 +44,7 @@ from opbench.config.limits import (
     LimitError,
     parse_size,
 )
-from opbench.config.sides import SideSpecError, load_environments, parse_side
+from opbench.config.sides import SideSpecError, load_environments, parse_side, side_labels
 
 __all__ = ["BOTH_MODES", "CHECK_OPTIONS", "INPUT_BUDGET_OPTION", "LIMIT_OPTIONS",
            "MAX_INSTANCES_OPTION", "MODE_CHOICES", "OPTIONS", "SHARD_OPTION", "OptionSpec",
@@ -361,9 +361,13 @@ class RunOptions:
             raise OptionError("--reference/--target: a side in another interpreter runs in "
                               "worker processes; --processes 1 measures in this one")
         try:
+            reference_name, target_name = side_labels(reference, target)
+            one_framework = reference.framework == target.framework
             return RunConfig(
-                reference=reference.framework, target=target.framework,
+                reference=reference_name, target=target_name,
                 reference_python=reference.python, target_python=target.python,
+                reference_framework=reference.framework if one_framework else None,
+                target_framework=target.framework if one_framework else None,
                 device=self.device or "cpu",
                 threads=self.threads or default_threads(),
                 modes=(SERIAL, ASYNC) if mode == BOTH_MODES else (mode,),

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-__all__ = ["SideSpec", "SideSpecError", "parse_side", "load_environments"]
+__all__ = ["SideSpec", "SideSpecError", "parse_side", "load_environments", "side_labels",
+           "AGAIN_SUFFIX"]
 
 KNOWN_FRAMEWORKS = ("torch", "mindspore", "numpy")
 
@@ -30,13 +31,42 @@ class SideSpecError(ValueError):
 class SideSpec:
     framework: str
     python: str | None = None      # None: this interpreter
+    environment: str | None = None  # the named environment it came from
+
+    @property
+    def label(self) -> str:
+        """What names the side when both sides share a framework: its environment's name,
+        `FRAMEWORK@VENV` (the directory holding bin/python), or the framework."""
+        if self.environment:
+            return self.environment
+        if self.python:
+            path = Path(self.python)
+            where = path.parent.parent.name if path.parent.name == "bin" else self.python
+            return f"{self.framework}@{where}"
+        return self.framework
+
+
+# The target's label when both sides are one and the same (an A/A run, `--aa`).
+AGAIN_SUFFIX = "#2"
+
+
+def side_labels(reference: SideSpec, target: SideSpec) -> tuple[str, str]:
+    """The names the two sides go by in the records: their frameworks when these differ
+    (as every run before same-framework sides), else their labels (SideSpec.label), the
+    target's marked AGAIN_SUFFIX when even those agree (a side against itself)."""
+    if reference.framework != target.framework:
+        return reference.framework, target.framework
+    if reference.label != target.label:
+        return reference.label, target.label
+    return reference.label, reference.label + AGAIN_SUFFIX
 
 
 def parse_side(text: str, environments: Mapping[str, SideSpec] | None = None) -> SideSpec:
     """`torch`, `mindspore@PYTHON` or an environment's name -> SideSpec."""
     environments = environments or {}
     if text in environments:
-        return environments[text]
+        spec = environments[text]
+        return SideSpec(spec.framework, spec.python, text)
     framework, at, python = text.partition("@")
     if at and not python:
         raise SideSpecError(f"{text!r}: no interpreter after '@' (FRAMEWORK@PYTHON)")

@@ -170,7 +170,7 @@ class Session:
         self.cpu_clock = time.process_time
         try:
             for name in self.sides:
-                adapter = get_adapter(name)
+                adapter = get_adapter(self.config.framework_of(name))
                 adapter.setup(self.config.device, self.config.threads)
                 if self.config.launch == LAUNCH_BLOCKING:
                     adapter.block_launches()
@@ -232,11 +232,12 @@ class Session:
         problems: dict[tuple[str, str], str] = {}
         for inst in instances:
             for name in self.sides:
-                call = inst.calls.get(name)
+                framework = self.config.framework_of(name)
+                call = inst.calls.get(framework)
                 if call is None:
                     where = f"{inst.case.file}:{inst.case.line}"
                     problems.setdefault((inst.case.name, name), (
-                        f"{where} case '{inst.case.name}': no '{name}' section "
+                        f"{where} case '{inst.case.name}': no '{framework}' section "
                         f"(needed to compare {self.config.reference} with {self.config.target})"))
                     continue
                 try:
@@ -244,7 +245,7 @@ class Session:
                 except Exception as exc:  # UnknownAPI, or an import error inside the framework
                     where = call.location or f"{inst.case.file}:{inst.case.line}"
                     problems.setdefault((inst.case.name, name), (
-                        f"{where} case '{inst.case.name}': key '{name}.api': {exc}"))
+                        f"{where} case '{inst.case.name}': key '{framework}.api': {exc}"))
         return list(problems.values())
 
     # -- one instance ---------------------------------------------------------------------
@@ -252,7 +253,7 @@ class Session:
     def _prepare(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray],
                  name: str, grad: bool) -> _Prepared:
         adapter = self.adapters[name]
-        call = instance.calls[name]
+        call = instance.calls[self.config.framework_of(name)]
         specs = {s.name: s for s in instance.inputs}
         positions = _grad_positions(instance, call) if grad else ()
         wants_grad = {call.args[i].name for i in positions}

@@ -23,7 +23,7 @@ def test_a_side_is_a_framework_an_interpreter_or_a_named_environment():
     envs = {"ms29": SideSpec("mindspore", "/envs/ms29/bin/python")}
     assert parse_side("torch") == SideSpec("torch")
     assert parse_side("mindspore@/x/bin/python") == SideSpec("mindspore", "/x/bin/python")
-    assert parse_side("ms29", envs) == envs["ms29"]
+    assert parse_side("ms29", envs) == SideSpec("mindspore", "/envs/ms29/bin/python", "ms29")
     with pytest.raises(SideSpecError, match="no interpreter after '@'"):
         parse_side("torch@")
 
@@ -218,3 +218,42 @@ def test_a_run_on_an_unfit_interpreter_ends_before_timing(tmp_path, monkeypatch,
     assert result.exit_code == 2, result.output
     assert words in result.output and "Traceback" not in result.output
     assert spawn.sides == [] and not out.exists()        # nothing started, nothing timed
+
+
+@pytest.mark.parametrize("reference,target,names", [
+    ("torch", "mindspore", ("torch", "mindspore")),
+    ("mindspore", "mindspore@/e/ms29/bin/python", ("mindspore", "mindspore@ms29")),
+    ("ms29", "ms210", ("ms29", "ms210")),
+    ("mindspore", "mindspore", ("mindspore", "mindspore#2")),
+])
+def test_sides_on_one_framework_go_by_labels(tmp_path, monkeypatch, reference, target, names):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "opbench.toml").write_text(
+        '[environments]\nms29 = {framework = "mindspore", python = "/e/ms29/bin/python"}\n'
+        'ms210 = {framework = "mindspore", python = "/e/ms210/bin/python"}\n')
+    config = RunOptions(reference=reference, target=target).to_config()
+    assert (config.reference, config.target) == names
+    assert {config.framework_of(n) for n in names} == (
+        {"torch", "mindspore"} if reference == "torch" else {"mindspore"})
+    assert config.in_workers
+
+
+def test_both_sides_on_one_framework_need_a_process_each():
+    with pytest.raises(OptionError, match="one per side; --processes 1"):
+        RunOptions(reference="mindspore", target="mindspore", processes=1).to_config()
+
+
+def test_a_side_against_itself_is_measured_and_recorded_by_label(tmp_path):
+    config = fake_config(reference="mindspore", target="mindspore#2",
+                         reference_framework="mindspore", target_framework="mindspore",
+                         processes=2)
+    spawn = Spawner(fake_session_class())
+    with WorkerPool(config, spawn=spawn) as pool:
+        pool.open()
+        record = run(load_instances(case_file(tmp_path, binary_case("a"))), config,
+                     session=pool)
+    assert spawn.sides == [(1, "mindspore"), (1, "mindspore#2"), (2, "mindspore"),
+                           (2, "mindspore#2")]
+    measurement = record.instances[0].measurements["serial"]
+    assert set(measurement.samples_s) == {"mindspore", "mindspore#2"}
+    assert record.instances[0].verdict in ("PASS", "INCONCLUSIVE")
