@@ -24,8 +24,8 @@ def env_command() -> None:
 @env_command.command("create", short_help="A venv with one framework and this opbench.")
 @click.argument("name")
 @click.argument("specs", nargs=-1, required=True)
-@click.option("--root", type=click.Path(file_okay=False), default="envs", show_default=True,
-              help="The directory the environment is made in (ROOT/NAME).")
+@click.option("--root", type=click.Path(file_okay=False), default="envs",
+              help="The directory the environment is made in (ROOT/NAME). Default: envs.")
 @click.option("--constraints", "constraints_path", type=click.Path(dir_okay=False),
               default=None, help="pip constraints for everything but the named framework "
                                  "(default: the checkout's .ci/constraints.txt).")
