@@ -24,6 +24,7 @@ from opbench.cli.common import (
     take_shard,
     timing_options,
 )
+from opbench.cli.bisect import bisect_command
 from opbench.cli.env import env_command
 from opbench.cli.gate import gate_command, history_command
 from opbench.cli.gate_noise import noise_command, replay_command
@@ -181,7 +182,8 @@ def schema(which):
 
 # The instruments and the gate keep their commands next to their code.
 for _command in (trace_command, scan_command, gate_command, noise_command, replay_command,
-                 history_command, merge_command, model_command, env_command):
+                 history_command, merge_command, model_command, env_command,
+                 bisect_command):
     cli.add_command(_command)
 
 
