@@ -257,3 +257,48 @@ def test_a_side_against_itself_is_measured_and_recorded_by_label(tmp_path):
     measurement = record.instances[0].measurements["serial"]
     assert set(measurement.samples_s) == {"mindspore", "mindspore#2"}
     assert record.instances[0].verdict in ("PASS", "INCONCLUSIVE")
+
+
+def test_an_a_a_run_counts_what_it_flags_by_chance(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from opbench.cli.main import cli
+    from opbench.results.aa import aa_summary, is_aa
+    from opbench.results.records import load_results
+
+    monkeypatch.setattr("opbench.runner.workers.spawn_worker", Spawner(fake_session_class()))
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    case_file(cases, binary_case("a"), binary_case("b", shape="[16, 8]"))
+    out = tmp_path / "aa.json"
+    result = CliRunner().invoke(cli, ["run", str(cases), "--aa", "--processes", "2",
+                                      "--rounds", "6", "--min-sample-time", "0.002",
+                                      "--no-backward", "-q", "--json", str(out)])
+    assert result.exit_code in (0, 1), result.output
+    record = load_results(out)
+    assert is_aa(record) and (record.config.reference, record.config.target) == (
+        "mindspore", "mindspore#2")
+    aa = aa_summary(record)
+    assert aa.measured == 2 and aa.slow == 0 and 0 <= aa.off_one <= 2
+    assert "A/A: mindspore against itself" in result.output
+
+
+def test_aa_leaves_the_reference_to_the_target():
+    from click.testing import CliRunner
+
+    from opbench.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["run", "--aa", "--reference", "torch"])
+    assert result.exit_code == 2 and "--aa measures the target side against itself" in (
+        result.output)
+
+
+def test_a_run_of_two_frameworks_is_no_a_a_run(tmp_path):
+    from opbench.results.aa import aa_summary
+
+    config = fake_config(processes=2)
+    with WorkerPool(config, spawn=Spawner(fake_session_class())) as pool:
+        pool.open()
+        record = run(load_instances(case_file(tmp_path, binary_case("a"))), config,
+                     session=pool)
+    assert aa_summary(record) is None
