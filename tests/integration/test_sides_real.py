@@ -48,4 +48,29 @@ def test_each_worker_loads_only_its_own_framework(tmp_path):
     inst = record.instances[0]
     assert inst.error is None and inst.check.ok and inst.grad_check.ok
     assert set(inst.measurements) == {"serial", "serial+backward"}
-    assert sorted(set(inst.measurements["serial"].process_of_round)) == [1, 2]
+    serial = inst.measurements["serial"]
+    assert sorted(set(serial.process_of_round)) == [1, 2]
+    # each side's process pinned to the run's one core (after its framework loaded), and
+    # each sample's CPU time read in the side's own process
+    cpus = {name: info.cpus for name, info in record.frameworks.items()}
+    assert cpus["torch"] == cpus["mindspore"] and len(cpus["torch"]) == 1
+    assert set(serial.cpu_s) == {"torch", "mindspore"}
+    assert all(c is not None and c > 0 for side in serial.cpu_s.values() for c in side)
+    assert all(0.5 < cores < 1.5 for cores in serial.effective_cores.values())
+
+
+def test_mindspore_against_itself_runs_each_side_in_its_own_process(tmp_path):
+    config = RunConfig(reference="mindspore", target="mindspore#2",
+                       reference_framework="mindspore", target_framework="mindspore",
+                       threads=1, processes=2, settings=FAST, backward=False)
+    (tmp_path / "c.yaml").write_text(CASES)
+    instances = expand(load_cases(tmp_path / "c.yaml"))
+    with WorkerPool(config) as pool:
+        pool.open()
+        assert len({w.pid for w in pool.workers}) == 4
+        record = run(instances, config, session=pool)
+    inst = record.instances[0]
+    assert inst.error is None and inst.check.ok
+    m = inst.measurements["serial"]
+    assert set(m.samples_s) == {"mindspore", "mindspore#2"}
+    assert 0.5 < m.ratio < 2.0        # one framework against itself: no 2x either way
