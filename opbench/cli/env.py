@@ -48,11 +48,11 @@ def create(name, specs, root, constraints_path):
         fail(f"the constraints file {path} is missing or empty")
     try:
         plan = plan_environment(name, specs, Path(root), CHECKOUT, sys.executable, text)
-        facts = create_environment(plan, echo=lambda line: out.print(f"$ {line}",
-                                                                     highlight=False))
+        facts = create_environment(plan, echo=lambda line: out.print(
+            f"$ {line}", highlight=False, markup=False))
     except EnvCreateError as exc:
         fail(str(exc))
     out.print(f"{plan.directory}: {plan.framework} with opbench {facts['opbench']} on Python "
               f"{facts['python']}. Use it as a side:\n  --target {plan.side}\nor by name, "
               f"with this line in opbench.toml's [environments] table:\n  {plan.toml_entry}",
-              highlight=False, soft_wrap=True)
+              highlight=False, markup=False, soft_wrap=True)   # "[environments]" is text

@@ -285,7 +285,13 @@ class RunConfig:
     def in_workers(self) -> bool:
         """Measured in worker processes: several, a side in another interpreter, or both
         sides on one framework (one process each)."""
-        return (self.processes > 1 or bool(self.reference_python or self.target_python)
+        return self.processes > 1 or self.split_sides
+
+    @property
+    def split_sides(self) -> bool:
+        """Each side needs worker processes of its own: one runs in another interpreter,
+        or both run one framework."""
+        return (bool(self.reference_python or self.target_python)
                 or self.framework_of(self.reference) == self.framework_of(self.target))
 
     def framework_of(self, name: str) -> str:

@@ -353,7 +353,10 @@ def timing_notes(record: RunRecord) -> list[str]:
     frameworks) is paid whatever the selection, and by every pytest-xdist worker, so it
     bounds what more workers or a shorter selection can save."""
     processes = record.config.processes or 1
-    who = (f"{processes} process pairs, one process per side" if processes > 1
+    cfg = record.config
+    split = bool(cfg.reference_python or cfg.target_python or cfg.reference_framework)
+    who = (f"{processes} process pairs, one process per side" if split
+           else f"{processes} processes, each importing both frameworks" if processes > 1
            else "both frameworks imported in this process")
     parts = [p for p in record.merged_from if p.setup_s is not None]
     if parts:

@@ -24,7 +24,7 @@ from opbench.runner.measure import Clock
 from opbench.runner.injection import Injection, InjectingSession
 from opbench.runner.protocol import MeasuringSession
 from opbench.runner.session import ApiError, Session
-from opbench.runner.workers import WorkerPool
+from opbench.runner.workers import worker_pool
 from opbench.verdicts.conclusions import apply_between_process_prior, judge_instance
 
 __all__ = ["run", "run_passes", "open_session", "check_only", "measure_instance",
@@ -93,7 +93,7 @@ def open_session(config: RunConfig, clock: Clock = time.perf_counter,
     it from their environment."""
     session: MeasuringSession
     if config.in_workers:
-        session = WorkerPool(config)
+        session = worker_pool(config)
     elif injection is not None:
         session = InjectingSession(config, injection, clock=clock)
     else:

@@ -1,11 +1,15 @@
 """Measure in fresh worker processes, as pyperf does: each instance's rounds are spread
 over `config.processes` workers.
 
-A worker is one side: each process index k has one process per framework, each importing
-only its own framework, in its side's interpreter (config.python_of), and the parent's
-RemoteSession k (below) measures through the pair. (Both frameworks in one process
-cost every worker both imports, ~13 s of set-up on one core here, and each framework's
-threads and memory sat beside the other's samples.)
+Two pools, one protocol. `WorkerPool` (the default): each worker process holds both
+frameworks and measures its share of an instance itself. `SideWorkerPool`, when the sides
+need it (a side in another interpreter, `--target mindspore@PYTHON`, or one framework on
+both sides): each process index k has one process per side, each importing only its own
+framework in its side's interpreter (config.python_of), and the parent's RemoteSession k
+(below) runs the protocol through the pair, each sample timed whole in its side's process.
+Why not always one process per side: measured here (3 fresh runs each, 2026-11-26,
+docs/measurement.md), its between-process spread was 1.9-8.8% against main's 1.8-3.2%:
+two processes' offsets land in each ratio where one process's partly cancel.
 
 Why: a process keeps an offset of its own for its whole life (thread placement, allocator
 state, kernel choice, where the frameworks' code landed). Measured here, it moves a ratio
@@ -51,8 +55,8 @@ from opbench.runner.protocol import BACKWARD, FORWARD
 from opbench.runner.raw_records import instance_header
 from opbench.runner.session import Session, SideFailed, SideLost
 
-__all__ = ["WorkerError", "WorkerLost", "WorkerPool", "Worker", "spawn_worker",
-           "RemoteSession", "ProcessSide"]
+__all__ = ["WorkerError", "WorkerLost", "WorkerPool", "SideWorkerPool", "worker_pool",
+           "Worker", "spawn_worker", "RemoteSession", "ProcessSide"]
 
 # A worker that sends nothing for this long is taken for hung and replaced. One instance's
 # share is seconds; importing both frameworks ~5-10 s on a loaded 2-core machine.
@@ -307,8 +311,163 @@ class RemoteSession(Session):
 
 
 class WorkerPool:
-    """config.processes pairs of side workers measuring in turn: a MeasuringSession
-    (protocol.py) like Session; see the module doc."""
+    """config.processes workers measuring in turn, each holding both frameworks: a
+    MeasuringSession (protocol.py) like Session; see the module doc."""
+
+    def __init__(self, config: RunConfig, spawn: Callable[[int], Worker] | None = None):
+        self.config = config
+        # looked up now, not at import: tests put fake workers in its place
+        self._spawn = spawn or spawn_worker
+        self.workers: list[Worker] = []
+        self.overhead: dict[str, dict[str, float]] = {}
+        self._info: dict[str, Any] = {}
+        self.restarts: list[str] = []
+        self.setup_s: float | None = None
+
+    # -- life cycle ------------------------------------------------------------------------
+    def open(self) -> None:
+        """Start every worker and set its frameworks up. The imports run in parallel (they
+        measure nothing); a failure closes the pool and raises WorkerError with the
+        worker's message (a missing framework, a bad device)."""
+        try:
+            for i in range(self.config.processes):
+                self.workers.append(self._start(i + 1))
+            pids = [w.pid for w in self.workers]
+            for w in self.workers:
+                w.send("open", self.config, pids, w.index)
+            infos = [w.receive() for w in self.workers]
+        except BaseException:
+            self.close()
+            raise
+        self._info = infos[0]
+
+    def _start(self, index: int) -> Worker:
+        try:
+            return self._spawn(index)
+        except OSError as exc:
+            raise WorkerError(f"cannot start worker process {index}: {exc}") from None
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()
+        self.workers = []
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def ensure_process(self, index: int) -> None:
+        """Worker process `index` ready to measure: when the pool holds none by that number,
+        fresh workers replace the pool's, numbered from `index` (as many as the pool
+        holds): a sequential run's processes beyond config.processes. Their imports run in
+        parallel, as at open(); each measures its own per-call floors."""
+        if any(w.index == index for w in self.workers):
+            return
+        for w in self.workers:
+            w.close()
+        count = len(self.workers) or self.config.processes
+        self.workers = []
+        try:
+            for number in range(index, index + count):
+                self.workers.append(self._start(number))
+            pids = [w.pid for w in self.workers]
+            for w in self.workers:
+                w.send("open", self.config, pids, w.index)
+            for w in self.workers:
+                w.receive()
+            for w in self.workers:
+                w.call("overheads")
+        except BaseException:
+            self.close()
+            raise
+
+    def _replace(self, position: int, reason: str) -> None:
+        """A fresh worker in place of a dead or hung one, told about its siblings. If even
+        that fails, the pool goes on with the workers it has (never with none: then the
+        WorkerError propagates and the run ends with what it saved)."""
+        old = self.workers[position]
+        old.kill()
+        self.restarts.append(reason)
+        try:
+            fresh = self._start(old.index)
+            self.workers[position] = fresh
+            fresh.call("open", self.config, [w.pid for w in self.workers], fresh.index)
+            if self.overhead:
+                fresh.call("overheads")
+        except WorkerError as exc:
+            self.restarts.append(str(exc))
+            del self.workers[position]
+            if not self.workers:
+                raise
+
+    # -- the Session interface -------------------------------------------------------------
+    def framework_info(self) -> dict[str, Any]:
+        info = {name: dict(facts) for name, facts in self._info.items()}
+        for facts in info.values():
+            facts["processes"] = self.config.processes
+        return info
+
+    def measure_overheads(self) -> dict[str, dict[str, float]]:
+        """Each worker measures its own (it explains its own samples); the record keeps
+        worker 1's. One at a time: a floor measured while a sibling works is no floor."""
+        for w in self.workers:
+            found = w.call("overheads")
+            if w.index == 1:
+                self.overhead = found
+        return self.overhead
+
+    def measure_ceilings(self) -> dict[str, dict[str, Any]]:
+        """Worker 1's ceilings: the machine's, measured once per run (the siblings idle)."""
+        return self.workers[0].call("ceilings")
+
+    def check_apis(self, instances: Sequence[CaseInstance]) -> list[str]:
+        return self.workers[0].call("check_apis", list(instances))
+
+    @property
+    def total_passes(self) -> int:
+        """runner.run_passes makes this many passes: each process's passes in turn."""
+        return self.config.processes * self.config.passes
+
+    def _position(self, pass_index: int) -> tuple[int, int]:
+        """(worker process number, its own pass number) for run-wide pass `pass_index`."""
+        return (pass_index - 1) // self.config.passes + 1, \
+            (pass_index - 1) % self.config.passes + 1
+
+    def run_instance(self, instance: CaseInstance) -> dict[str, Any]:
+        """Pass 1: worker 1 checks the outputs, calibrates and takes its share of rounds."""
+        try:
+            return self.workers[0].call("run", instance)
+        except WorkerError as exc:
+            self._replace(0, str(exc))
+            record = instance_header(instance, self.config)
+            record.update(error=str(exc), duration_s=0.0)   # ERROR when judged
+            return record
+
+    def extend_instance(self, instance: CaseInstance, record: dict[str, Any],
+                        pass_index: int) -> dict[str, Any]:
+        """Run-wide pass `pass_index` (2..total_passes) of an instance, in the worker whose
+        turn it is."""
+        if not record.get("measurements"):
+            return record
+        process, own_pass = self._position(pass_index)
+        position = next((i for i, w in enumerate(self.workers) if w.index == process), None)
+        if position is None:    # a worker was lost and could not be replaced
+            return record
+        worker = self.workers[position]
+        try:
+            return worker.call("extend", instance, record, own_pass)
+        except WorkerError as exc:
+            # the message names the worker process and the instance
+            record.setdefault("pass_errors", []).append(f"pass {own_pass}: {exc}")
+            self._replace(position, str(exc))
+            return record
+
+
+class SideWorkerPool:
+    """config.processes pairs of side workers (one process per side) measuring in turn: a
+    MeasuringSession (protocol.py) like Session; see the module doc."""
 
     def __init__(self, config: RunConfig, spawn: Spawner | None = None,
                  clock: Clock = time.perf_counter):
@@ -380,7 +539,7 @@ class WorkerPool:
             w.close()
         self.sessions = []
 
-    def __enter__(self) -> "WorkerPool":
+    def __enter__(self) -> "SideWorkerPool":
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -483,3 +642,13 @@ class WorkerPool:
             record.setdefault("pass_errors", []).append(f"pass {own_pass}: {exc}")
             self._replace_lost(position, str(exc))
             return record
+
+
+def worker_pool(config: RunConfig, spawn: Any = None) -> "WorkerPool | SideWorkerPool":
+    """The pool a run in worker processes measures through: one process per side when the
+    sides need it (config.split_sides: a side in another interpreter, or one framework on
+    both sides), else each worker holding both frameworks (the default: see the module
+    doc for why)."""
+    if config.split_sides:
+        return SideWorkerPool(config, spawn=spawn)
+    return WorkerPool(config, spawn=spawn)

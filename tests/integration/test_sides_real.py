@@ -10,7 +10,7 @@ import pytest
 from opbench.cases.case_files import expand, load_cases
 from opbench.config import MeasureSettings, RunConfig
 from opbench.results.recorded_run import run
-from opbench.runner.workers import WorkerPool
+from opbench.runner.workers import SideWorkerPool
 
 pytestmark = pytest.mark.integration
 
@@ -35,8 +35,8 @@ def test_each_worker_loads_only_its_own_framework(tmp_path):
     config = RunConfig(reference="torch", target="mindspore", threads=1, processes=2,
                        settings=FAST)
     (tmp_path / "c.yaml").write_text(CASES)
-    instances = expand(load_cases(tmp_path / "c.yaml"))
-    with WorkerPool(config) as pool:
+    instances = [i for case in load_cases([tmp_path / "c.yaml"]) for i in expand(case)]
+    with SideWorkerPool(config) as pool:
         pool.open()
         for w in pool.workers:
             libraries = _loaded(w.pid)
@@ -64,8 +64,8 @@ def test_mindspore_against_itself_runs_each_side_in_its_own_process(tmp_path):
                        reference_framework="mindspore", target_framework="mindspore",
                        threads=1, processes=2, settings=FAST, backward=False)
     (tmp_path / "c.yaml").write_text(CASES)
-    instances = expand(load_cases(tmp_path / "c.yaml"))
-    with WorkerPool(config) as pool:
+    instances = [i for case in load_cases([tmp_path / "c.yaml"]) for i in expand(case)]
+    with SideWorkerPool(config) as pool:
         pool.open()
         assert len({w.pid for w in pool.workers}) == 4
         record = run(instances, config, session=pool)

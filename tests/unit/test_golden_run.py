@@ -24,7 +24,7 @@ import opbench.runner.side_server as side_server
 from opbench.config import RunConfig
 from opbench.report.markdown import render_markdown
 from opbench.results.recorded_run import run
-from opbench.runner.workers import WorkerPool
+from opbench.runner.workers import SideWorkerPool, WorkerPool
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"
 UPDATE = os.environ.get("OPBENCH_UPDATE_GOLDEN") == "1"
@@ -89,8 +89,7 @@ def test_a_fixed_run_in_this_process_writes_the_golden_file(tmp_path, pinned):
 def test_a_fixed_run_in_worker_processes_writes_the_golden_file(tmp_path, pinned):
     config = RunConfig(reference="torch", target="mindspore", threads=2,
                        settings=FAST_SETTINGS, quiesce=False, processes=3)
-    # the parent keeps the schedule: its clock times the instances
-    pool = WorkerPool(config, spawn=Spawner(fake_session_class(TARGET)), clock=FakeClock())
+    pool = WorkerPool(config, spawn=Spawner(fake_session_class(TARGET)))
     pool.open()
     out = tmp_path / "run.json"
     try:
@@ -100,3 +99,20 @@ def test_a_fixed_run_in_worker_processes_writes_the_golden_file(tmp_path, pinned
         pool.close()
     _compare("run_in_workers.json", out.read_text(encoding="utf-8").replace(str(tmp_path),
                                                                              "TMP"))
+
+
+def test_a_fixed_run_in_side_worker_processes_writes_the_golden_file(tmp_path, pinned):
+    """One process per side (runner/side_server.py): each side's fake clock holds only its
+    own work, and the parent's clock times the instances."""
+    config = RunConfig(reference="torch", target="mindspore", threads=2,
+                       settings=FAST_SETTINGS, quiesce=False, processes=3)
+    pool = SideWorkerPool(config, spawn=Spawner(fake_session_class(TARGET)), clock=FakeClock())
+    pool.open()
+    out = tmp_path / "run.json"
+    try:
+        run(load_instances(case_file(tmp_path, *CASES[:3])), config, session=pool,
+            json_path=out)
+    finally:
+        pool.close()
+    _compare("run_in_side_workers.json",
+             out.read_text(encoding="utf-8").replace(str(tmp_path), "TMP"))

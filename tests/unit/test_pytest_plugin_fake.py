@@ -441,7 +441,7 @@ def pytest_opbench_make_session(config, run_config):
                      .replace("negative", "neg"))
     result = run(project, "--junitxml=junit.xml")
     result.assert_outcomes(passed=2, failed=1)
-    crash = "worker process 1 (mindspore) was killed by SIGSEGV (signal 11) while running add[n=4]"
+    crash = "worker process 1 was killed by SIGSEGV (signal 11) while running add[n=4]"
     result.stdout.fnmatch_lines([f"  error     {crash}"])
     import xml.etree.ElementTree as ET
 

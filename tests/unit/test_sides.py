@@ -16,7 +16,8 @@ from opbench.config.options import OptionError, RunOptions
 from opbench.config.sides import SideSpec, SideSpecError, load_environments, parse_side
 from opbench.results.recorded_run import run
 from opbench.runner.interpreters import InterpreterError, check_interpreter
-from opbench.runner.workers import WorkerError, WorkerPool
+from opbench.runner.workers import SideWorkerPool
+from opbench.runner.workers import WorkerError
 
 
 def test_a_side_is_a_framework_an_interpreter_or_a_named_environment():
@@ -89,7 +90,7 @@ def test_this_interpreter_passes_the_real_probe():
 def test_a_pool_checks_each_interpreter_before_starting_any_worker(tmp_path):
     config = fake_config(processes=2, reference_python=str(tmp_path / "missing"))
     spawn = Spawner(fake_session_class())
-    pool = WorkerPool(config, spawn=spawn)
+    pool = SideWorkerPool(config, spawn=spawn)
     with pytest.raises(WorkerError, match="missing .*does not exist"):
         pool.open()
     assert spawn.sides == []                     # nothing started, nothing timed
@@ -98,7 +99,7 @@ def test_a_pool_checks_each_interpreter_before_starting_any_worker(tmp_path):
 def test_each_worker_holds_one_side_in_its_interpreter(tmp_path, monkeypatch):
     config = fake_config(processes=2, target_python="/envs/ms/bin/python")
     spawn = Spawner(fake_session_class())
-    with WorkerPool(config, spawn=spawn) as pool:
+    with SideWorkerPool(config, spawn=spawn) as pool:
         pool._check_interpreter = lambda python, name: {"opbench": OPBENCH_VERSION}
         opened = []
         real_answer = workers_mod.Worker.send
@@ -177,7 +178,7 @@ def test_a_side_worker_is_asked_for_no_separate_re_warm(tmp_path, monkeypatch):
         return real_send(worker, *request)
 
     monkeypatch.setattr(workers_mod.Worker, "send", spy)
-    with WorkerPool(config, spawn=Spawner(fake_session_class())) as pool:
+    with SideWorkerPool(config, spawn=Spawner(fake_session_class())) as pool:
         pool.open()
         run(load_instances(case_file(tmp_path, binary_case("a"))), config, session=pool)
     samples = [r for r in requests if r[0] == "sample"]
@@ -248,7 +249,7 @@ def test_a_side_against_itself_is_measured_and_recorded_by_label(tmp_path):
                          reference_framework="mindspore", target_framework="mindspore",
                          processes=2)
     spawn = Spawner(fake_session_class())
-    with WorkerPool(config, spawn=spawn) as pool:
+    with SideWorkerPool(config, spawn=spawn) as pool:
         pool.open()
         record = run(load_instances(case_file(tmp_path, binary_case("a"))), config,
                      session=pool)
@@ -297,7 +298,7 @@ def test_a_run_of_two_frameworks_is_no_a_a_run(tmp_path):
     from opbench.results.aa import aa_summary
 
     config = fake_config(processes=2)
-    with WorkerPool(config, spawn=Spawner(fake_session_class())) as pool:
+    with SideWorkerPool(config, spawn=Spawner(fake_session_class())) as pool:
         pool.open()
         record = run(load_instances(case_file(tmp_path, binary_case("a"))), config,
                      session=pool)
