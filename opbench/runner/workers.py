@@ -7,9 +7,10 @@ need it (a side in another interpreter, `--target mindspore@PYTHON`, or one fram
 both sides): each process index k has one process per side, each importing only its own
 framework in its side's interpreter (config.python_of), and the parent's RemoteSession k
 (below) runs the protocol through the pair, each sample timed whole in its side's process.
-Why not always one process per side: measured here (3 fresh runs each, 2026-11-26,
-docs/measurement.md), its between-process spread was 1.9-8.8% against main's 1.8-3.2%:
-two processes' offsets land in each ratio where one process's partly cancel.
+Why not always one process per side: measured here (6 fresh runs each, alternating, same
+hour, 2026-11-26; docs/measurement.md) the between-process spread of the ratio was 1.9-8.8%
+(median 5.2%) with one process per side against 1.8-4.6% (median 3.1%) with both
+frameworks in each worker, and the ratio moved more between runs (1.08x against 1.05x).
 
 Why: a process keeps an offset of its own for its whole life (thread placement, allocator
 state, kernel choice, where the frameworks' code landed). Measured here, it moves a ratio
