@@ -81,7 +81,7 @@ class Side:
 
 @runtime_checkable
 class RemoteSide(Protocol):
-    """A side measured in another process (runner/side_worker.py): each primitive below runs
+    """A side measured in another process (runner/side_server.py): each primitive below runs
     there on its own clock, whole, and only its figure comes back, so the parent keeps the
     schedule (which side, when, after which settle) while no sample pays for the request."""
 

@@ -127,7 +127,7 @@ class Session:
                  sides: Sequence[str] | None = None):
         self.config = config
         # The frameworks this process sets up: both, or one side's in a side worker
-        # (side_worker.py), which imports only its own framework.
+        # (side_server.py), which imports only its own framework.
         self.sides = tuple(sides) if sides is not None else config.frameworks
         self.clock = clock
         self.adapters: dict[str, Adapter] = {}
