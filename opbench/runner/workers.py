@@ -498,7 +498,7 @@ class SideWorkerPool:
             python = self.config.python_of(name)
             if python is not None:
                 try:
-                    self._check_interpreter(python, name)
+                    self._check_interpreter(python, self.config.framework_of(name))
                 except InterpreterError as exc:
                     raise WorkerError(str(exc)) from None
         self.sessions = self._open_processes(range(1, self.config.processes + 1))

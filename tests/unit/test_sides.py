@@ -303,3 +303,15 @@ def test_a_run_of_two_frameworks_is_no_a_a_run(tmp_path):
         record = run(load_instances(case_file(tmp_path, binary_case("a"))), config,
                      session=pool)
     assert aa_summary(record) is None
+
+
+def test_a_labelled_side_s_interpreter_is_probed_for_its_framework(tmp_path):
+    # a bug once probed /e/ms29/bin/python for a package named "mindspore@ms29"
+    config = fake_config(reference="mindspore@ms29", target="mindspore",
+                         reference_framework="mindspore", target_framework="mindspore",
+                         reference_python="/e/ms29/bin/python", processes=2)
+    probed = []
+    with SideWorkerPool(config, spawn=Spawner(fake_session_class())) as pool:
+        pool._check_interpreter = lambda python, framework: probed.append((python, framework))
+        pool.open()
+    assert probed == [("/e/ms29/bin/python", "mindspore")]
