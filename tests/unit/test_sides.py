@@ -315,3 +315,31 @@ def test_a_labelled_side_s_interpreter_is_probed_for_its_framework(tmp_path):
         pool._check_interpreter = lambda python, framework: probed.append((python, framework))
         pool.open()
     assert probed == [("/e/ms29/bin/python", "mindspore")]
+
+
+def test_a_side_process_dying_is_error_for_its_instance_and_the_run_goes_on(tmp_path):
+    config = fake_config(processes=2)
+    spawn = Spawner(fake_session_class(), die_on_run_in={1}, exit_code=-11)
+    instances = load_instances(case_file(tmp_path, binary_case("a"), binary_case("b")))
+    with SideWorkerPool(config, spawn=spawn) as pool:
+        pool.open()
+        record = run(instances, config, session=pool)
+    crashed, measured = record.instances
+    assert crashed.verdict == "ERROR"
+    assert crashed.error == ("worker process 1 (mindspore) was killed by SIGSEGV (signal 11) "
+                             "while running a")
+    assert measured.verdict != "ERROR" and measured.measurements      # a fresh process
+    assert spawn.sides.count((1, "mindspore")) == 2
+
+
+def test_a_side_process_dying_in_a_later_pass_keeps_the_earlier_rounds(tmp_path):
+    config = fake_config(processes=2)
+    spawn = Spawner(fake_session_class(), die_on_extend_in={2}, exit_code=-9)
+    instances = load_instances(case_file(tmp_path, binary_case("a")))
+    with SideWorkerPool(config, spawn=spawn) as pool:
+        pool.open()
+        record = run(instances, config, session=pool)
+    first = record.instances[0]
+    assert first.pass_errors == ("pass 1: worker process 2 (mindspore) was killed by SIGKILL "
+                                 "(signal 9) while running a",)
+    assert first.verdict != "ERROR"
