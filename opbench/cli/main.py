@@ -24,6 +24,8 @@ from opbench.cli.common import (
     take_shard,
     timing_options,
 )
+from opbench.cli.bisect import bisect_command
+from opbench.cli.env import env_command
 from opbench.cli.gate import gate_command, history_command
 from opbench.cli.gate_noise import noise_command, replay_command
 from opbench.cli.merge import merge_command
@@ -51,13 +53,16 @@ def cli(max_instances, input_budget) -> None:
               help="Measure with the regression gate's settings (blocking launches, 1 thread, "
                    "40 rounds over 4 processes x 5 passes, 6 s budget; options given here "
                    "win): the way to record a baseline for `opbench gate`.")
+@click.option("--aa", is_flag=True,
+              help="A/A: the target side against itself, each in its own worker processes: "
+                   "how many this selection flags by chance (docs/measurement.md).")
 @shard_option
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Measure in N pytest-xdist workers at once (pytest --benchmark -n N), each "
                    "on CPU cores - or a device - of its own, with threads = its cores; "
                    "refused when the workers would share cores. Needs opbench[xdist].")
 @timing_options
-def run(paths, keyword, ops, tags, quiet, for_gate, shard_text, workers, json_path,
+def run(paths, keyword, ops, tags, quiet, for_gate, aa, shard_text, workers, json_path,
         markdown_path, html_path, history_db, **timing):
     """Time every selected case instance in both frameworks (PATHS: case files or
     directories; default: the shipped case library, or $OPBENCH_CASES)."""
@@ -65,6 +70,12 @@ def run(paths, keyword, ops, tags, quiet, for_gate, shard_text, workers, json_pa
         from opbench.gate.settings import GATE_SETTINGS
 
         timing = GATE_SETTINGS.fill(timing)
+    if aa:
+        source = click.get_current_context().get_parameter_source("reference")
+        if source is not click.core.ParameterSource.DEFAULT or workers:
+            fail("--aa measures the target side against itself: without --reference and "
+                 "--workers")
+        timing["reference"] = timing.get("target") or "mindspore"
     # bad options fail before the cases are read; the gate's settings and pytest-xdist
     # workers measure the fixed protocol
     config = build_config(sequential=not (for_gate or workers), **timing)
@@ -180,7 +191,8 @@ def schema(which):
 
 # The instruments and the gate keep their commands next to their code.
 for _command in (trace_command, scan_command, gate_command, noise_command, replay_command,
-                 history_command, merge_command, model_command):
+                 history_command, merge_command, model_command, env_command,
+                 bisect_command):
     cli.add_command(_command)
 
 

@@ -239,6 +239,16 @@ class RunConfig:
     # Under `pytest --benchmark -n N` (placement.py): the cores and device this pytest-xdist
     # worker owns; recorded in its part of the run. None: not an xdist worker.
     worker: Placement | None = None
+    # The interpreter each side's worker processes run in (`--reference torch@PYTHON`, or a
+    # named environment): None is this interpreter. Another one needs worker processes.
+    reference_python: str | None = None
+    target_python: str | None = None
+    # Both sides on one framework (two MindSpore builds, or MindSpore against itself):
+    # `reference`/`target` are then the sides' labels (`mindspore`, `ms29`,
+    # `mindspore@ms210`), keying the records as the framework names do otherwise, and these
+    # name each side's framework. None: the side's name is its framework.
+    reference_framework: str | None = None
+    target_framework: str | None = None
     # Sequential stopping (`opbench run` / `compare` without --rounds, --processes or
     # --passes): None is the fixed protocol, every instance in every process.
     sequential: Sequential | None = None
@@ -258,7 +268,11 @@ class RunConfig:
         if self.launch not in LAUNCH_MODES:
             raise ValueError(f"launch must be one of {LAUNCH_MODES}, not {self.launch!r}")
         if self.reference == self.target:
-            raise ValueError("reference and target must be different frameworks")
+            raise ValueError("reference and target must be different sides")
+        if (self.framework_of(self.reference) == self.framework_of(self.target)
+                and self.timing and self.processes < 2):
+            raise ValueError("both sides on one framework run in worker processes, one per "
+                             "side; --processes 1 would hold both in one process")
         if self.sequential is not None and (self.processes < 2 or self.passes != 1):
             raise ValueError("sequential stopping measures one pass per worker process: it "
                              "needs processes >= 2 and passes = 1")
@@ -266,6 +280,31 @@ class RunConfig:
     @property
     def frameworks(self) -> tuple[str, str]:
         return (self.reference, self.target)
+
+    @property
+    def in_workers(self) -> bool:
+        """Measured in worker processes: several, a side in another interpreter, or both
+        sides on one framework (one process each)."""
+        return self.processes > 1 or self.split_sides
+
+    @property
+    def split_sides(self) -> bool:
+        """Each side needs worker processes of its own: one runs in another interpreter,
+        or both run one framework."""
+        return (bool(self.reference_python or self.target_python)
+                or self.framework_of(self.reference) == self.framework_of(self.target))
+
+    def framework_of(self, name: str) -> str:
+        """The framework side `name` runs (its label's, when both sides share one)."""
+        if name == self.reference and self.reference_framework:
+            return self.reference_framework
+        if name == self.target and self.target_framework:
+            return self.target_framework
+        return name
+
+    def python_of(self, name: str) -> str | None:
+        """The interpreter side `name` runs in (None: this one)."""
+        return self.reference_python if name == self.reference else self.target_python
 
     @property
     def shares(self) -> int:
@@ -280,6 +319,10 @@ class RunConfig:
         # records of whole selections, measured outside xdist, stay as they were
         if d["shard"] is None:
             del d["shard"]
+        for key in ("reference_python", "target_python", "reference_framework",
+                    "target_framework"):
+            if d[key] is None:      # runs in this interpreter record as they always have
+                del d[key]
         if self.sequential is None:
             del d["sequential"]
         if self.worker is None:

@@ -18,6 +18,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from opbench.config import (
@@ -43,6 +44,7 @@ from opbench.config.limits import (
     LimitError,
     parse_size,
 )
+from opbench.config.sides import SideSpecError, load_environments, parse_side, side_labels
 
 __all__ = ["BOTH_MODES", "CHECK_OPTIONS", "INPUT_BUDGET_OPTION", "LIMIT_OPTIONS",
            "MAX_INSTANCES_OPTION", "MODE_CHOICES", "OPTIONS", "SHARD_OPTION", "OptionSpec",
@@ -181,9 +183,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
                recorded_as="device", inherited=False, timing_only=False),
     # Not inherited: a baseline of other frameworks is refused by the gate, not followed.
     OptionSpec("reference", "reference", str,
-               "The reference framework (the ratio's numerator). Default: torch.",
+               "The reference side (the ratio's numerator): FRAMEWORK, FRAMEWORK@PYTHON or a "
+               "named environment (docs/cli.md). Default: torch.",
                "torch", recorded_as="reference", inherited=False, timing_only=False),
-    OptionSpec("target", "target", str, "The framework under test. Default: mindspore.",
+    OptionSpec("target", "target", str, "The side under test: FRAMEWORK, FRAMEWORK@PYTHON "
+               "or a named environment. Default: mindspore.",
                "mindspore", recorded_as="target", inherited=False, timing_only=False),
 )
 # What a correctness-only run uses: the options `opbench check` offers.
@@ -348,8 +352,22 @@ class RunOptions:
                        if getattr(self, k) is not None}
         mode = self.mode or SERIAL
         try:
+            environments = load_environments(Path.cwd())
+            reference = parse_side(self.reference or "torch", environments)
+            target = parse_side(self.target or "mindspore", environments)
+        except SideSpecError as exc:
+            raise OptionError(f"--reference/--target: {exc}") from None
+        if (reference.python or target.python) and timing and self.processes == 1:
+            raise OptionError("--reference/--target: a side in another interpreter runs in "
+                              "worker processes; --processes 1 measures in this one")
+        try:
+            reference_name, target_name = side_labels(reference, target)
+            one_framework = reference.framework == target.framework
             return RunConfig(
-                reference=self.reference or "torch", target=self.target or "mindspore",
+                reference=reference_name, target=target_name,
+                reference_python=reference.python, target_python=target.python,
+                reference_framework=reference.framework if one_framework else None,
+                target_framework=target.framework if one_framework else None,
                 device=self.device or "cpu",
                 threads=self.threads or default_threads(),
                 modes=(SERIAL, ASYNC) if mode == BOTH_MODES else (mode,),

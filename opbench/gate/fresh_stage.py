@@ -38,7 +38,7 @@ def remeasure_in_fresh_processes(instances: Sequence[CaseInstance], ids: Sequenc
     FreshStageError when an id is not among the instances or the workers cannot be
     started."""
     from opbench.results.recorded_run import run_passes
-    from opbench.runner.workers import WorkerError, WorkerPool
+    from opbench.runner.workers import WorkerError, worker_pool
     from opbench.verdicts.conclusions import apply_between_process_prior
 
     by_id = {inst.id: inst for inst in instances}
@@ -47,7 +47,7 @@ def remeasure_in_fresh_processes(instances: Sequence[CaseInstance], ids: Sequenc
         raise FreshStageError(f"not in the selection any more: {', '.join(missing)}")
     subset = [by_id[i] for i in ids]
     try:
-        with WorkerPool(config, spawn=spawn) as pool:
+        with worker_pool(config, spawn=spawn) as pool:
             pool.open()
             pool.measure_overheads()
             records = run_passes(pool, subset, [], on_progress=on_progress, on_pass=on_pass,

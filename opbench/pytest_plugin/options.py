@@ -79,6 +79,12 @@ def plugin_options(config: pytest.Config) -> PluginOptions:
     try:
         run_config = RunOptions.from_mapping(given).to_config(timing=benchmark)
         shard = parse_shard_option(config.getoption("opbench_shard"))
+        if (run_config.framework_of(run_config.reference)
+                == run_config.framework_of(run_config.target)):
+            # a pytest test holds its sides in its own process: one framework twice would
+            # be one framework set up twice there (`opbench run` gives each its process)
+            raise OptionError("--reference and target must be different frameworks under "
+                              "pytest; one framework on both sides runs with `opbench run`")
     except OptionError as exc:
         # name the option as pytest spells it
         raise pytest.UsageError(f"opbench: {str(exc).replace('--', '--opbench-', 1)}") \

@@ -14,6 +14,7 @@ from typing import Iterable, Iterator, Sequence
 from opbench.cases.ids import short_ids
 from opbench.gapmap.attribute import note_family
 from opbench.gapmap.sweep import Sweep
+from opbench.results.aa import aa_summary
 from opbench.results.records import (
     InstanceRecord,
     MergedPart,
@@ -273,12 +274,25 @@ def run_notes(record: RunRecord) -> list[str]:
     """Notes about the whole run's statistics, and where a merged record's parts ran."""
     notes = (merge_notes(record) + timing_notes(record) + sequential_notes(record)
              + core_use_lines(record) + settle_lines(record))
+    notes += aa_lines(record)
     prior = record.between_process_prior
     if prior is not None and prior.sd is not None:
         notes.append(f"between worker processes a ratio moved by {prior.sd * 100:.1f}% "
                      f"(typical SD over {prior.instances} measurements); every interval "
                      f"includes that spread")
     return notes
+
+
+def aa_lines(record: RunRecord) -> list[str]:
+    """An A/A run's count of what it flagged by chance (results/aa.py)."""
+    aa = aa_summary(record)
+    if aa is None or not aa.measured:
+        return []
+    return [f"A/A: {aa.side} against itself, each side in its own processes: {aa.slow} of "
+            f"{aa.measured} measurements SLOW and {aa.off_one} with an interval excluding 1 "
+            f"({aa.off_one / aa.measured:.0%}; {1 - aa.confidence:.0%} expected by chance "
+            f"from {aa.confidence:.0%} intervals): what a comparison of this selection "
+            f"flags by chance"]
 
 
 def sequential_notes(record: RunRecord) -> list[str]:
@@ -339,7 +353,10 @@ def timing_notes(record: RunRecord) -> list[str]:
     frameworks) is paid whatever the selection, and by every pytest-xdist worker, so it
     bounds what more workers or a shorter selection can save."""
     processes = record.config.processes or 1
-    who = (f"{processes} processes, each importing both frameworks" if processes > 1
+    cfg = record.config
+    split = bool(cfg.reference_python or cfg.target_python or cfg.reference_framework)
+    who = (f"{processes} process pairs, one process per side" if split
+           else f"{processes} processes, each importing both frameworks" if processes > 1
            else "both frameworks imported in this process")
     parts = [p for p in record.merged_from if p.setup_s is not None]
     if parts:

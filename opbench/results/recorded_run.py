@@ -29,7 +29,7 @@ from opbench.runner.measure import Clock
 from opbench.runner.injection import Injection, InjectingSession
 from opbench.runner.protocol import MeasuringSession
 from opbench.runner.session import ApiError, Session
-from opbench.runner.workers import WorkerPool
+from opbench.runner.workers import worker_pool
 from opbench.verdicts.conclusions import apply_between_process_prior, judge_instance
 
 __all__ = ["run", "run_passes", "open_session", "check_only", "measure_instance",
@@ -100,8 +100,8 @@ def open_session(config: RunConfig, clock: Clock = time.perf_counter,
     gate self-test's slowdown (runner/injection.py), in this process; worker processes read
     it from their environment."""
     session: MeasuringSession
-    if config.processes > 1:
-        session = WorkerPool(config)
+    if config.in_workers:
+        session = worker_pool(config)
     elif injection is not None:
         session = InjectingSession(config, injection, clock=clock)
     else:

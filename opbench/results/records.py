@@ -486,6 +486,12 @@ class RecordedConfig(_Record):
     shard: ShardRecord | None = _key(None, _one(ShardRecord))
     worker: WorkerRecord | None = _key(None, _one(WorkerRecord))
     sequential: SequentialRecord | None = _key(None, _one(SequentialRecord))
+    # A side in another interpreter; both sides' framework when they share one (the sides
+    # are then labels: config.sides). Absent: this interpreter, and the side's own name.
+    reference_python: str | None = _key(None)
+    target_python: str | None = _key(None)
+    reference_framework: str | None = _key(None)
+    target_framework: str | None = _key(None)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "instance_seed", "generate_inputs", "generate_array", "grad_weight", "round_to_bfloat16",
-    "numpy_dtype", "DEFAULT_TOLERANCES", "EXACT", "tolerance_for",
+    "numpy_dtype", "DEFAULT_TOLERANCES", "EXACT", "tolerance_for", "inputs_checksum",
 ]
 
 # The seed is the first 8 bytes of sha256(id), cut to 63 bits so it fits a signed 64-bit
@@ -89,6 +89,17 @@ def generate_inputs(instance: CaseInstance) -> dict[str, np.ndarray]:
     Arrays are C-contiguous and of numpy_dtype(spec.dtype)."""
     rng = np.random.Generator(np.random.PCG64(instance_seed(instance.id)))
     return {spec.name: generate_array(spec, rng) for spec in instance.inputs}
+
+
+def inputs_checksum(arrays: Mapping[str, np.ndarray]) -> str:
+    """sha256 over every input's name, dtype, shape and bytes: two processes (two
+    interpreters, perhaps two numpy versions) that generated an instance's inputs compare
+    this, so both sides of a comparison are known to get the same numbers."""
+    digest = hashlib.sha256()
+    for name, array in arrays.items():
+        digest.update(f"{name}:{array.dtype.str}:{array.shape};".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
 
 
 def generate_array(spec: InputSpec, rng: np.random.Generator) -> np.ndarray:

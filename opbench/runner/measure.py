@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence, Union, runtime_checkable
 
 from opbench.config import (
     ASYNC,
@@ -79,6 +79,28 @@ class Side:
     sync: Callable[[], None]
 
 
+@runtime_checkable
+class RemoteSide(Protocol):
+    """A side measured in another process (runner/side_server.py): each primitive below runs
+    there on its own clock, whole, and only its figure comes back, so the parent keeps the
+    schedule (which side, when, after which settle) while no sample pays for the request."""
+
+    name: str
+
+    def sample(self, loops: int, mode: str, rewarm_first: bool = False
+               ) -> tuple[float, float | None]:
+        """(seconds for `loops` calls, the side process's CPU seconds during them or None),
+        after a re-warm (rewarm()) in the same request when `rewarm_first`."""
+        ...
+
+    def warm_up(self, mode: str, warmup_time_s: float) -> int: ...
+
+    def sync_cost(self) -> float: ...
+
+
+AnySide = Union[Side, RemoteSide]
+
+
 @dataclass(frozen=True)
 class Calibration:
     loops: int
@@ -130,10 +152,12 @@ def clock_resolution_s(clock: Clock = time.perf_counter, probes: int = 50) -> fl
     return smallest
 
 
-def run_sample(side: Side, loops: int, mode: str, clock: Clock) -> float:
+def run_sample(side: AnySide, loops: int, mode: str, clock: Clock) -> float:
     """Seconds for `loops` calls. The queue is drained first so earlier work never leaks in.
     serial: sync after every call (latency, what a user waiting on each result sees).
     async: launch all calls, sync once (throughput, what a training loop sees)."""
+    if isinstance(side, RemoteSide):
+        return side.sample(loops, mode)[0]
     call, sync = side.call, side.sync
     sync()
     if mode == SERIAL:
@@ -147,6 +171,16 @@ def run_sample(side: Side, loops: int, mode: str, clock: Clock) -> float:
         call()
     sync()
     return clock() - t0
+
+
+def sample_with_cpu(side: Side, loops: int, mode: str, clock: Clock,
+                    cpu_clock: Clock) -> tuple[float, float]:
+    """run_sample's seconds and the CPU seconds (cpu_clock: this process's, all threads)
+    the sample took; earlier work is drained before the CPU clock is read."""
+    side.sync()
+    cpu_start = cpu_clock()
+    seconds = run_sample(side, loops, mode, clock)
+    return seconds, cpu_clock() - cpu_start
 
 
 def rewarm(side: Side, mode: str, clock: Clock, max_calls: int,
@@ -176,6 +210,13 @@ def sync_cost_s(sync: Callable[[], None], clock: Clock, repeats: int = 200) -> f
     return costs[len(costs) // 2]
 
 
+def side_sync_cost_s(side: AnySide, clock: Clock) -> float:
+    """sync_cost_s of a side, taken where the side lives."""
+    if isinstance(side, RemoteSide):
+        return side.sync_cost()
+    return sync_cost_s(side.sync, clock)
+
+
 def _steady(call_times_s: Sequence[float]) -> bool:
     """No spike among the last STEADY_CALLS calls (see WARMUP_SPIKE_FACTOR)."""
     if len(call_times_s) < STEADY_CALLS:
@@ -184,10 +225,12 @@ def _steady(call_times_s: Sequence[float]) -> bool:
     return last[-1] <= WARMUP_SPIKE_FACTOR * last[len(last) // 2]
 
 
-def warm_up(side: Side, mode: str, clock: Clock, warmup_time_s: float) -> int:
+def warm_up(side: AnySide, mode: str, clock: Clock, warmup_time_s: float) -> int:
     """Run the call until it has run MIN_WARMUP_CALLS times and for warmup_time_s, and
     then on until its last calls are steady (no spike), at most MAX_WARMUP_FACTOR times
     warmup_time_s in all. Returns how many calls that took."""
+    if isinstance(side, RemoteSide):
+        return side.warm_up(mode, warmup_time_s)
     calls = 0
     times: list[float] = []
     start = clock()
@@ -205,7 +248,7 @@ def sample_time_cap_s(settings: MeasureSettings, n_sides: int) -> float:
     return settings.max_time_s / (settings.rounds * n_sides)
 
 
-def calibrate(sides: Sequence[Side], settings: MeasureSettings, clock: Clock,
+def calibrate(sides: Sequence[AnySide], settings: MeasureSettings, clock: Clock,
               resolution_s: float | None = None, settle: Settle | None = None) -> Calibration:
     """One loop count shared by all sides, so every side's sample covers the same work and
     the ratio of samples is the ratio of per-call times. The count is set by the *fastest*
@@ -219,7 +262,7 @@ def calibrate(sides: Sequence[Side], settings: MeasureSettings, clock: Clock,
     """
     if resolution_s is None:
         resolution_s = clock_resolution_s(clock)
-    syncs = {s.name: sync_cost_s(s.sync, clock) for s in sides}
+    syncs = {s.name: side_sync_cost_s(s, clock) for s in sides}
     target = max(settings.min_sample_time_s, RESOLUTION_FACTOR * resolution_s,
                  SYNC_COST_FACTOR * max(syncs.values()))
     cap_s = sample_time_cap_s(settings, len(sides))
@@ -296,7 +339,7 @@ def rounds_within_budget(settings: MeasureSettings, sample_time_s: float, n_side
     return max(min(settings.rounds, settings.min_rounds), min(settings.rounds, affordable))
 
 
-def _check_distinct(sides: Sequence[Side]) -> None:
+def _check_distinct(sides: Sequence[AnySide]) -> None:
     if len({s.name for s in sides}) != len(sides) or not sides:
         raise ValueError("sides need distinct names")
 
@@ -309,7 +352,7 @@ class _Rounds:
     cpu_s: dict[str, tuple[float, ...]]
 
 
-def _interleaved_rounds(sides: Sequence[Side], loops: int, rounds: int, mode: str,
+def _interleaved_rounds(sides: Sequence[AnySide], loops: int, rounds: int, mode: str,
                         clock: Clock, settle: Settle | None = None, first_round: int = 0,
                         cpu_clock: Clock | None = None) -> _Rounds:
     """`rounds` interleaved rounds (interleaved_order) of one sample per side at `loops`
@@ -331,23 +374,31 @@ def _interleaved_rounds(sides: Sequence[Side], loops: int, rounds: int, mode: st
             switch = settle is not None and name != previous
             settled[name].append(settle() if switch else None)
             previous = name
-            if switch:
-                # Untimed calls first (REWARM_TIME_S): the other side's sample has just
-                # filled the caches and TLBs with its own data, which no idle-wait can see.
-                rewarm(by_name[name], mode, clock, max_calls=loops)
-            if cpu_clock is None:
-                per_call[name].append(run_sample(by_name[name], loops, mode, clock) / loops)
-                continue
-            by_name[name].sync()      # earlier work drained before the CPU clock is read
-            cpu_start = cpu_clock()
-            per_call[name].append(run_sample(by_name[name], loops, mode, clock) / loops)
-            cpu[name].append(cpu_clock() - cpu_start)
+            side = by_name[name]
+            # Untimed calls first where the side changes (REWARM_TIME_S): the other side's
+            # sample has just filled the caches and TLBs with its own data, which no
+            # idle-wait can see.
+            if isinstance(side, RemoteSide):
+                # Re-warm, sample and its CPU time in one request, back to back in the side's
+                # process: a round trip between them would let that process sleep on its
+                # socket after the re-warm, and the sample start from a cold wake-up.
+                seconds, cpu_seconds = side.sample(loops, mode, rewarm_first=switch)
+            else:
+                if switch:
+                    rewarm(side, mode, clock, max_calls=loops)
+                if cpu_clock is None:
+                    seconds, cpu_seconds = run_sample(side, loops, mode, clock), None
+                else:
+                    seconds, cpu_seconds = sample_with_cpu(side, loops, mode, clock, cpu_clock)
+            per_call[name].append(seconds / loops)
+            if cpu_clock is not None and cpu_seconds is not None:
+                cpu[name].append(cpu_seconds)
     return _Rounds({k: tuple(v) for k, v in per_call.items()}, order,
                    {k: tuple(v) for k, v in settled.items()},
                    {k: tuple(v) for k, v in cpu.items() if v})
 
 
-def measure(sides: Sequence[Side], settings: MeasureSettings,
+def measure(sides: Sequence[AnySide], settings: MeasureSettings,
             clock: Clock = time.perf_counter, resolution_s: float | None = None,
             settle: Settle | None = None, cpu_clock: Clock | None = None) -> Measurement:
     """The whole protocol: warm-up each side, calibrate one loop count, then interleaved
@@ -399,7 +450,7 @@ class MoreRounds:
     cpu_s: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
 
-def more_rounds(sides: Sequence[Side], mode: str, loops: int, rounds: int,
+def more_rounds(sides: Sequence[AnySide], mode: str, loops: int, rounds: int,
                 clock: Clock = time.perf_counter,
                 warmup_time_s: float = DEFAULT_WARMUP_TIME_S,
                 settle: Settle | None = None, first_round: int = 0,

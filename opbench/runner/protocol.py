@@ -9,7 +9,12 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 from opbench.cases.case_files import CaseInstance
 from opbench.config import RunConfig
 
-__all__ = ["MeasuringSession"]
+__all__ = ["MeasuringSession", "FORWARD", "BACKWARD"]
+
+# Which callable of an instance a side worker times (side_server.py, workers.RemoteSession):
+# the instance's call, or its forward+backward.
+FORWARD = "forward"
+BACKWARD = "backward"
 
 
 @runtime_checkable

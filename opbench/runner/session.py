@@ -46,6 +46,18 @@ class ApiError(Exception):
     """APIs in the cases that do not resolve in the installed frameworks (load-time)."""
 
 
+class SideLost(RuntimeError):
+    """A side's worker process died, hung or could not be reached in the middle of an
+    instance: not the instance's failure but the process's, so it is raised through to the
+    pool (workers.py), which records it against the instance and starts a fresh process."""
+
+
+class SideFailed(Exception):
+    """One side could not prepare or call an instance; the message names the side and the
+    stage (`torch failed calling torch.add: RuntimeError: ...`) and becomes the record's
+    error."""
+
+
 @dataclass
 class _Prepared:
     """One framework's side of an instance, ready to call."""
@@ -111,8 +123,12 @@ class Session:
     runs one Session."""
 
     def __init__(self, config: RunConfig, clock: Clock = time.perf_counter,
-                 watch_pids: Sequence[int] = (), process_index: int = 1):
+                 watch_pids: Sequence[int] = (), process_index: int = 1,
+                 sides: Sequence[str] | None = None):
         self.config = config
+        # The frameworks this process sets up: both, or one side's in a side worker
+        # (side_server.py), which imports only its own framework.
+        self.sides = tuple(sides) if sides is not None else config.frameworks
         self.clock = clock
         self.adapters: dict[str, Adapter] = {}
         self.overhead: dict[str, dict[str, float]] = {}
@@ -145,16 +161,16 @@ class Session:
     pin_cores = staticmethod(pin_run_cores)
 
     def open(self) -> None:
-        """Pin this process to the run's cores (CPU), then import and set up both
-        frameworks, whose thread pools inherit the cores. Raises
-        FrameworkUnavailable/DeviceUnavailable."""
+        """Pin this process to the run's cores (CPU), then import and set up its
+        frameworks (both, or one side's in a side worker), whose thread pools inherit the
+        cores. Raises FrameworkUnavailable/DeviceUnavailable."""
         if self.config.device.startswith("cpu"):
             self._cpus_before = current_cpus()
             self.pinned_cpus = self.pin_cores(self.config.threads)
         self.cpu_clock = time.process_time
         try:
-            for name in self.config.frameworks:
-                adapter = get_adapter(name)
+            for name in self.sides:
+                adapter = get_adapter(self.config.framework_of(name))
                 adapter.setup(self.config.device, self.config.threads)
                 if self.config.launch == LAUNCH_BLOCKING:
                     adapter.block_launches()
@@ -215,12 +231,13 @@ class Session:
         messages naming file:line, case and framework."""
         problems: dict[tuple[str, str], str] = {}
         for inst in instances:
-            for name in self.config.frameworks:
-                call = inst.calls.get(name)
+            for name in self.sides:
+                framework = self.config.framework_of(name)
+                call = inst.calls.get(framework)
                 if call is None:
                     where = f"{inst.case.file}:{inst.case.line}"
                     problems.setdefault((inst.case.name, name), (
-                        f"{where} case '{inst.case.name}': no '{name}' section "
+                        f"{where} case '{inst.case.name}': no '{framework}' section "
                         f"(needed to compare {self.config.reference} with {self.config.target})"))
                     continue
                 try:
@@ -228,7 +245,7 @@ class Session:
                 except Exception as exc:  # UnknownAPI, or an import error inside the framework
                     where = call.location or f"{inst.case.file}:{inst.case.line}"
                     problems.setdefault((inst.case.name, name), (
-                        f"{where} case '{inst.case.name}': key '{name}.api': {exc}"))
+                        f"{where} case '{inst.case.name}': key '{framework}.api': {exc}"))
         return list(problems.values())
 
     # -- one instance ---------------------------------------------------------------------
@@ -236,7 +253,7 @@ class Session:
     def _prepare(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray],
                  name: str, grad: bool) -> _Prepared:
         adapter = self.adapters[name]
-        call = instance.calls[name]
+        call = instance.calls[self.config.framework_of(name)]
         specs = {s.name: s for s in instance.inputs}
         positions = _grad_positions(instance, call) if grad else ()
         wants_grad = {call.args[i].name for i in positions}
@@ -253,6 +270,8 @@ class Session:
         record = instance_header(instance, self.config)
         try:
             self._run_into(instance, record)
+        except SideLost:
+            raise
         except Exception as exc:  # a failing operator is recorded; the run goes on
             record["error"] = record.get("error") or _error_text(exc)
             record["traceback"] = traceback.format_exc(limit=8)
@@ -275,28 +294,15 @@ class Session:
         record["peak_memory"] = self._peak_memory(checked[0])
         self._measured_here.add(instance.id)
 
-    def _peak_memory(self, prepared: Mapping[str, _Prepared]) -> dict[str, Any]:
-        """One untimed call per side under its memory probe (memory.py), after the
-        timing so the probe never shares a sample."""
-        def call(p: _Prepared) -> Callable[[], Any]:
-            def synced() -> Any:
-                value = p.invoke()
-                p.adapter.sync()
-                return value           # held by the probe while it reads what was allocated
-            return synced
-        return peak_memory({n: call(prepared[n]) for n in self.config.frameworks},
-                           self.config.device)
-
-    def _timed_sides(self, prepared: Mapping[str, _Prepared],
-                     grad_sides: Mapping[str, Callable[[], Any]]) -> dict[str, list[Side]]:
+    def _timed_sides(self, prepared: Mapping[str, Any],
+                     grad_sides: Mapping[str, Any]) -> dict[str, list[Any]]:
         """Measurement key (serial, async, serial+backward, ...) -> the sides to time."""
         cfg = self.config
-        timed: dict[str, list[Side]] = {}
+        timed: dict[str, list[Any]] = {}
         for mode in cfg.modes:
-            timed[mode] = [Side(n, prepared[n].bound(), prepared[n].adapter.sync)
-                           for n in cfg.frameworks]
+            timed[mode] = [self.timed_side(n, prepared[n]) for n in cfg.frameworks]
             if grad_sides:
-                timed[mode + BACKWARD_SUFFIX] = [Side(n, grad_sides[n], self.adapters[n].sync)
+                timed[mode + BACKWARD_SUFFIX] = [self.timed_side(n, prepared[n], grad_sides[n])
                                                  for n in cfg.frameworks]
         return timed
 
@@ -341,6 +347,8 @@ class Session:
                                     cpu_clock=self.cpu_clock)
                 self._pool_rounds(m, extra, pass_index)
             self._measured_here.add(instance.id)
+        except SideLost:
+            raise
         except Exception as exc:
             where = (f"process {self.process_index}, " if self.config.processes > 1 else "")
             record.setdefault("pass_errors", []).append(
@@ -356,25 +364,20 @@ class Session:
         return self.config.threads if self.cpu_clock is not None else None
 
     def _checked_sides(self, instance: CaseInstance, record: dict[str, Any]
-                       ) -> tuple[dict[str, _Prepared], dict[str, Callable[[], Any]]] | None:
+                       ) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """Inputs -> both frameworks -> outputs (and gradients) compared. Returns the prepared
         forward calls and the forward+backward callables, or None when the outputs disagree
         unexpectedly (the record then says MISMATCH and why)."""
         cfg = self.config
         arrays = inputs_mod.generate_inputs(instance)
         rtol, atol = inputs_mod.tolerance_for(instance)
-        prepared: dict[str, _Prepared] = {}
+        prepared: dict[str, Any] = {}
         outputs: dict[str, Any] = {}
         for name in cfg.frameworks:
-            stage = "preparing inputs"
             try:
-                prepared[name] = p = self._prepare(instance, arrays, name, grad=False)
-                stage = f"calling {p.call.api}"
-                value = p.invoke()
-                p.adapter.sync()
-                outputs[name] = p.adapter.to_numpy(select_outputs(value, p.call.output))
-            except Exception as exc:
-                record["error"] = f"{name} failed {stage}: {_error_text(exc)}"
+                prepared[name], outputs[name] = self.forward_side(instance, arrays, name)
+            except SideFailed as exc:
+                record["error"] = str(exc)
                 raise
         check = compare_outputs(outputs[cfg.reference], outputs[cfg.target], rtol, atol,
                                 mode=SHAPE if instance.case.compare == SHAPE else "values")
@@ -386,38 +389,83 @@ class Session:
         if not check.ok:
             record["check"]["expected_mismatch"] = expected
 
-        grad_sides: dict[str, Callable[[], Any]] = {}
+        grad_sides: dict[str, Any] = {}
         if cfg.backward and instance.case.backward:
             grad_sides = self._backward_sides(instance, arrays, outputs, rtol, atol, record)
             if not record["grad_check"]["ok"] and not instance.case.expect_mismatch:
                 return None
         return prepared, grad_sides
 
+    # -- one side's part of an instance: in this process here; a side worker's parent
+    # (side_worker.RemoteSession) overrides these four to ask the side's process instead.
+
+    def forward_side(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray],
+                      name: str) -> tuple[Any, Any]:
+        """Side `name`'s call prepared and run once: (the prepared call, its selected output
+        as numpy). Raises SideFailed naming the side and the stage."""
+        stage = "preparing inputs"
+        try:
+            p = self._prepare(instance, arrays, name, grad=False)
+            stage = f"calling {p.call.api}"
+            value = p.invoke()
+            p.adapter.sync()
+            return p, p.adapter.to_numpy(select_outputs(value, p.call.output))
+        except Exception as exc:
+            raise SideFailed(f"{name} failed {stage}: {_error_text(exc)}") from exc
+
+    def backward_side(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray],
+                       name: str, reference_out: Any) -> tuple[Any, Any]:
+        """Side `name`'s forward+backward callable, run once: (it, its gradients as numpy).
+        The loss weights are shaped like the reference's output. Raises SideFailed."""
+        try:
+            p = self._prepare(instance, arrays, name, grad=True)
+            positions = _grad_positions(instance, p.call)
+            if not positions:
+                raise ValueError("backward: true but no floating input is a positional "
+                                 "argument to differentiate")
+            weights = self._grad_weights(instance, reference_out, p)
+            output = p.call.output
+
+            def selected(*a, _fn=p.fn, _out=output, **k):
+                return select_outputs(_fn(*a, **k), _out)
+
+            fb = p.adapter.forward_backward(selected, p.args, p.kwargs, positions, weights)
+            _, g = fb()
+            p.adapter.sync()
+            return fb, p.adapter.to_numpy(tuple(g))
+        except Exception as exc:
+            raise SideFailed(f"{name} failed forward+backward: {_error_text(exc)}") from exc
+
+    def timed_side(self, name: str, prepared: Any, backward: Any = None) -> Any:
+        """The Side measure() times: the prepared forward call, or (given) the
+        forward+backward callable."""
+        if backward is not None:
+            return Side(name, backward, self.adapters[name].sync)
+        return Side(name, prepared.bound(), prepared.adapter.sync)
+
+    def _peak_memory(self, prepared: Mapping[str, Any]) -> dict[str, Any]:
+        """One untimed call per side under its memory probe (memory.py), after the
+        timing so the probe never shares a sample."""
+        def call(p: _Prepared) -> Callable[[], Any]:
+            def synced() -> Any:
+                value = p.invoke()
+                p.adapter.sync()
+                return value           # held by the probe while it reads what was allocated
+            return synced
+        return peak_memory({n: call(prepared[n]) for n in self.config.frameworks},
+                           self.config.device)
+
     def _backward_sides(self, instance, arrays, outputs, rtol, atol, record):
         """Forward+backward callables for both sides, gradients compared like outputs."""
         cfg = self.config
         grads: dict[str, Any] = {}
-        sides: dict[str, Callable[[], Any]] = {}
+        sides: dict[str, Any] = {}
         for name in cfg.frameworks:
             try:
-                p = self._prepare(instance, arrays, name, grad=True)
-                positions = _grad_positions(instance, p.call)
-                if not positions:
-                    raise ValueError("backward: true but no floating input is a positional "
-                                     "argument to differentiate")
-                weights = self._grad_weights(instance, outputs[cfg.reference], p)
-                output = p.call.output
-
-                def selected(*a, _fn=p.fn, _out=output, **k):
-                    return select_outputs(_fn(*a, **k), _out)
-
-                fb = p.adapter.forward_backward(selected, p.args, p.kwargs, positions, weights)
-                _, g = fb()
-                p.adapter.sync()
-                grads[name] = p.adapter.to_numpy(tuple(g))
-                sides[name] = fb
-            except Exception as exc:
-                record["error"] = f"{name} failed forward+backward: {_error_text(exc)}"
+                sides[name], grads[name] = self.backward_side(instance, arrays, name,
+                                                               outputs[cfg.reference])
+            except SideFailed as exc:
+                record["error"] = str(exc)
                 raise
         check = compare_outputs(grads[cfg.reference], grads[cfg.target], rtol, atol)
         record["grad_check"] = check.as_dict()
@@ -468,4 +516,4 @@ class Session:
         return record
 
 
-__all__ = ["Session", "ApiError", "substitute_refs"]
+__all__ = ["Session", "ApiError", "SideFailed", "SideLost", "substitute_refs"]

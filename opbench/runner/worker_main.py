@@ -1,11 +1,15 @@
-"""The worker process: one Session (both frameworks) that measures what its parent asks.
+"""The worker process: one side's framework (side_server.py) that the parent measures
+through, or one Session with both frameworks that measures what its parent asks.
 
-Started by opbench/runner/workers.py as `python -m opbench.runner.worker_main FD`; FD is one end of a
-socket pair over which pickled requests arrive and replies leave (stdout is left to the
+Started by opbench/runner/workers.py as `python -m opbench.runner.worker_main FD`; FD is
+one end of a socket pair over which pickled requests arrive and replies leave (stdout is left to the
 frameworks' own prints, stderr to their logs). The worker exits when its parent closes the
 socket or dies, so a crashed parent leaves no worker behind.
 
 Requests, each answered ("ok", value) or ("error", message, traceback):
+  ("open_side", config, name, process_index)   set up framework `name` alone; -> its info
+                                               and this interpreter's (environment_facts);
+                                               then side_server.py's requests
   ("open", config, watch_pids, process_index)  set the frameworks up; -> framework info
   ("overheads",)                               dispatch floors and sync costs
   ("ceilings",)                                memory bandwidth and peak FLOP/s
@@ -23,6 +27,8 @@ import sys
 import traceback
 from multiprocessing.connection import Connection
 from typing import Any, Callable
+
+from opbench.runner.side_server import SIDE_REQUESTS, SideServer
 
 __all__ = ["serve", "main"]
 
@@ -55,6 +61,7 @@ def serve(conn: Any, session_factory: SessionFactory = default_session_factory) 
     """Answer requests until "close" or the parent goes away. Never raises for a request's
     failure: it is sent back with its traceback."""
     session = None
+    side: SideServer | None = None
     while True:
         try:
             request = conn.recv()
@@ -62,12 +69,20 @@ def serve(conn: Any, session_factory: SessionFactory = default_session_factory) 
             return 0
         op, args = request[0], request[1:]
         try:
-            if op == "open":
+            if op in SIDE_REQUESTS and side is not None:
+                value: Any = side.answer(op, args)
+            elif op == "open_side":
+                config, name, process_index = args
+                session = session_factory(config, process_index=process_index, sides=(name,))
+                session.open()
+                side = SideServer(session, name)
+                value = side.answer("side_info", ())
+            elif op == "open":
                 config, watch_pids, process_index = args
                 session = session_factory(config, watch_pids=watch_pids,
                                           process_index=process_index)
                 session.open()
-                value: Any = session.framework_info()
+                value = session.framework_info()
             elif op == "overheads":
                 value = session.measure_overheads()
             elif op == "ceilings":

@@ -1,6 +1,17 @@
 """Measure in fresh worker processes, as pyperf does: each instance's rounds are spread
 over `config.processes` workers.
 
+Two pools, one protocol. `WorkerPool` (the default): each worker process holds both
+frameworks and measures its share of an instance itself. `SideWorkerPool`, when the sides
+need it (a side in another interpreter, `--target mindspore@PYTHON`, or one framework on
+both sides): each process index k has one process per side, each importing only its own
+framework in its side's interpreter (config.python_of), and the parent's RemoteSession k
+(below) runs the protocol through the pair, each sample timed whole in its side's process.
+Why not always one process per side: measured here (6 fresh runs each, alternating, same
+hour, 2026-11-26; docs/measurement.md) the between-process spread of the ratio was 1.9-8.8%
+(median 5.2%) with one process per side against 1.8-4.6% (median 3.1%) with both
+frameworks in each worker, and the ratio moved more between runs (1.08x against 1.05x).
+
 Why: a process keeps an offset of its own for its whole life (thread placement, allocator
 state, kernel choice, where the frameworks' code landed). Measured here, it moves a ratio
 by 10-45% between fresh runs, and rounds inside one process cannot see it: their interval
@@ -19,8 +30,8 @@ stretches of seconds), and shares back to back would all fall in one stretch. Al
 start together (their imports measure nothing); one measures at a time while the others
 wait on their socket, and every worker's pre-sample quiesce watches its siblings too. A
 worker that dies (a crashing operator) is recorded against that instance, with its signal
-or exit status (`worker process 1 was killed by SIGSEGV (signal 11) while running
-exp[...]`), and replaced by a fresh one; the run goes on.
+or exit status (`worker process 1 (mindspore) was killed by SIGSEGV (signal 11) while
+running exp[...]`), and replaced by a fresh one; the run goes on.
 """
 from __future__ import annotations
 
@@ -28,15 +39,25 @@ import os
 import socket
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
 
 from opbench.cases.case_files import CaseInstance
 from opbench.config import RunConfig
+from opbench.runner import inputs as inputs_mod
 from opbench.runner.exits import describe_exit
+from opbench.runner.interpreters import InterpreterError, check_interpreter
+from opbench.runner.measure import Clock
+from opbench.runner.protocol import BACKWARD, FORWARD
 from opbench.runner.raw_records import instance_header
+from opbench.runner.session import Session, SideFailed, SideLost
 
-__all__ = ["WorkerError", "WorkerPool", "Worker", "spawn_worker"]
+__all__ = ["WorkerError", "WorkerLost", "WorkerPool", "SideWorkerPool", "worker_pool",
+           "Worker", "spawn_worker", "RemoteSession", "ProcessSide"]
 
 # A worker that sends nothing for this long is taken for hung and replaced. One instance's
 # share is seconds; importing both frameworks ~5-10 s on a loaded 2-core machine.
@@ -49,10 +70,26 @@ class WorkerError(RuntimeError):
     exp[shape=16x64,dtype=float32]` (the full instance id: it goes into the results file)."""
 
 
+class WorkerLost(WorkerError, SideLost):
+    """The worker itself is gone (died, hung, unreachable), not just its request: the pool
+    records it against the instance and starts a fresh one."""
+
+
 # What a worker is doing while it answers each request (worker_main's list), for the
 # message when it dies on one; "{id}" is the instance's id.
 _ACTIVITIES = {
     "open": "starting its frameworks",
+    "open_side": "starting its framework",
+    "forward": "running {id}",
+    "backward": "running {id}",
+    "sample": "timing {current}",
+    "warm_up": "timing {current}",
+    "sync_cost": "timing {current}",
+    "memory": "timing {current}",
+    "side_info": "describing its framework",
+    "side_overheads": "measuring its dispatch floors",
+    "side_ceilings": "measuring the machine's ceilings",
+    "side_check_apis": "checking the cases' APIs",
     "overheads": "measuring its dispatch floors",
     "ceilings": "measuring the machine's ceilings",
     "check_apis": "checking the cases' APIs",
@@ -62,24 +99,32 @@ _ACTIVITIES = {
 }
 
 
-def activity(request: tuple[Any, ...]) -> str:
-    """`running exp[shape=16x64,dtype=float32]` for ("run", instance), and so on."""
+def activity(request: tuple[Any, ...], current: str = "?") -> str:
+    """`running exp[shape=16x64,dtype=float32]` for ("run", instance), and so on; `current`
+    is the instance a side worker holds (its timing requests do not name it)."""
     if not request:
         return "waiting for its first request"
     name = request[0]
     words = _ACTIVITIES.get(name, f"answering {name!r}")
     if "{id}" in words:
         words = words.format(id=getattr(request[1], "id", "?"))
-    return words
+    return words.format(current=current) if "{current}" in words else words
 
 
 class Worker:
     """The parent's handle on one worker process."""
 
-    def __init__(self, conn: Any, process: Any, index: int):
-        self.conn, self.process, self.index = conn, process, index
+    def __init__(self, conn: Any, process: Any, index: int, side: str | None = None):
+        self.conn, self.process, self.index, self.side = conn, process, index, side
         # The request last sent: what the worker was doing if it dies before answering.
         self.request: tuple[Any, ...] = ()
+        self.current = "?"     # the instance a side worker holds, for the messages
+
+    @property
+    def label(self) -> str:
+        """`worker process 2 (mindspore)`; a worker of both frameworks has no side."""
+        side = f" ({self.side})" if self.side else ""
+        return f"worker process {self.index}{side}"
 
     @property
     def pid(self) -> int:
@@ -87,22 +132,26 @@ class Worker:
 
     def send(self, *request: Any) -> None:
         self.request = request
+        if len(request) > 1 and hasattr(request[1], "id"):
+            self.current = request[1].id
         try:
             self.conn.send(request)
         except (OSError, ValueError) as exc:
-            raise WorkerError(f"{self._ending()} before {activity(request)} (the request "
-                              f"could not be sent: {exc})") from None
+            raise WorkerLost(f"{self._ending()} before {self._activity()} (the request "
+                             f"could not be sent: {exc})") from None
+
+    def _activity(self) -> str:
+        return activity(self.request, self.current)
 
     def receive(self, timeout_s: float = REPLY_TIMEOUT_S) -> Any:
         try:
             if not self.conn.poll(timeout_s):
                 self.kill()
-                raise WorkerError(f"worker process {self.index} sent nothing for "
-                                  f"{timeout_s:.0f} s while {activity(self.request)} and "
-                                  f"was stopped")
+                raise WorkerLost(f"{self.label} sent nothing for {timeout_s:.0f} s while "
+                                 f"{self._activity()} and was stopped")
             reply = self.conn.recv()
         except (EOFError, OSError):
-            raise WorkerError(f"{self._ending()} while {activity(self.request)}") from None
+            raise WorkerLost(f"{self._ending()} while {self._activity()}") from None
         if reply[0] == "error":
             raise WorkerError(reply[1])
         return reply[1]
@@ -120,7 +169,13 @@ class Worker:
                 code = self.process.wait(timeout=5)
             except Exception:  # noqa: BLE001 - only for the message
                 code = None
-        return f"worker process {self.index} {describe_exit(code)}"
+        return f"{self.label} {describe_exit(code)}"
+
+    def alive(self) -> bool:
+        """False once its process has ended (or its socket is closed)."""
+        if getattr(self.conn, "closed", False):
+            return False
+        return not (hasattr(self.process, "poll") and self.process.poll() is not None)
 
     def close(self) -> None:
         try:
@@ -140,28 +195,127 @@ class Worker:
             self.process.wait()
 
 
-def spawn_worker(index: int) -> Worker:
-    """A fresh `python -m opbench.runner.worker_main` with a socket to it. The environment is
-    inherited (GLOG_v, PYTHONPATH, a gate self-test's injection)."""
+def spawn_worker(index: int, side: str | None = None, python: str | None = None) -> Worker:
+    """A fresh `PYTHON -m opbench.runner.worker_main` (this interpreter unless `python`
+    names another) with a socket to it, for framework `side`. The environment is inherited
+    (GLOG_v, PYTHONPATH, a gate self-test's injection)."""
     parent_sock, child_sock = socket.socketpair()
     process = subprocess.Popen(
-        [sys.executable, "-m", "opbench.runner.worker_main", str(child_sock.fileno())],
+        [python or sys.executable, "-m", "opbench.runner.worker_main",
+         str(child_sock.fileno())],
         pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL)
     child_sock.close()
     conn = Connection(os.dup(parent_sock.fileno()))
     parent_sock.close()
-    return Worker(conn, process, index)
+    return Worker(conn, process, index, side)
 
 
-Spawner = Callable[[int], Worker]
+# spawn(index, side, python) -> a started Worker for that side
+Spawner = Callable[[int, str, "str | None"], Worker]
+
+
+# -- the parent's half of a split measurement ------------------------------------------------
+# RemoteSession is a Session whose sides live in worker processes, one per framework
+# (side_server.py answers there): the same check, calibration, interleaved rounds, settle and
+# records, with its four per-side methods asking a side's process instead of an adapter
+# here. The parent keeps the schedule: one process measures at a time while the other waits
+# blocked on its socket; the settle before a sample watches every worker's threads from here.
+
+
+@dataclass(frozen=True)
+class ProcessSide:
+    """measure.RemoteSide over a side's worker: each primitive is one request."""
+
+    name: str
+    worker: Any
+    which: str
+
+    def sample(self, loops: int, mode: str, rewarm_first: bool = False
+               ) -> tuple[float, float | None]:
+        return self.worker.call("sample", self.which, loops, mode, rewarm_first)
+
+    def warm_up(self, mode: str, warmup_time_s: float) -> int:
+        return self.worker.call("warm_up", self.which, mode, warmup_time_s)
+
+    def sync_cost(self) -> float:
+        return self.worker.call("sync_cost", self.which)
+
+
+class RemoteSession(Session):
+    """Process `process_index`'s share of a run: one worker per side (`workers`, opened by
+    the pool with "open_side"); `watch_pids` every worker of the run, for the settle."""
+
+    def __init__(self, config: RunConfig, workers: Mapping[str, Any], process_index: int,
+                 watch_pids: Sequence[int] = (), clock: Clock = time.perf_counter):
+        super().__init__(config, clock, watch_pids=watch_pids, process_index=process_index)
+        self.workers = dict(workers)
+        self.infos: dict[str, dict[str, Any]] = {}
+
+    def open(self) -> None:
+        """The workers are already open (the pool starts them together); only the settle,
+        and each sample's CPU time, read in its side's process (ProcessSide.sample)."""
+        self.quiescer = self.make_quiescer()
+        self.cpu_clock = time.process_time
+
+    def replace_worker(self, name: str, worker: Any) -> None:
+        """A fresh process for side `name`: it has measured nothing yet, so every instance
+        gets its full warm-up again."""
+        self.workers[name] = worker
+        self._measured_here = set()
+
+    def framework_info(self) -> dict[str, Any]:
+        return {name: dict(self.infos[name]) for name in self.config.frameworks}
+
+    def measure_overheads(self) -> dict[str, dict[str, float]]:
+        for name in self.config.frameworks:
+            self.overhead[name] = self.workers[name].call("side_overheads")
+        return self.overhead
+
+    def measure_ceilings(self) -> dict[str, dict[str, Any]]:
+        return {name: self.workers[name].call("side_ceilings")
+                for name in self.config.frameworks}
+
+    def check_apis(self, instances: Sequence[CaseInstance]) -> list[str]:
+        problems: list[str] = []
+        for name in self.config.frameworks:
+            problems += self.workers[name].call("side_check_apis", list(instances))
+        return problems
+
+    # -- the per-side work, asked of the side's process --------------------------------------
+    def forward_side(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray],
+                     name: str) -> tuple[Any, Any]:
+        reply = self.workers[name].call(FORWARD, instance)
+        if reply[0] == "failed":
+            raise SideFailed(reply[1])
+        _, output, checksum = reply
+        ours = inputs_mod.inputs_checksum(arrays)
+        if checksum != ours:
+            raise SideFailed(
+                f"{name}'s process generated other inputs than the parent from the same seed "
+                f"(checksum {checksum[:12]} against {ours[:12]}): its numpy differs; install "
+                f"the same numpy in both interpreters")
+        return FORWARD, output
+
+    def backward_side(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray],
+                      name: str, reference_out: Any) -> tuple[Any, Any]:
+        reply = self.workers[name].call(BACKWARD, instance, reference_out)
+        if reply[0] == "failed":
+            raise SideFailed(reply[1])
+        return BACKWARD, reply[1]
+
+    def timed_side(self, name: str, prepared: Any, backward: Any = None) -> ProcessSide:
+        return ProcessSide(name, self.workers[name], BACKWARD if backward else FORWARD)
+
+    def _peak_memory(self, prepared: Mapping[str, Any]) -> dict[str, Any]:
+        return {name: self.workers[name].call("memory") for name in self.config.frameworks}
 
 
 class WorkerPool:
-    """config.processes workers measuring in turn: a MeasuringSession (protocol.py) like
-    Session; see the module doc."""
+    """config.processes workers measuring in turn, each holding both frameworks: a
+    MeasuringSession (protocol.py) like Session; see the module doc."""
 
-    def __init__(self, config: RunConfig, spawn: Spawner | None = None):
+    def __init__(self, config: RunConfig, spawn: Callable[[int], Worker] | None = None):
         self.config = config
         # looked up now, not at import: tests put fake workers in its place
         self._spawn = spawn or spawn_worker
@@ -310,3 +464,192 @@ class WorkerPool:
             record.setdefault("pass_errors", []).append(f"pass {own_pass}: {exc}")
             self._replace(position, str(exc))
             return record
+
+
+class SideWorkerPool:
+    """config.processes pairs of side workers (one process per side) measuring in turn: a
+    MeasuringSession (protocol.py) like Session; see the module doc."""
+
+    def __init__(self, config: RunConfig, spawn: Spawner | None = None,
+                 clock: Clock = time.perf_counter):
+        self.config = config
+        # The parent's clock: instance durations, the clock's resolution (the samples
+        # themselves are timed in the side workers, on theirs).
+        self.clock = clock
+        # looked up now, not at import: tests put fake workers in its place
+        self._spawn = spawn or spawn_worker
+        self._check_interpreter = check_interpreter
+        self.sessions: list[RemoteSession] = []
+        self.overhead: dict[str, dict[str, float]] = {}
+        self.restarts: list[str] = []
+        self.setup_s: float | None = None
+
+    @property
+    def workers(self) -> list[Worker]:
+        """Every side worker, process by process."""
+        return [w for s in self.sessions for w in s.workers.values()]
+
+    # -- life cycle ------------------------------------------------------------------------
+    def open(self) -> None:
+        """Start every side worker and set its framework up. The imports run in parallel
+        (they measure nothing); a failure closes the pool and raises WorkerError with the
+        worker's message (a missing framework, a bad device)."""
+        for name in self.config.frameworks:
+            python = self.config.python_of(name)
+            if python is not None:
+                try:
+                    self._check_interpreter(python, self.config.framework_of(name))
+                except InterpreterError as exc:
+                    raise WorkerError(str(exc)) from None
+        self.sessions = self._open_processes(range(1, self.config.processes + 1))
+
+    def _open_processes(self, numbers: Sequence[int]) -> list[RemoteSession]:
+        """A pair of side workers (one per framework) for each process number, started
+        together; closes what it started and raises on any failure."""
+        started: list[Worker] = []
+        try:
+            for i in numbers:
+                for name in self.config.frameworks:
+                    started.append(self._start(i, name))
+            for w in started:
+                w.send("open_side", self.config, w.side, w.index)
+            infos = [w.receive() for w in started]
+        except BaseException:
+            for w in started:
+                w.close()
+            raise
+        pids = [w.pid for w in started]
+        sessions = []
+        for i in numbers:
+            mine = {w.side: (w, info) for w, info in zip(started, infos) if w.index == i}
+            session = RemoteSession(self.config, {n: w for n, (w, _) in mine.items()}, i,
+                                    watch_pids=pids, clock=self.clock)
+            session.infos = {n: info for n, (_, info) in mine.items()}
+            session.open()
+            sessions.append(session)
+        return sessions
+
+    def _start(self, index: int, side: str) -> Worker:
+        try:
+            return self._spawn(index, side, self.config.python_of(side))
+        except OSError as exc:
+            raise WorkerError(f"cannot start worker process {index} ({side}): {exc}") from None
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()
+        self.sessions = []
+
+    def __enter__(self) -> "SideWorkerPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def ensure_process(self, index: int) -> None:
+        """Process `index` ready to measure: when the pool holds none by that number, fresh
+        side workers replace the pool's, numbered from `index` (as many processes as the pool
+        holds): a sequential run's processes beyond config.processes. Their imports run in
+        parallel, as at open(); each process measures its own per-call floors."""
+        if any(s.process_index == index for s in self.sessions):
+            return
+        count = len(self.sessions) or self.config.processes
+        self.close()
+        self.sessions = self._open_processes(range(index, index + count))
+        for session in self.sessions:
+            session.measure_overheads()
+
+    def _replace_lost(self, position: int, reason: str) -> None:
+        """A fresh process in place of each of process `position`'s side workers that died
+        or hung. If even that fails, the pool goes on without that process pair (never with
+        none: then the WorkerError propagates and the run ends with what it saved)."""
+        session = self.sessions[position]
+        self.restarts.append(reason)
+        for name, old in list(session.workers.items()):
+            if old.alive():
+                continue
+            old.kill()
+            try:
+                fresh = self._start(old.index, name)
+                session.replace_worker(name, fresh)
+                fresh.call("open_side", self.config, name, fresh.index)
+            except WorkerError as exc:
+                self.restarts.append(str(exc))
+                for w in session.workers.values():
+                    w.kill()
+                del self.sessions[position]
+                if not self.sessions:
+                    raise
+                return
+
+    # -- the Session interface -------------------------------------------------------------
+    def framework_info(self) -> dict[str, Any]:
+        info = self.sessions[0].framework_info()
+        for facts in info.values():
+            facts["processes"] = self.config.processes
+        return info
+
+    def measure_overheads(self) -> dict[str, dict[str, float]]:
+        """Each process measures its own (it explains its own samples); the record keeps
+        process 1's. One at a time: a floor measured while a sibling works is no floor."""
+        for session in self.sessions:
+            found = session.measure_overheads()
+            if session.process_index == 1:
+                self.overhead = found
+        return self.overhead
+
+    def measure_ceilings(self) -> dict[str, dict[str, Any]]:
+        """Process 1's ceilings: the machine's, measured once per run (the others idle)."""
+        return self.sessions[0].measure_ceilings()
+
+    def check_apis(self, instances: Sequence[CaseInstance]) -> list[str]:
+        return self.sessions[0].check_apis(instances)
+
+    @property
+    def total_passes(self) -> int:
+        """runner.run_passes makes this many passes: each process's passes in turn."""
+        return self.config.processes * self.config.passes
+
+    def _position(self, pass_index: int) -> tuple[int, int]:
+        """(worker process number, its own pass number) for run-wide pass `pass_index`."""
+        return (pass_index - 1) // self.config.passes + 1, \
+            (pass_index - 1) % self.config.passes + 1
+
+    def run_instance(self, instance: CaseInstance) -> dict[str, Any]:
+        """Pass 1: process 1 checks the outputs, calibrates and takes its share of rounds."""
+        try:
+            return self.sessions[0].run_instance(instance)
+        except WorkerLost as exc:
+            self._replace_lost(0, str(exc))
+            record = instance_header(instance, self.config)
+            record.update(error=str(exc), duration_s=0.0)   # ERROR when judged
+            return record
+
+    def extend_instance(self, instance: CaseInstance, record: dict[str, Any],
+                        pass_index: int) -> dict[str, Any]:
+        """Run-wide pass `pass_index` (2..total_passes) of an instance, in the process whose
+        turn it is."""
+        if not record.get("measurements"):
+            return record
+        process, own_pass = self._position(pass_index)
+        position = next((i for i, s in enumerate(self.sessions)
+                         if s.process_index == process), None)
+        if position is None:    # a process was lost and could not be replaced
+            return record
+        try:
+            return self.sessions[position].extend_instance(instance, record, own_pass)
+        except WorkerLost as exc:
+            # the message names the worker process and the instance
+            record.setdefault("pass_errors", []).append(f"pass {own_pass}: {exc}")
+            self._replace_lost(position, str(exc))
+            return record
+
+
+def worker_pool(config: RunConfig, spawn: Any = None) -> "WorkerPool | SideWorkerPool":
+    """The pool a run in worker processes measures through: one process per side when the
+    sides need it (config.split_sides: a side in another interpreter, or one framework on
+    both sides), else each worker holding both frameworks (the default: see the module
+    doc for why)."""
+    if config.split_sides:
+        return SideWorkerPool(config, spawn=spawn)
+    return WorkerPool(config, spawn=spawn)

@@ -214,9 +214,10 @@ def fake_session_class(target_options: Mapping[str, Any] | None = None) -> type[
             super().__init__(config, FakeClock(), **kwargs)
 
         def open(self) -> None:
+            cfg = self.config      # a side's label names its adapter's framework
             self.adapters = {
-                self.config.reference: FakeAdapter(self.config.reference, self.clock),
-                self.config.target: FakeAdapter(self.config.target, self.clock, **options)}
+                cfg.reference: FakeAdapter(cfg.framework_of(cfg.reference), self.clock),
+                cfg.target: FakeAdapter(cfg.framework_of(cfg.target), self.clock, **options)}
             for adapter in self.adapters.values():
                 adapter.setup(self.config.device, self.config.threads)
 

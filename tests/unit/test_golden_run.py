@@ -13,17 +13,18 @@ import re
 from pathlib import Path
 
 import pytest
-from runner_fakes import (FAST_SETTINGS, binary_case, case_file, fake_config, fake_session,
-                          fake_session_class, load_instances)
+from runner_fakes import (FAST_SETTINGS, FakeClock, binary_case, case_file, fake_config,
+                          fake_session, fake_session_class, load_instances)
 from worker_fakes import Spawner
 
 import opbench.results.io as results_io
 import opbench.results.recorded_run as recorded_run
 import opbench.runner.session as session_mod
+import opbench.runner.side_server as side_server
 from opbench.config import RunConfig
 from opbench.report.markdown import render_markdown
 from opbench.results.recorded_run import run
-from opbench.runner.workers import WorkerPool
+from opbench.runner.workers import SideWorkerPool, WorkerPool
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"
 UPDATE = os.environ.get("OPBENCH_UPDATE_GOLDEN") == "1"
@@ -48,9 +49,11 @@ def pinned(monkeypatch):
     monkeypatch.setattr(results_io, "utc_now", lambda: "2026-01-01T00:00:00+00:00")
     monkeypatch.setattr(recorded_run, "utc_now", lambda: "2026-01-01T00:00:00+00:00")
     # the CPU probe reads this process's resident memory, which no fake clock pins
-    monkeypatch.setattr(session_mod, "peak_memory",
-                        lambda calls, device: {n: {"bytes": 0, "measure": "pinned"}
-                                               for n in calls})
+    def pinned_memory(calls, device):
+        return {n: {"bytes": 0, "measure": "pinned"} for n in calls}
+
+    monkeypatch.setattr(session_mod, "peak_memory", pinned_memory)
+    monkeypatch.setattr(side_server, "peak_memory", pinned_memory)   # a side worker's
 
 
 TARGET = {"costs": {"mindspore.slow_add": 3e-4},
@@ -96,3 +99,20 @@ def test_a_fixed_run_in_worker_processes_writes_the_golden_file(tmp_path, pinned
         pool.close()
     _compare("run_in_workers.json", out.read_text(encoding="utf-8").replace(str(tmp_path),
                                                                              "TMP"))
+
+
+def test_a_fixed_run_in_side_worker_processes_writes_the_golden_file(tmp_path, pinned):
+    """One process per side (runner/side_server.py): each side's fake clock holds only its
+    own work, and the parent's clock times the instances."""
+    config = RunConfig(reference="torch", target="mindspore", threads=2,
+                       settings=FAST_SETTINGS, quiesce=False, processes=3)
+    pool = SideWorkerPool(config, spawn=Spawner(fake_session_class(TARGET)), clock=FakeClock())
+    pool.open()
+    out = tmp_path / "run.json"
+    try:
+        run(load_instances(case_file(tmp_path, *CASES[:3])), config, session=pool,
+            json_path=out)
+    finally:
+        pool.close()
+    _compare("run_in_side_workers.json",
+             out.read_text(encoding="utf-8").replace(str(tmp_path), "TMP"))

@@ -48,7 +48,8 @@ def test_given_values_win_and_mode_both_means_two_modes():
     ({"rounds": -1}, "--rounds must be a positive integer"),
     ({"max_time_s": float("inf")}, "--max-time must be a positive finite number"),
     ({"mode": "fast"}, "--mode must be one of"),
-    ({"reference": "torch", "target": "torch"}, "reference and target must be different"),
+    ({"reference": "torch", "target": "torch", "processes": 1},
+     "both sides on one framework run in worker processes"),
 ])
 def test_bad_values_are_refused_naming_the_option(given, message):
     with pytest.raises(OptionError, match=message):

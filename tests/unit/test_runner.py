@@ -230,7 +230,7 @@ def test_a_missing_framework_section_is_reported(tmp_path):
 
 
 def test_run_config_refuses_the_same_framework_twice_and_unknown_modes():
-    with pytest.raises(ValueError, match="different frameworks"):
+    with pytest.raises(ValueError, match="different sides"):
         RunConfig(reference="numpy", target="numpy")
     with pytest.raises(ValueError, match="modes"):
         RunConfig(modes=("fast",))
