@@ -219,7 +219,9 @@ class Session:
         for name, adapter in self.adapters.items():
             if self.quiescer is not None:
                 self.quiescer.settle()
-            found[name] = measure_ceilings(name, adapter, self.clock, cpu_clock=self.cpu_clock,
+            # by framework: a side's label (mindspore@ms29, mindspore#2) names no ops
+            found[name] = measure_ceilings(self.config.framework_of(name), adapter, self.clock,
+                                           cpu_clock=self.cpu_clock,
                                            level_bytes=level_copy_bytes(sizes))
         for facts in found.values():
             if sizes and "error" not in facts:

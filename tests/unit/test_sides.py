@@ -343,3 +343,24 @@ def test_a_side_process_dying_in_a_later_pass_keeps_the_earlier_rounds(tmp_path)
     assert first.pass_errors == ("pass 1: worker process 2 (mindspore) was killed by SIGKILL "
                                  "(signal 9) while running a",)
     assert first.verdict != "ERROR"
+
+
+def test_a_labelled_side_s_ceilings_are_measured_with_its_framework_s_ops(monkeypatch):
+    """A MindSpore 2.9 against 2.10 run read "ceilings not measured (KeyError:
+    'mindspore@ms29')": the ceiling ops were looked up by the side's label."""
+    import opbench.runner.session as session_mod
+
+    asked = []
+
+    def ceilings(framework, adapter, clock, **kwargs):
+        asked.append(framework)
+        return {"bandwidth_bytes_per_s": 1e9, "peak_flops": 1e11}
+
+    monkeypatch.setattr(session_mod, "measure_ceilings", ceilings)
+    config = fake_config(reference="mindspore@ms29", target="mindspore",
+                         reference_framework="mindspore", target_framework="mindspore",
+                         processes=2)
+    session = session_mod.Session(config, sides=["mindspore@ms29"])
+    session.adapters = {"mindspore@ms29": object()}
+    found = session.measure_ceilings()
+    assert asked == ["mindspore"] and set(found) == {"mindspore@ms29"}
