@@ -51,15 +51,11 @@ def step_ms(script: Path, steps: int) -> tuple[float, float]:
 
 
 def mean_interval(values: list[float]) -> tuple[float, float, float]:
-    """Mean with a 95% t interval."""
-    from opbench.verdicts.stats import student_t_quantile
+    """Mean with a 95% t interval: opbench's own step estimate, each run a process."""
+    from opbench.model.project import step_time
 
-    n = len(values)
-    center = statistics.fmean(values)
-    if n < 2:
-        return center, center, center
-    half = student_t_quantile(0.975, n - 1) * statistics.stdev(values) / n ** 0.5
-    return center, center - half, center + half
+    found = step_time([[v] for v in values])
+    return found.value, found.low, found.high
 
 
 def project(script: Path, name: str, traced: str, args: argparse.Namespace,
@@ -111,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             processes = {fw: [v / steps * 1e3 for v in p.get("process_medians", ())]
                          for fw, p in model["projected_s"].items()}
             traced_ms = model["covered_traced_s"] / steps * 1e3
+            other_mean = mean_interval([mean for _, mean in runs[other]])
             row = {"pair": name, "traced": traced, "other": other, "steps": steps,
                    "traced_projected_ms": per_step[traced], "traced_traced_ms": traced_ms,
                    "traced_untraced_ms": mean_interval([m for _, m in runs[traced]])[0],
@@ -120,8 +117,8 @@ def main(argv: list[str] | None = None) -> int:
                        model["projected_s"][other]["ci_low"],
                        model["projected_s"][other]["ci_high"])],
                    "other_process_medians_ms": processes[other],
-                   "other_untraced_ms": mean_interval([m for _, m in runs[other]])[0],
-                   "other_untraced_ci_ms": mean_interval([m for _, m in runs[other]])[1:],
+                   "other_untraced_ms": other_mean[0],
+                   "other_untraced_ci_ms": other_mean[1:],
                    "other_untraced_median_ms": statistics.median(m for m, _ in runs[other]),
                    "other_untraced_runs_ms": runs[other],
                    "self_check": model["self_check"], "coverage": model["coverage"],

@@ -154,10 +154,7 @@ class Capture:
                         problem=problem, init=init, **common)
         call_args = self._args(args[site.skip:])
         call_kwargs = self._kwargs(kwargs)
-        leaves = [*walk_args(call_args), *walk_args(tuple(v for _, v in call_kwargs))]
-        opaque = [a for a in leaves if isinstance(a, Opaque) and a.type_name != "ellipsis"]
-        problem = (f"an argument a replay cannot rebuild ({opaque[0].type_name})"
-                   if opaque else None)
+        problem = _unrebuildable(call_args, call_kwargs)
         backward = site.api.endswith(".backward")
         return Call(replay_api=None if problem else site.api, args=call_args,
                     kwargs=call_kwargs, problem=problem, backward=backward, **common)
@@ -169,12 +166,9 @@ class Capture:
             return Call(replay_api=None, args=args, kwargs=(), alias_of=alias,
                         problem=None if alias is not None else "an alias of a non-tensor",
                         **common)
-        opaque = [a for a in walk_args(args)
-                  if isinstance(a, Opaque) and a.type_name != "ellipsis"]
-        problem = (f"an argument a replay cannot rebuild ({opaque[0].type_name} "
-                   f"{opaque[0].text})".replace(" )", ")") if opaque else None)
-        return Call(replay_api=None if problem else lowered.api, args=args,
-                    kwargs=tuple((k, self._arg(v)) for k, v in lowered.kwargs),
+        kwargs = tuple((k, self._arg(v)) for k, v in lowered.kwargs)
+        problem = _unrebuildable(args, kwargs)
+        return Call(replay_api=None if problem else lowered.api, args=args, kwargs=kwargs,
                     init=lowered.init, pick=lowered.pick, problem=problem, **common)
 
     # -- a MindSpore backward (ms_backward.py) -----------------------------------------------
@@ -190,8 +184,8 @@ class Capture:
             return
         position = len(self._raw)
         produced = self._produced.get(id(loss)) if loss is not None else None
-        listed = list(weights) if isinstance(weights, (list, tuple)) or (
-            weights is not None and type(weights).__name__ == "ParameterTuple") else None
+        # a list, a tuple or MindSpore's ParameterTuple (a tuple)
+        listed = list(weights) if isinstance(weights, (list, tuple)) else None
         problem = None
         if produced is None:
             problem = "the loss value_and_grad differentiated was not made by a captured call"
@@ -362,6 +356,14 @@ class Capture:
 class _Strong:
     def __init__(self, value: Any):
         self.value = value
+
+
+def _unrebuildable(args: tuple, kwargs: tuple[tuple[str, Any], ...]) -> str | None:
+    """Why a call's described arguments cannot be rebuilt by a replay (an opaque object or a
+    list too long to describe), or None."""
+    leaves = [*walk_args(args), *walk_args(tuple(v for _, v in kwargs))]
+    opaque = [a for a in leaves if isinstance(a, Opaque) and a.type_name != "ellipsis"]
+    return f"an argument a replay cannot rebuild ({opaque[0].type_name})" if opaque else None
 
 
 def _plain(value: Any) -> bool:

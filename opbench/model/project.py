@@ -34,7 +34,7 @@ from opbench.verdicts.stats import (DEFAULT_CONFIDENCE, median_interval, ratio_e
                                     student_t_quantile)
 
 __all__ = ["Estimate", "FrameworkTiming", "SignatureRow", "ApiRow", "estimate_time",
-           "step_time", "processes_split", "MODES_APART", "step_ratio", "call_times",
+           "step_time", "modes_apart", "processes_split", "MODES_APART", "step_ratio", "call_times",
            "signature_rows", "api_rows"]
 
 
@@ -114,11 +114,16 @@ def step_time(groups: Sequence[Sequence[float]],
 MODES_APART = 1.5
 
 
+def modes_apart(process_medians: Sequence[float]) -> float:
+    """Slowest process median over the fastest (1 for fewer than two processes)."""
+    values = [v for v in process_medians if v > 0]
+    return max(values) / min(values) if values else 1.0
+
+
 def processes_split(estimate: Estimate, apart: float) -> bool:
     """Whether a framework's processes ran in different modes: the slowest process median
     at least `apart` times the fastest."""
-    values = [v for v in estimate.process_medians if v > 0]
-    return len(values) > 1 and max(values) >= apart * min(values)
+    return modes_apart(estimate.process_medians) >= apart
 
 
 def step_ratio(reference: FrameworkTiming, target: FrameworkTiming) -> dict[str, float]:

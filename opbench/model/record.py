@@ -12,6 +12,8 @@ from importlib import resources
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Mapping
 
+from opbench.model.project import modes_apart
+
 if TYPE_CHECKING:      # the record reads the impact; nothing here runs it
     from opbench.model.impact import ModelImpact
 
@@ -162,8 +164,7 @@ class Projection:
 
     def modes_apart(self) -> float:
         """Slowest process median over the fastest (1 for one process)."""
-        values = [v for v in self.process_medians if v > 0]
-        return max(values) / min(values) if values else 1.0
+        return modes_apart(self.process_medians)
 
 
 @dataclass(frozen=True)

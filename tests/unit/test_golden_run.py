@@ -90,15 +90,7 @@ def test_a_fixed_run_in_worker_processes_writes_the_golden_file(tmp_path, pinned
     config = RunConfig(reference="torch", target="mindspore", threads=2,
                        settings=FAST_SETTINGS, quiesce=False, processes=3)
     pool = WorkerPool(config, spawn=Spawner(fake_session_class(TARGET)))
-    pool.open()
-    out = tmp_path / "run.json"
-    try:
-        run(load_instances(case_file(tmp_path, *CASES[:3])), config, session=pool,
-            json_path=out)
-    finally:
-        pool.close()
-    _compare("run_in_workers.json", out.read_text(encoding="utf-8").replace(str(tmp_path),
-                                                                             "TMP"))
+    _compare_pool_run(tmp_path, config, pool, "run_in_workers.json")
 
 
 def test_a_fixed_run_in_side_worker_processes_writes_the_golden_file(tmp_path, pinned):
@@ -107,6 +99,11 @@ def test_a_fixed_run_in_side_worker_processes_writes_the_golden_file(tmp_path, p
     config = RunConfig(reference="torch", target="mindspore", threads=2,
                        settings=FAST_SETTINGS, quiesce=False, processes=3)
     pool = SideWorkerPool(config, spawn=Spawner(fake_session_class(TARGET)), clock=FakeClock())
+    _compare_pool_run(tmp_path, config, pool, "run_in_side_workers.json")
+
+
+def _compare_pool_run(tmp_path, config, pool, golden: str) -> None:
+    """The first three cases run in `pool`: its results file against the golden one."""
     pool.open()
     out = tmp_path / "run.json"
     try:
@@ -114,5 +111,4 @@ def test_a_fixed_run_in_side_worker_processes_writes_the_golden_file(tmp_path, p
             json_path=out)
     finally:
         pool.close()
-    _compare("run_in_side_workers.json",
-             out.read_text(encoding="utf-8").replace(str(tmp_path), "TMP"))
+    _compare(golden, out.read_text(encoding="utf-8").replace(str(tmp_path), "TMP"))
