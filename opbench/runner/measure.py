@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence, Union, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 from opbench.config import (
     ASYNC,
@@ -93,12 +93,21 @@ class RemoteSide(Protocol):
         after a re-warm (rewarm()) in the same request when `rewarm_first`."""
         ...
 
-    def warm_up(self, mode: str, warmup_time_s: float) -> int: ...
+    def warm_up(self, mode: str, warmup_time_s: float) -> "WarmUp": ...
 
     def sync_cost(self) -> float: ...
 
 
 AnySide = Union[Side, RemoteSide]
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """What a side's warm-up did: how many calls, and the median time of its last
+    STEADY_CALLS calls (one call and its sync each), where calibration starts from."""
+
+    calls: int
+    per_call_s: float
 
 
 @dataclass(frozen=True)
@@ -225,22 +234,21 @@ def _steady(call_times_s: Sequence[float]) -> bool:
     return last[-1] <= WARMUP_SPIKE_FACTOR * last[len(last) // 2]
 
 
-def warm_up(side: AnySide, mode: str, clock: Clock, warmup_time_s: float) -> int:
+def warm_up(side: AnySide, mode: str, clock: Clock, warmup_time_s: float) -> WarmUp:
     """Run the call until it has run MIN_WARMUP_CALLS times and for warmup_time_s, and
     then on until its last calls are steady (no spike), at most MAX_WARMUP_FACTOR times
-    warmup_time_s in all. Returns how many calls that took."""
+    warmup_time_s in all. Returns how many calls that took and their steady per-call time."""
     if isinstance(side, RemoteSide):
         return side.warm_up(mode, warmup_time_s)
-    calls = 0
     times: list[float] = []
     start = clock()
     while True:
         times.append(run_sample(side, 1, mode, clock))
-        calls += 1
         elapsed = clock() - start
-        if calls >= MIN_WARMUP_CALLS and elapsed >= warmup_time_s and (
+        if len(times) >= MIN_WARMUP_CALLS and elapsed >= warmup_time_s and (
                 _steady(times) or elapsed >= MAX_WARMUP_FACTOR * warmup_time_s):
-            return calls
+            last = sorted(times[-STEADY_CALLS:])
+            return WarmUp(calls=len(times), per_call_s=last[len(last) // 2])
 
 
 def sample_time_cap_s(settings: MeasureSettings, n_sides: int) -> float:
@@ -249,7 +257,8 @@ def sample_time_cap_s(settings: MeasureSettings, n_sides: int) -> float:
 
 
 def calibrate(sides: Sequence[AnySide], settings: MeasureSettings, clock: Clock,
-              resolution_s: float | None = None, settle: Settle | None = None) -> Calibration:
+              resolution_s: float | None = None, settle: Settle | None = None,
+              warm: Mapping[str, WarmUp] | None = None) -> Calibration:
     """One loop count shared by all sides, so every side's sample covers the same work and
     the ratio of samples is the ratio of per-call times. The count is set by the *fastest*
     side: its sample must last min_sample_time_s, RESOLUTION_FACTOR clock ticks and
@@ -259,6 +268,15 @@ def calibrate(sides: Sequence[AnySide], settings: MeasureSettings, clock: Clock,
     torch call here) that count would make the slow side's samples last minutes, so the
     count is also capped so the *slowest* sample stays within its share of the time budget;
     the fast side's samples are then shorter than the target, and `capped_by_budget` says so.
+
+    With the sides' warm-ups (`warm`) in serial mode, the first probe is sized from their
+    steady per-call times instead of one call: a serial sample is calls each followed by
+    its sync, as the warm-up's calls were, so usually that one probe settles the count. And
+    a cap the warm-up's steady calls already show needs one probe to confirm, not
+    CAP_CONFIRM_PROBES (those calls are STEADY_CALLS agreeing samples themselves). Measured
+    here (2026-11-26, cProfile of 28 measurements in one process): calibration took 310 ms a
+    measurement, 194 ms of it the settle before each of ~9 probes, as much as a first
+    process's share of 5 rounds.
     """
     if resolution_s is None:
         resolution_s = clock_resolution_s(clock)
@@ -271,6 +289,13 @@ def calibrate(sides: Sequence[AnySide], settings: MeasureSettings, clock: Clock,
     probes: list[tuple[int, dict[str, float]]] = []
     best_per_call_s = {s.name: math.inf for s in sides}
     probes_at_cap = 0
+    if warm is not None and settings.mode == SERIAL:
+        # (async samples launch many calls per sync: one call with its sync says little)
+        best_per_call_s = {s.name: warm[s.name].per_call_s for s in sides}
+        loops, at_cap = _loops_from_per_call(best_per_call_s, target, cap_s,
+                                             settings.max_loops)
+        if at_cap:
+            probes_at_cap = CAP_CONFIRM_PROBES - 1
     while True:
         times = {}
         for s in sides:
@@ -304,6 +329,18 @@ def calibrate(sides: Sequence[AnySide], settings: MeasureSettings, clock: Clock,
         loops = min(wanted, affordable)
     return Calibration(loops=loops, target_sample_time_s=target, clock_resolution_s=resolution_s,
                        sync_cost_s=syncs, probes=tuple(probes), capped_by_budget=capped)
+
+
+def _loops_from_per_call(per_call_s: Mapping[str, float], target_s: float, cap_s: float,
+                         max_loops: int) -> tuple[int, bool]:
+    """The loop count that puts the fastest side's sample at the target (with headroom),
+    held so the slowest side's stays within cap_s; and whether the cap held it."""
+    fastest, slowest = min(per_call_s.values()), max(per_call_s.values())
+    if not fastest > 0:
+        return 1, False
+    wanted = min(max_loops, max(1, math.ceil(CALIBRATION_HEADROOM * target_s / fastest)))
+    affordable = max(1, int(cap_s / (slowest * CALIBRATION_HEADROOM)))
+    return min(wanted, affordable), affordable < wanted
 
 
 def interleaved_order(names: Sequence[str], rounds: int,
@@ -406,7 +443,7 @@ def measure(sides: Sequence[AnySide], settings: MeasureSettings,
     with its CPU time when `cpu_clock` (time.process_time) is given."""
     _check_distinct(sides)
     warmups = {s.name: warm_up(s, settings.mode, clock, settings.warmup_time_s) for s in sides}
-    calibration = calibrate(sides, settings, clock, resolution_s, settle)
+    calibration = calibrate(sides, settings, clock, resolution_s, settle, warm=warmups)
     slowest_sample_s = expected_sample_s(calibration)
     rounds = rounds_within_budget(settings, slowest_sample_s, len(sides))
     notes = []
@@ -427,7 +464,8 @@ def measure(sides: Sequence[AnySide], settings: MeasureSettings,
                                cpu_clock=cpu_clock)
     return Measurement(mode=settings.mode, loops=calibration.loops, per_call_s=done.per_call_s,
                        order=done.order,
-                       warmup_calls=warmups, calibration=calibration,
+                       warmup_calls={name: w.calls for name, w in warmups.items()},
+                       calibration=calibration,
                        rounds_requested=settings.rounds, notes=tuple(notes),
                        settled=done.settled, cpu_s=done.cpu_s)
 
@@ -461,7 +499,7 @@ def more_rounds(sides: Sequence[AnySide], mode: str, loops: int, rounds: int,
     _check_distinct(sides)
     if loops < 1 or rounds < 1:
         raise ValueError("loops and rounds must be >= 1")
-    warmups = {s.name: warm_up(s, mode, clock, warmup_time_s) for s in sides}
+    warmups = {s.name: warm_up(s, mode, clock, warmup_time_s).calls for s in sides}
     done = _interleaved_rounds(sides, loops, rounds, mode, clock, settle, first_round,
                                cpu_clock)
     return MoreRounds(per_call_s=done.per_call_s, order=done.order, warmup_calls=warmups,

@@ -14,7 +14,7 @@ Requests (each answered ("ok", value) by serve):
   ("sample", which, loops, mode, rewarm)     -> (seconds for `loops` calls, this process's
                                                 CPU seconds or None), re-warmed first
                                                 (measure.rewarm) when `rewarm`
-  ("warm_up", which, mode, warmup_time_s)    -> calls made
+  ("warm_up", which, mode, warmup_time_s)    -> WarmUp (calls made, steady per-call s)
   ("sync_cost", which)                       -> seconds
   ("memory",)                                -> this side's peak_memory entry
   ("side_info",)  ("side_overheads",)  ("side_ceilings",)  ("side_check_apis", instances)
@@ -27,6 +27,7 @@ from typing import Any, Callable
 from opbench.runner import inputs as inputs_mod
 from opbench.runner.measure import (
     Side,
+    WarmUp,
     rewarm,
     run_sample,
     sample_with_cpu,
@@ -98,7 +99,7 @@ class SideServer:
             return run_sample(side, loops, mode, clock), None
         return sample_with_cpu(side, loops, mode, clock, cpu_clock)
 
-    def _warm_up(self, which: str, mode: str, warmup_time_s: float) -> int:
+    def _warm_up(self, which: str, mode: str, warmup_time_s: float) -> WarmUp:
         return warm_up(self._side(which), mode, self.session.clock, warmup_time_s)
 
     def _sync_cost(self, which: str) -> float:

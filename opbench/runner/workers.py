@@ -51,7 +51,7 @@ from opbench.config import RunConfig
 from opbench.runner import inputs as inputs_mod
 from opbench.runner.exits import describe_exit
 from opbench.runner.interpreters import InterpreterError, check_interpreter
-from opbench.runner.measure import Clock
+from opbench.runner.measure import Clock, WarmUp
 from opbench.runner.protocol import BACKWARD, FORWARD
 from opbench.runner.raw_records import instance_header
 from opbench.runner.session import Session, SideFailed, SideLost
@@ -235,7 +235,7 @@ class ProcessSide:
                ) -> tuple[float, float | None]:
         return self.worker.call("sample", self.which, loops, mode, rewarm_first)
 
-    def warm_up(self, mode: str, warmup_time_s: float) -> int:
+    def warm_up(self, mode: str, warmup_time_s: float) -> WarmUp:
         return self.worker.call("warm_up", self.which, mode, warmup_time_s)
 
     def sync_cost(self) -> float:

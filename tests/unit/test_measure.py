@@ -6,9 +6,11 @@ import pytest
 from opbench.config import ASYNC, MIN_ROUNDS, SERIAL, MeasureSettings
 from opbench.runner.measure import (
     BUDGET_SLACK,
+    CALIBRATION_HEADROOM,
     MIN_WARMUP_CALLS,
     Calibration,
     Side,
+    WarmUp,
     calibrate,
     clock_resolution_s,
     expected_sample_s,
@@ -117,6 +119,69 @@ def test_calibration_keeps_one_loop_when_a_single_call_is_long_enough():
     dev = FakeDevice(clock, launch_s=0, kernel_s=0.05, sync_s=0)
     cal = calibrate([dev.side("a")], MeasureSettings(min_sample_time_s=0.02), clock, 1e-9)
     assert cal.loops == 1
+
+
+def _serial_pair(clock: FakeClock, fast_s: float, slow_s: float):
+    fast = FakeDevice(clock, launch_s=0, kernel_s=fast_s, sync_s=0)
+    slow = FakeDevice(clock, launch_s=0, kernel_s=slow_s, sync_s=0)
+    return [fast.side("fast"), slow.side("slow")]
+
+
+def test_a_serial_calibration_starts_from_the_warm_ups_per_call_times_in_one_probe():
+    clock = FakeClock()
+    settings = MeasureSettings(mode=SERIAL, min_sample_time_s=0.01, max_time_s=2.0)
+    warm = {"fast": WarmUp(calls=50, per_call_s=1e-6), "slow": WarmUp(calls=20, per_call_s=4e-6)}
+    cal = calibrate(_serial_pair(clock, 1e-6, 4e-6), settings, clock, resolution_s=1e-9,
+                    warm=warm)
+    assert len(cal.probes) == 1                    # against 3 probes grown from one loop
+    assert cal.loops == pytest.approx(CALIBRATION_HEADROOM * 0.01 / 1e-6, rel=1e-6)
+    assert cal.probes[0][1]["fast"] >= 0.01 and not cal.capped_by_budget
+    without = calibrate(_serial_pair(clock, 1e-6, 4e-6), settings, clock, resolution_s=1e-9)
+    assert len(without.probes) > 1
+
+
+def test_a_cap_the_warm_up_already_shows_needs_one_probe_to_believe():
+    clock = FakeClock()
+    # MindSpore-like: the slow side 1000x slower per call; its sample share is 1.2 s / 30
+    settings = MeasureSettings(mode=SERIAL, min_sample_time_s=0.01)
+    warm = {"fast": WarmUp(calls=50, per_call_s=1e-6), "slow": WarmUp(calls=5, per_call_s=1e-3)}
+    cal = calibrate(_serial_pair(clock, 1e-6, 1e-3), settings, clock, resolution_s=1e-9,
+                    warm=warm)
+    cap_s = settings.max_time_s / (settings.rounds * 2)
+    assert cal.capped_by_budget and len(cal.probes) == 1
+    assert cal.loops == int(cap_s / (1e-3 * CALIBRATION_HEADROOM))
+    old = calibrate(_serial_pair(clock, 1e-6, 1e-3), settings, clock, resolution_s=1e-9)
+    assert old.capped_by_budget and old.loops == cal.loops and len(old.probes) >= 3
+
+
+def test_a_warm_up_that_overstates_the_per_call_time_still_reaches_the_target():
+    # a call whose single-call time (with its sync) is 3x its time inside a loop: the first
+    # probe falls short and calibration grows on from it, as without the warm-up
+    clock = FakeClock()
+    settings = MeasureSettings(mode=SERIAL, min_sample_time_s=0.01, max_time_s=2.0)
+    warm = {"fast": WarmUp(calls=50, per_call_s=3e-6), "slow": WarmUp(calls=50, per_call_s=6e-6)}
+    cal = calibrate(_serial_pair(clock, 1e-6, 2e-6), settings, clock, resolution_s=1e-9,
+                    warm=warm)
+    assert cal.probes[-1][1]["fast"] >= 0.01 and len(cal.probes) == 2
+
+
+def test_an_async_calibration_does_not_start_from_single_calls():
+    # one async call and its sync cost launch + kernel + sync: nothing like a queued loop's
+    clock = FakeClock()
+    dev = FakeDevice(clock, launch_s=1e-6, kernel_s=1e-6, sync_s=50e-6)
+    settings = MeasureSettings(mode=ASYNC, min_sample_time_s=0.01)
+    warmed = calibrate([dev.side("a")], settings, clock, resolution_s=1e-9,
+                       warm={"a": WarmUp(calls=100, per_call_s=52e-6)})
+    cold = calibrate([dev.side("a")], settings, clock, resolution_s=1e-9)
+    assert [p[0] for p in warmed.probes] == [p[0] for p in cold.probes]
+
+
+def test_warm_up_reports_its_steady_per_call_time():
+    from opbench.runner.measure import warm_up
+    clock = FakeClock()
+    dev = FakeDevice(clock, launch_s=0, kernel_s=2e-4, sync_s=0)
+    done = warm_up(dev.side("a"), SERIAL, clock, warmup_time_s=0.01)
+    assert done.calls >= 0.01 / 2e-4 and done.per_call_s == pytest.approx(2e-4, rel=1e-6)
 
 
 def test_interleaved_order_alternates():

@@ -13,6 +13,7 @@ from worker_fakes import Spawner
 import opbench.runner.workers as workers_mod
 from opbench.config import OPBENCH_VERSION
 from opbench.config.options import OptionError, RunOptions
+from opbench.runner.measure import WarmUp
 from opbench.config.sides import SideSpec, SideSpecError, load_environments, parse_side
 from opbench.results.recorded_run import run
 from opbench.runner.interpreters import InterpreterError, check_interpreter
@@ -148,7 +149,7 @@ class _RemoteFake:
         return loops * 1e-3, 2e-3
 
     def warm_up(self, mode, warmup_time_s):
-        return 3
+        return WarmUp(calls=3, per_call_s=1e-3)
 
     def sync_cost(self):
         return 1e-6
