@@ -228,10 +228,12 @@ def reclaiming(on_progress):
 
 
 def pass_printer(quiet: bool):
-    def on_pass(pass_index, passes):
+    from opbench.report.progress import pass_text
+
+    def on_pass(pass_index, passes, measured, decided):
         if not quiet:
-            err.print(f"[dim]pass {pass_index}/{passes}: more rounds for every measured "
-                      f"instance[/]", highlight=False)
+            err.print(f"[dim]pass {pass_index}/{passes}: {pass_text(measured, decided)}[/]",
+                      highlight=False)
     return on_pass
 
 

@@ -66,6 +66,13 @@ def announcing_imports(on_import: Callable[[str], None],
         sys.meta_path.remove(finder)
 
 
+def pass_text(measured: int, decided: int) -> str:
+    """What a later pass does: every measured instance again, or the undecided ones."""
+    if not decided:
+        return "more rounds for every measured instance"
+    return f"{measured} undecided measured again, {decided} decided"
+
+
 def _eta_text(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
@@ -90,6 +97,8 @@ class RunProgress:
         self._task: Any = None
         self._started_s: float | None = None
         self._finished = 0
+        # (when the last pass after the first began, how many instances it measured)
+        self._last_pass: tuple[float, int] | None = None
 
     # ------------------------------------------------------------------ start-up
     @contextmanager
@@ -161,16 +170,26 @@ class RunProgress:
         if self._bar is not None:
             self._bar.update(self._task, advance=1)
 
-    def on_pass(self, pass_index: int, passes: int) -> None:
-        """runner.run's callback before each later pass (no per-instance calls there)."""
+    def on_pass(self, pass_index: int, passes: int, measured: int, decided: int) -> None:
+        """runner.run's callback before each later pass (no per-instance calls there): how
+        many instances it measures again, how many an early stop settled, and an ETA from
+        the last pass's time per instance. Under an early stop (decided > 0) the ETA is an
+        upper bound: more instances may stop at the next process's end."""
+        now = self.clock()
+        last = self._last_pass
+        self._last_pass = (now, measured)
         if self.quiet:
             return
         if self._bar is not None and self._task is not None:
             total = self._bar.tasks[0].total or 0
             self._bar.update(self._task, completed=total * (pass_index - 1) / passes,
                              description=self._description(pass_index), current="")
-        self._line(f"{self._prefix()}pass {pass_index}/{passes}: more rounds for every "
-                   f"measured instance")
+        line = f"{self._prefix()}pass {pass_index}/{passes}: {pass_text(measured, decided)}"
+        if last is not None and last[1] > 0:
+            per_instance_pass = (now - last[0]) / last[1]
+            eta = per_instance_pass * measured * (passes - pass_index + 1)
+            line += f"; eta {'at most ' if decided else ''}{_eta_text(eta)}"
+        self._line(line)
 
     def on_look(self, process: int, max_processes: int, undecided: int, decided: int,
                 eta_s: float) -> None:

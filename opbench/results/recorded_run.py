@@ -61,7 +61,9 @@ def measure_everywhere(session: MeasuringSession, instance: CaseInstance) -> dic
 InstanceCallback = Callable[[int, int, CaseInstance, "dict[str, Any] | None"], None]
 
 
-PassCallback = Callable[[int, int], None]
+# on_pass(pass_index, passes, measured, decided): before each later pass, how many instances
+# it measures again and how many an early stop has already settled (0 without one).
+PassCallback = Callable[[int, int, int, int], None]
 
 
 def run(instances: Sequence[CaseInstance], config: RunConfig, *,
@@ -75,7 +77,8 @@ def run(instances: Sequence[CaseInstance], config: RunConfig, *,
     """Run every instance and return the record. With json_path the record is rewritten
     atomically after every instance (and every pass), so an interrupt or crash keeps what
     was measured. on_progress(i, n, instance, record_or_None) is called before (None) and
-    after each instance of the first pass; on_pass(pass_index, passes) before each later one,
+    after each instance of the first pass; on_pass(pass_index, passes, measured, decided)
+    before each later one,
     or under sequential stopping (config.sequential) on_look(process, max_processes,
     undecided, decided, eta_s) before each process after the first (sequential_run.py).
     early_stop: the fixed protocol's instances stop at a process's end once its rule says
@@ -186,7 +189,7 @@ def run_passes(session: MeasuringSession, instances: Sequence[CaseInstance],
             if not open_:
                 break
         if on_pass:
-            on_pass(pass_index, passes)
+            on_pass(pass_index, passes, len(open_), len(instances) - len(open_))
         for offset, inst in enumerate(instances):
             if offset not in open_:
                 continue

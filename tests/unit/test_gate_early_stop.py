@@ -73,12 +73,13 @@ def instances(tmp_path):
         .replace("args: [$x, $y]", "args: [$x]")))
 
 
-def measured(instances, config, session_class, early_stop=None, tmp_path=None):
+def measured(instances, config, session_class, early_stop=None, tmp_path=None, on_pass=None):
     pool = WorkerPool(config, spawn=Spawner(session_class))
     pool.open()
     try:
         return run(instances, config, session=pool, early_stop=early_stop,
-                   json_path=None if tmp_path is None else tmp_path / "current.json")
+                   json_path=None if tmp_path is None else tmp_path / "current.json",
+                   on_pass=on_pass)
     finally:
         pool.close()
 
@@ -98,6 +99,13 @@ def test_decided_at_the_first_look_stops_and_one_at_the_minimum_effect_runs_ever
     by_case = {inst.case: inst for inst in current.instances}
     steady, wobbly = by_case["steady"], by_case["wobbly"]
     assert steady.sequential.processes == 1 and steady.sequential.stopped == "decided"
+    # the passes after process 1 measure only `wobbly`, and the progress callback says so
+    passes = []
+    measured(instances, config, offset_session_class(1 / (1 - DEFAULT_MIN_EFFECT)),
+             stage1_stop(baseline, config, GateSettings()),
+             on_pass=lambda *seen: passes.append(seen))
+    assert passes[0] == (2, 2 * PROCESSES, 2, 0)           # process 1's second pass: both
+    assert passes[1] == (3, 2 * PROCESSES, 1, 1)           # process 2: one decided
     assert steady.sequential.look_confidence == pytest.approx(0.995)
     assert set(steady.measurements["serial"].process_of_round) == {1}
     assert wobbly.sequential is None

@@ -62,6 +62,20 @@ def test_passes_count_in_the_eta_and_quiet_prints_nothing():
     assert quiet_console.file.getvalue() == ""
 
 
+def test_later_passes_say_how_many_are_measured_again_and_an_upper_bound_eta():
+    # the gate's stage 1 under its early stop: 4 processes x 5 passes, and at the end of
+    # process 1 (before pass 6) 8 of 12 instances are decided
+    console, clock = plain_console(), Clock()
+    progress = RunProgress(console, passes=20, clock=clock)
+    progress.on_pass(5, 20, 12, 0)
+    clock.now += 6.0                        # pass 5: 12 instances in 6 s
+    progress.on_pass(6, 20, 4, 8)
+    lines = console.file.getvalue().splitlines()
+    assert lines == ["pass 5/20: more rounds for every measured instance",
+                     # 4 instances x 15 passes left x 0.5 s: no more than that
+                     "pass 6/20: 4 undecided measured again, 8 decided; eta at most 30 s"]
+
+
 def test_on_a_terminal_a_bar_shows_the_current_instance():
     console = Console(file=io.StringIO(), width=100, force_terminal=True, color_system=None)
     progress = RunProgress(console, clock=Clock())

@@ -35,7 +35,7 @@ def run_passes_fake(tmp_path, *cases, passes=3, settings=FAST_SETTINGS, session=
     instances = load_instances(case_file(tmp_path, *cases))
     seen_passes: list[tuple[int, int]] = []
     record = run(instances, config, session=session,
-                 on_pass=lambda i, n: seen_passes.append((i, n))).to_dict()
+                 on_pass=lambda i, n, measured, decided: seen_passes.append((i, n))).to_dict()
     return record, session, seen_passes
 
 
@@ -62,7 +62,7 @@ def test_rounds_of_later_passes_reflect_a_changed_cost(tmp_path):
     target = session.adapters["mindspore"]
     instances = load_instances(case_file(tmp_path, binary_case("add")))
 
-    def slow_down(pass_index, passes):
+    def slow_down(pass_index, passes, measured, decided):
         target.costs["mindspore.add"] = target.cost_s * 2
 
     record = run(instances, config, session=session, on_pass=slow_down).to_dict()
@@ -80,7 +80,7 @@ def test_a_failing_later_pass_keeps_the_earlier_rounds_and_says_so(tmp_path):
     target = session.adapters["mindspore"]
     instances = load_instances(case_file(tmp_path, binary_case("add")))
 
-    def break_target(pass_index, passes):
+    def break_target(pass_index, passes, measured, decided):
         target.functions["mindspore.add"] = target.functions["mindspore.boom"]
 
     record = run(instances, config, session=session, on_pass=break_target).to_dict()
@@ -133,7 +133,7 @@ def test_the_file_is_saved_after_every_pass(tmp_path):
     instances = load_instances(case_file(tmp_path, binary_case("add")))
     rounds_on_disk: list[int] = []
 
-    def on_pass(pass_index, passes):
+    def on_pass(pass_index, passes, measured, decided):
         saved = json.loads(out.read_text())
         rounds_on_disk.append(saved["instances"][0]["measurements"]["serial"]["rounds"])
 
