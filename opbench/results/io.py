@@ -129,9 +129,19 @@ def new_record(config: dict[str, Any], frameworks: dict[str, Any],
 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
+    """`data` as JSON (indent 1), written atomically (write_text_atomic)."""
+    write_text_atomic(path, json_text(data))
+
+
+def json_text(data: Any, indent: int | None = 1) -> str:
+    """How opbench writes JSON: indented by 1, no NaN, numpy scalars as numbers."""
+    return json.dumps(data, indent=indent, allow_nan=False, default=_json_default)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """Write to a temporary file in the same directory, fsync, then rename over the target:
     a crash or Ctrl-C at any moment leaves either the old file or the new one, never a
-    truncated mix."""
+    truncated mix. A newline ends the file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -140,7 +150,7 @@ def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
         # follows the umask like one.
         os.fchmod(fd, 0o666 & ~_current_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, allow_nan=False, default=_json_default)
+            f.write(text)
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())

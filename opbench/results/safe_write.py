@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from opbench.results.records import RunRecord, write_run_dict
+from opbench.results.records import RunRecord
+from opbench.results.run_file import RunFileWriter
 
 __all__ = ["ResultsNotSaved", "ResilientSaver", "unwritable_reason"]
 
@@ -56,12 +57,14 @@ def unwritable_reason(path: str | os.PathLike) -> str | None:
 
 class ResilientSaver:
     """save() after every instance: a failed write is remembered, not raised, and the next
-    save() tries again with the whole record (the dict the run is building; written through
-    records.write_run_dict). finish() is the last try."""
+    save() tries again with the whole record (the dict the run is building; written as
+    records.write_run_dict writes it, by a run_file.RunFileWriter of its own). finish() is
+    the last try."""
 
     def __init__(self, path: str | os.PathLike, record: dict[str, Any],
-                 write: Callable[[str | os.PathLike, Mapping[str, Any]], None] = write_run_dict):
-        self.path, self.record, self._write = path, record, write
+                 write: Callable[[str | os.PathLike, Mapping[str, Any]], None] | None = None):
+        self.path, self.record = path, record
+        self._write = RunFileWriter() if write is None else write
         self.error: OSError | None = None
         self.failures = 0
 

@@ -20,10 +20,10 @@ from opbench.verdicts.stats import (
     BetweenProcessPrior,
     Look,
     RatioEstimate,
-    between_process_prior,
-    between_process_sd,
+    between_process_excess,
     look_estimate,
     ratio_estimate,
+    run_spread_prior,
     summarize,
 )
 
@@ -137,17 +137,17 @@ def apply_between_process_prior(records: Sequence[dict[str, Any]], config: RunCo
 def run_between_process_prior(records: Sequence[dict[str, Any]], config: RunConfig
                               ) -> BetweenProcessPrior | None:
     """The run's typical between-process spread from every measurement made in several
-    processes so far (stats.between_process_prior); None with too few."""
-    spreads = []
+    processes so far (stats.run_spread_prior); None with too few."""
+    excesses = []
     for inst in records:
         for m in (inst.get("measurements") or {}).values():
             groups = m.get("process_of_round")
             if groups and len(set(groups)) > 1:
-                found = between_process_sd(m["samples_s"][config.reference],
-                                           m["samples_s"][config.target], groups)
+                found = between_process_excess(m["samples_s"][config.reference],
+                                               m["samples_s"][config.target], groups)
                 if found is not None:
-                    spreads.append(found)
-    return between_process_prior(spreads)
+                    excesses.append(found)
+    return run_spread_prior(excesses)
 
 
 def conclude(record: dict[str, Any], config: RunConfig) -> None:
@@ -155,7 +155,8 @@ def conclude(record: dict[str, Any], config: RunConfig) -> None:
     measurements = record["measurements"]
     per_mode = {k: {n: m["summary"][n]["median_s"] for n in config.frameworks}
                 for k, m in measurements.items()}
-    record["explanation"] = explain_modes(per_mode, config.launch, config.device)
+    record["explanation"] = explain_modes(per_mode, config.launch, config.device,
+                                          config.framework_of)
     record["verdict"] = worst(Verdict(m["verdict"]) for m in measurements.values()).value
 
 

@@ -3,7 +3,7 @@ against async. Pure functions over numbers already measured; the report prints t
 the results record keeps them, so a reader can tell "kernel slower" from "dispatch slower"."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 # An op whose time per call is within this factor of the framework's trivial-op time is
 # dominated by per-call overhead (Python dispatch, launch, sync), not by its kernel.
@@ -47,10 +47,12 @@ def launch_blocking_matters(name: str, device: str = "cpu") -> bool:
 
 
 def explain_modes(per_mode_medians_s: Mapping[str, Mapping[str, float]],
-                  launch: str = "queued", device: str = "cpu") -> list[str]:
+                  launch: str = "queued", device: str = "cpu",
+                  framework_of: Callable[[str], str] = lambda name: name) -> list[str]:
     """Notes comparing serial with async for each side (forward or backward alike). With
     queued launches the note points at --launch blocking, which takes the queue out, for
-    the sides where it does (launch_blocking_matters)."""
+    the sides where it does (launch_blocking_matters of the side's framework: a side named
+    by its label, `mindspore@ms29`, runs `mindspore`)."""
     notes = []
     for serial_key in [k for k in per_mode_medians_s if k.startswith("serial")]:
         async_key = "async" + serial_key[len("serial"):]
@@ -60,7 +62,8 @@ def explain_modes(per_mode_medians_s: Mapping[str, Mapping[str, float]],
         for name in serial:
             s, a = serial.get(name), async_.get(name)
             if s and a and s > MODE_GAP_FACTOR * a:
-                hint = launch == "queued" and launch_blocking_matters(name, device)
+                hint = launch == "queued" and launch_blocking_matters(framework_of(name),
+                                                                      device)
                 notes.append(f"{name}: {serial_key} {_us(s)} is {s / a:.0f}x {async_key} "
                              f"{_us(a)} per call: waiting for each result (sync latency) "
                              f"dominates the serial time, not the kernel"

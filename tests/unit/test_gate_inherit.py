@@ -101,6 +101,17 @@ def test_blocking_launches_are_never_suggested_for_torch_on_the_cpu():
     assert all("--launch blocking" in n for n in explain_modes(medians, "queued", "cuda:0"))
 
 
+def test_a_side_named_by_its_label_gets_its_frameworks_launch_hint():
+    # two MindSpore builds: the sides are `mindspore@ms29` and `mindspore`; the labelled one
+    # lost the hint when the lookup went by name (seen on the 2.9.0 against 2.10.0 run)
+    medians = {"serial": {"mindspore@ms29": 8e-4, "mindspore": 8e-4},
+               "async": {"mindspore@ms29": 3e-5, "mindspore": 3e-5}}
+    frameworks = {"mindspore@ms29": "mindspore", "mindspore": "mindspore"}
+    notes = explain_modes(medians, "queued", "cpu", frameworks.__getitem__)
+    assert len(notes) == 2 and all("--launch blocking" in n for n in notes)
+    assert notes[0].startswith("mindspore@ms29:")
+
+
 # -- the inheritance is derived from the options table ------------------------------------
 
 def test_a_new_row_in_the_options_table_is_inherited_without_touching_the_gate():

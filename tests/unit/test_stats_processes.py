@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from opbench.verdicts.stats import (
+    between_process_excess,
     between_process_prior,
-    between_process_sd,
     ratio_estimate,
+    run_spread_prior,
     student_t_quantile,
 )
 
@@ -39,7 +40,7 @@ def coverage(use_groups: bool, use_prior: bool, trials: int = 300, seed: int = 3
     hits = 0
     for _ in range(trials):
         run = [simulated_instance(rng) for _ in range(20)]
-        prior = between_process_prior([between_process_sd(*inst) for inst in run]) \
+        prior = run_spread_prior([between_process_excess(*inst) for inst in run]) \
             if use_prior else None
         ref, target, groups = run[0]
         est = ratio_estimate(ref, target, groups=groups if use_groups else None, prior=prior)
@@ -70,7 +71,42 @@ def test_grouped_estimate_reports_processes_and_spread():
     assert est.ci_low <= one.ci_low and est.ci_high >= one.ci_high
 
 
+def _run_of_excesses(rng, between_sd, processes, instances=30, noisy=0, round_sd=0.10):
+    run = []
+    for i in range(instances):
+        ref, target, groups = simulated_instance(rng, between_sd=0.5 if i < noisy else
+                                                 between_sd, processes=processes,
+                                                 within_sd=round_sd)
+        run.append(between_process_excess(ref, target, groups))
+    return run
+
+
+@pytest.mark.parametrize("processes", [2, 3])
+def test_the_runs_spread_is_not_read_low_from_few_processes_each(processes):
+    # most instances of a sequential run that reach a second look have 2-3 processes: the
+    # median of their SDs truncated at 0 read a third of the truth or less; the trimmed mean
+    # of the untruncated excesses stays near it
+    rng = np.random.default_rng(7)
+    estimates, medians = [], []
+    for _ in range(40):
+        run = _run_of_excesses(rng, 0.03, processes)
+        estimates.append(run_spread_prior(run).sd)
+        medians.append(float(np.median([math.sqrt(max(0.0, v)) for v, _ in run])))
+    assert 0.022 <= float(np.median(estimates)) <= 0.045
+    if processes == 2:
+        assert float(np.median(medians)) < 0.015     # what the old estimate did
+
+
+def test_a_few_noisy_instances_do_not_speak_for_the_run():
+    rng = np.random.default_rng(8)
+    sds = [run_spread_prior(_run_of_excesses(rng, 0.03, 3, noisy=2)).sd for _ in range(40)]
+    assert float(np.median(sds)) < 0.06          # the plain mean read ~0.12
+
+
 def test_prior_needs_enough_instances():
+    assert run_spread_prior([(0.01, 2)] * 4) is None
+    assert run_spread_prior([(-0.001, 1)] * 5).sd == 0.0     # no spread beyond the rounds'
+
     assert between_process_prior([(0.1, 2)] * 4) is None
     prior = between_process_prior([(0.1, 2)] * 4 + [(0.5, 2)])
     assert prior is not None and prior.sd == pytest.approx(0.1)
