@@ -4,7 +4,9 @@ request, one worker at a time (nothing else starting), for each kind of worker a
     python tools/worker_setup_time.py [--repeats 3] [--threads 2]
 
 Kinds: `both` (the default pool's worker: "open", torch and MindSpore in one process),
-`torch` and `mindspore` (a side worker: "open_side", one framework). The kinds alternate
+`torch` and `mindspore` (a side worker: "open_side", one framework), `pair` (a torch and a
+MindSpore side worker started together, as a run of one process per side starts them:
+until the later one is ready). The kinds alternate
 within each repeat, so the host's drift hits them alike. Run it under the CPU lock: the
 imports are CPU-bound and any other work on the cores lengthens them.
 """
@@ -19,7 +21,7 @@ import time
 os.environ.setdefault("GLOG_v", "3")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-KINDS = ("both", "torch", "mindspore")
+KINDS = ("both", "torch", "mindspore", "pair")
 
 
 def setup_seconds(kind: str, config) -> float:
@@ -28,13 +30,18 @@ def setup_seconds(kind: str, config) -> float:
 
     started = time.perf_counter()
     if kind == "both":
-        worker = spawn_worker(1)
-        worker.call("open", config, (), 1)
+        workers = [spawn_worker(1)]
+        workers[0].call("open", config, (), 1)
     else:
-        worker = spawn_worker(1, kind)
-        worker.call("open_side", config, kind, 1)
+        sides = ("torch", "mindspore") if kind == "pair" else (kind,)
+        workers = [spawn_worker(1, side) for side in sides]
+        for worker in workers:
+            worker.send("open_side", config, worker.side, 1)
+        for worker in workers:
+            worker.receive()
     elapsed = time.perf_counter() - started
-    worker.close()
+    for worker in workers:
+        worker.close()
     return elapsed
 
 
