@@ -325,8 +325,9 @@ class Check(_Record):
     atol: float = _key()
     detail: str = _key("")
     expected_mismatch: str | None = _key(None)
-    # runner/check.py: where the values differ most (the flattened output's position, the
-    # element's index); absent: they agree, or differ in count, shape or dtype kind.
+    # runner/check.py: where the values differ (the flattened output's position, the index
+    # of its worst out-of-tolerance element); absent: they agree, or differ in count, shape
+    # or dtype kind.
     worst_output: int | None = _key(None)
     worst_index: tuple[int, ...] | None = _key(None)
 

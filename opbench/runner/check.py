@@ -19,9 +19,10 @@ class CheckResult:
     rtol: float
     atol: float
     detail: str = ""          # why it failed, or what differed harmlessly (dtype)
-    # Where the values differ most, when they differ beyond the tolerance: the output's
-    # position among the flattened outputs and the element's index in it (the element
-    # `detail` quotes); None when they agree or differ in count, shape or dtype kind.
+    # Where they differ, when values differ beyond the tolerance: the output's position
+    # among the flattened outputs and the index of its out-of-tolerance element with the
+    # largest absolute difference (the element `detail` quotes; for booleans the first that
+    # differs); None when they agree or differ in count, shape or dtype kind.
     worst_output: int | None = None
     worst_index: tuple[int, ...] | None = None
 
