@@ -4,6 +4,7 @@ on the same inputs and thread count (a sanity check of the measurement protocol)
     python tools/check_against_torch_timer.py cases/ --op add -k float32          # interleaved
     python tools/check_against_torch_timer.py --results out/run.json              # a run's medians
     python tools/check_against_torch_timer.py cases/ -k reshape --alone           # torch alone
+    python tools/check_against_torch_timer.py cases/ --op add -k float32 --sides  # side path
 
 Default (interleaved): one process set up as an opbench worker is (both frameworks, the
 run's default threads and launches). For each instance, ROUNDS times: opbench measures the
@@ -15,6 +16,11 @@ here, hits both figures of a round alike instead of landing between them.
 --results: the medians an `opbench run` measured, against the Timer in this torch-only
 process minutes later (exposed to the host's drift: a first look, not a verdict).
 --alone: opbench's protocol and the Timer on torch alone, in this process.
+--sides: interleaved, through the side-process path (runner/workers.py RemoteSession): this
+process imports only torch and serves the torch side (side_server.SideServer, answered
+here instead of over a socket), MindSpore runs in a side worker process of its own; the
+protocol is the parent's, each sample timed whole in its side's process, and the Timer
+times torch in the same process as opbench's torch samples.
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 
 os.environ.setdefault("GLOG_v", "3")
 
@@ -56,23 +63,78 @@ def _summary(quoted: list[float]) -> str:
             f"max {dev[-1]:.3f}; within 5%: {sum(d <= 0.05 for d in dev)} of {len(dev)}")
 
 
+class _ThisProcess:
+    """A side served in this process: the requests a side worker answers over its socket
+    (worker_main.serve), answered by a SideServer here."""
+
+    def __init__(self, server, side: str):
+        self.server, self.side, self.index = server, side, 1
+        self.pid = os.getpid()
+
+    def call(self, op: str, *args):
+        return self.server.answer(op, args)
+
+    def close(self) -> None:
+        self.server.session.close()
+
+
+def _both_frameworks_session(config):
+    """This process set up like an opbench worker: both frameworks in one Session."""
+    from opbench.runner.session import Session
+
+    session = Session(config)
+    session.open()
+    return session, session.adapters["torch"], [session.close]
+
+
+def _side_process_session(config):
+    """The side path: torch alone in this process, MindSpore in a worker process of its own,
+    a RemoteSession running the protocol through both."""
+    from opbench.runner.session import Session
+    from opbench.runner.side_server import SideServer
+    from opbench.runner.workers import RemoteSession, spawn_worker
+
+    other = spawn_worker(1, "mindspore")
+    other.send("open_side", config, "mindspore", 1)      # its import runs while torch's does
+    torch_session = Session(config, sides=("torch",))
+    torch_session.open()
+    here = _ThisProcess(SideServer(torch_session, "torch"), "torch")
+    other.receive()
+    session = RemoteSession(config, {"torch": here, "mindspore": other}, 1,
+                            watch_pids=[other.pid])
+    session.open()
+    if "mindspore" in sys.modules:      # the comparison would be no comparison
+        raise RuntimeError("the torch side's process has imported MindSpore")
+    return session, torch_session.adapters["torch"], [other.close, here.close]
+
+
 def interleaved(instances, args) -> list[float]:
-    """opbench and the Timer in turn, in one process set up like an opbench worker."""
+    """opbench and the Timer in turn, in one process set up like an opbench worker (or, with
+    --sides, the torch side's process of the side path)."""
     import torch.utils.benchmark as tb
 
     from opbench.cli.common import build_config
-    from opbench.runner.session import Session
 
     config = build_config(timing=True, processes=1, threads=args.threads, no_backward=True)
-    session = Session(config)
-    session.open()
-    print(f"one process: threads {config.threads}, launch {config.launch}, quiesce "
+    opened = (_side_process_session if args.sides else _both_frameworks_session)(config)
+    session, torch_adapter, closers = opened
+    try:
+        return _interleaved_rounds(instances, args, config, session, torch_adapter, tb)
+    finally:
+        for close in closers:
+            close()
+
+
+def _interleaved_rounds(instances, args, config, session, torch_adapter, tb) -> list[float]:
+    where = ("torch alone in this process, MindSpore in a side process" if args.sides
+             else "one process, both frameworks")
+    print(f"{where}: threads {config.threads}, launch {config.launch}, quiesce "
           f"{config.quiesce}; {args.rounds} rounds of (opbench, Timer) per instance")
     print(f"{'instance':50s} {'opbench':>11s} {'Timer':>11s} {'opbench/Timer':>14s} "
           f"{'per-round range':>17s}")
     quoted = []
     for inst in instances:
-        fn, a, kw = _torch_call(session.adapters["torch"], inst)
+        fn, a, kw = _torch_call(torch_adapter, inst)
         ours, theirs, ratios = [], [], []
         for _ in range(args.rounds):
             record = session.run_instance(inst)
@@ -82,7 +144,9 @@ def interleaved(instances, args) -> list[float]:
             if session.quiescer is not None:   # the Timer gets the wait opbench's sample had
                 session.quiescer.settle()
             t = _timer_median(tb, fn, a, kw, config.threads, args.min_run_time)
-            ours.append(m["summary"]["torch"]["median_s"])
+            # the raw record (the runner judges nothing): the median of torch's per-call
+            # samples, what the judged record's summary.torch.median_s says
+            ours.append(statistics.median(m["samples_s"]["torch"]))
             theirs.append(t)
             ratios.append(ours[-1] / t)
         if not ratios:
@@ -138,6 +202,9 @@ def main() -> None:
     parser.add_argument("--results", default=None, help="an opbench results JSON")
     parser.add_argument("--alone", action="store_true",
                         help="opbench's protocol on torch alone, in this process")
+    parser.add_argument("--sides", action="store_true",
+                        help="interleaved through the side path: torch alone in this "
+                             "process, MindSpore in a side process")
     parser.add_argument("--rounds", type=int, default=5,
                         help="interleaved (opbench, Timer) rounds per instance")
     parser.add_argument("--min-run-time", type=float, default=0.5)

@@ -31,6 +31,7 @@ def bisect_command(environments, keyword, ops, tags, cases_paths, out_dir, min_s
     got slower, one run of an environment against the first per probe."""
     from opbench.cli.common import run_and_record
     from opbench.report.bisect import bisect_lines
+    from opbench.report.text import side_identity
     from opbench.results.bisect import bisect_environments, estimates_of
 
     if len(environments) < 2:
@@ -44,11 +45,17 @@ def bisect_command(environments, keyword, ops, tags, cases_paths, out_dir, min_s
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
 
+    identities: dict[str, str] = {}    # each environment's version, build, interpreter
+
     def probe(k):
         record = run_and_record(instances, configs[k], directory / f"probe-{k}.json",
                                 quiet=quiet, stage=f"{environments[k]} vs {environments[0]}")
+        for env, side in ((environments[0], configs[k].reference),
+                          (environments[k], configs[k].target)):
+            if side in record.frameworks:
+                identities[env] = side_identity(side, record.frameworks[side])
         return estimates_of(record)
 
     result = bisect_environments(environments, probe, min_slowdown)
-    for line in bisect_lines(result):
+    for line in bisect_lines(result, identities):
         out.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -8,6 +8,8 @@ History of compatible additions (callers written against the first version keep 
 - `Unsupported`: the framework cannot do what was asked (a dtype, autograd).
 - `block_launches()` makes every operator launch synchronously (a run-level choice, see
   LAUNCH_MODES); the default does nothing, for frameworks that never queue work.
+- `build()` names the build (the source commit) where the framework exposes one; the
+  default None. info() carries it as "build" only when there is one.
 """
 from __future__ import annotations
 
@@ -106,9 +108,19 @@ class Adapter(ABC):
         output's shape; for tuple outputs, a sequence with one weight per output (None skips an
         output, e.g. the indices of topk). grad_weight=None means sum(output)."""
 
+    def build(self) -> str | None:
+        """The build this is (the source commit it was built from) where the framework
+        exposes it: two builds of one version (a nightly, a patched build) tell apart only by
+        it. None when the framework says nothing."""
+        return None
+
     def info(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version(), "device": self.device(),
-                "threads": self.threads(), "launch": self.launch()}
+        facts = {"name": self.name, "version": self.version(), "device": self.device(),
+                 "threads": self.threads(), "launch": self.launch()}
+        build = self.build()
+        if build:
+            facts["build"] = build
+        return facts
 
 
 def check_thread_count(threads: int) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -60,6 +61,26 @@ GLOG_ENV = "GLOG_v"
 # Moved to mindspore.graph.api in 2.9; mindspore.common.api before.
 EXECUTOR_MODULES = ("mindspore.graph.api", "mindspore.common.api")
 MODE_NAMES = {0: "GRAPH_MODE", 1: "PYNATIVE_MODE"}
+# The file a MindSpore wheel names its source commit in, beside its __init__.py:
+# `__commit_id__ = '[sha1]:2d550373,[branch]:(HEAD,origin/r2.10,r2.10)'` (2.8.0 to 2.10.0).
+COMMIT_ID_FILE = ".commit_id"
+_COMMIT_SHA = re.compile(r"\[sha1\]:\s*([0-9a-fA-F]{6,40})")
+
+
+def parse_commit_id(text: str) -> str | None:
+    """The commit hash in a .commit_id file's text; None when it names none."""
+    match = _COMMIT_SHA.search(text)
+    return match.group(1) if match else None
+
+
+def read_commit_id(package_dir: str) -> str | None:
+    """The commit of the MindSpore installed in `package_dir`; None without a readable
+    .commit_id (a build from source may have none)."""
+    try:
+        with open(os.path.join(package_dir, COMMIT_ID_FILE), encoding="utf-8") as f:
+            return parse_commit_id(f.read())
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 @dataclass
@@ -112,6 +133,12 @@ class MindSporeAdapter(Adapter):
     # -- identity -------------------------------------------------------------------------
     def version(self) -> str:
         return str(self._ms.__version__)
+
+    def build(self) -> str | None:
+        """The commit in the package's .commit_id file (2.8.0: be319822, 2.9.0: 4bcfac44,
+        2.10.0: 2d550373 in the wheels from PyPI); None without the file."""
+        package_file = getattr(self._ms, "__file__", None)   # None: a namespace or a fake
+        return read_commit_id(os.path.dirname(package_file)) if package_file else None
 
     def device(self) -> str:
         return CPU if self._spec.kind == CPU else f"{self._spec.kind}:{self._spec.index_or_default}"

@@ -40,6 +40,12 @@ TORCH_NPU_MODULE = "torch_npu"
 LAUNCH_BLOCKING_ENV = {CUDA: "CUDA_LAUNCH_BLOCKING", ASCEND: "ASCEND_LAUNCH_BLOCKING"}
 
 
+def known_build(git_version: Any) -> str | None:
+    """torch's git_version as a build name; None when torch does not know it."""
+    text = str(git_version or "").strip()
+    return None if not text or text.lower() == "unknown" else text
+
+
 def _no_sync() -> None:
     """CPU operators run synchronously in the calling thread: nothing is queued."""
 
@@ -57,6 +63,11 @@ class TorchAdapter(Adapter):
     # -- identity -------------------------------------------------------------------------
     def version(self) -> str:
         return str(self._torch.__version__)
+
+    def build(self) -> str | None:
+        """torch.version.git_version: the commit torch was built from ("Unknown" in a build
+        made outside a git checkout)."""
+        return known_build(getattr(self._torch.version, "git_version", None))
 
     def device(self) -> str:
         return CPU if self._spec.kind == CPU else f"{self._spec.kind}:{self._spec.index_or_default}"

@@ -2,6 +2,8 @@
 then each regression with where it got slower and the intervals that say so."""
 from __future__ import annotations
 
+from typing import Mapping
+
 from opbench.results.bisect import BisectResult, Estimate, Regression
 
 __all__ = ["bisect_lines"]
@@ -27,14 +29,19 @@ def _regression_line(r: Regression, envs: tuple[str, ...]) -> str:
     return f"{r.instance}: {total}; {where}{at}"
 
 
-def bisect_lines(result: BisectResult) -> list[str]:
+def bisect_lines(result: BisectResult,
+                 identities: Mapping[str, str] | None = None) -> list[str]:
+    """identities: what each measured environment is, as its probe's record says
+    (report/text.side_identity: framework, version, build, interpreter)."""
     envs = result.environments
     probed = ", ".join(envs[k] for k in result.probed)
     n = len(result.probed)
     lines = [f"{len(envs)} environments, {n} probe{'' if n == 1 else 's'} against {envs[0]} "
              f"({probed}); ratios are time in an environment / time in {envs[0]}, with 95% "
-             f"intervals",
-             f"{len(result.regressions)} slower in {envs[-1]}, {len(result.not_slower)} not"]
+             f"intervals"]
+    lines += [f"  {env}: {identities[env]}" for env in envs if env in (identities or {})]
+    lines.append(f"{len(result.regressions)} slower in {envs[-1]}, "
+                 f"{len(result.not_slower)} not")
     steps = [r for r in result.regressions if r.kind == "step"]
     creeps = [r for r in result.regressions if r.kind == "creep"]
     if creeps:

@@ -158,6 +158,7 @@ def render_html(record: RunRecord) -> str:
         kernel_gap_headers,
         kernel_gap_rows,
         notes_lines,
+        problem_lines,
         run_notes,
         summary_line,
     )
@@ -223,6 +224,10 @@ def render_html(record: RunRecord) -> str:
                  "(every word must match).</p><input id='filter' placeholder='filter, e.g. "
                  "SLOW float16' size='40'>")
     parts.append(_table(record, gap))
+    problems = problem_lines(record)
+    if problems:     # why a MISMATCH or ERROR has no figures: as the terminal's Problems
+        parts.append("<h2>Problems</h2><ul>"
+                     + "".join(f"<li>{_e(p)}</li>" for p in problems) + "</ul>")
     notes = run_notes(record) + list(gap.shared_notes) + notes_lines(record, grouped=True)
     if notes:
         parts.append("<h2>What explains these ratios</h2><ul>"

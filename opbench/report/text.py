@@ -16,6 +16,7 @@ from opbench.gapmap.attribute import note_family
 from opbench.gapmap.sweep import Sweep
 from opbench.results.aa import aa_summary
 from opbench.results.records import (
+    FrameworkInfo,
     InstanceRecord,
     MergedPart,
     Measurement,
@@ -140,9 +141,25 @@ def as_named(message: str, instance_id: str, name: str) -> str:
     return message.replace(instance_id, name) if name != instance_id else message
 
 
+# A build's commit is shown this long (git's abbreviations run 7-12 characters); the JSON
+# keeps it whole.
+BUILD_SHOWN_CHARS = 12
+
+
+def side_identity(name: str, info: FrameworkInfo) -> str:
+    """`mindspore@ms29 2.9.0 build 4bcfac44 in /work/envs/ms29/bin/python`: what tells two
+    sides of one framework apart (version, build, interpreter), each where recorded."""
+    text = f"{name} {info.version}"
+    if info.build:
+        text += f" build {info.build[:BUILD_SHOWN_CHARS]}"
+    if info.python:
+        text += f" in {info.python}"
+    return text
+
+
 def header_text(record: RunRecord) -> str:
     env = record.environment
-    parts = [f"{n} {i.version} on {i.device} ({i.threads} threads"
+    parts = [f"{side_identity(n, i)} on {i.device} ({i.threads} threads"
              f"{', ' + i.launch + ' launches' if i.launch else ''})"
              for n, i in record.frameworks.items()]
     return (f"opbench {env.opbench} | " + " vs ".join(parts) + f" | {env.cpu_model}"

@@ -20,7 +20,11 @@ reading every older version):
      samples_over_cores (absent: cores not measured), cause, fit and roofline (absent: the
      views compute them from the record); frameworks[].cpus (absent: not pinned);
      ceilings[].copy_cores, gemm_cores, cache_levels and cache_bytes (absent: DRAM copy
-     only); peak_memory[].malloc_bytes and output_bytes (absent: another measure).
+     only); peak_memory[].malloc_bytes and output_bytes (absent: another measure);
+     frameworks[].build (absent: the framework exposes no build, or not recorded) and
+     frameworks[].python (absent: the run's own interpreter); check.worst_output and
+     worst_index, grad_check's too (absent: the values agree, or the file is older and
+     only the detail text says where).
 
 The JSON Schema of this format is opbench/schema/results.schema.json; writers validate
 against it in tests, the loader (records.load_results) uses it to reject foreign files with

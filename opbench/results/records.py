@@ -325,6 +325,11 @@ class Check(_Record):
     atol: float = _key()
     detail: str = _key("")
     expected_mismatch: str | None = _key(None)
+    # runner/check.py: where the values differ (the flattened output's position, the index
+    # of its worst out-of-tolerance element); absent: they agree, or differ in count, shape
+    # or dtype kind.
+    worst_output: int | None = _key(None)
+    worst_index: tuple[int, ...] | None = _key(None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -503,6 +508,12 @@ class FrameworkInfo(_Record):
     launch: str | None = _key(None)
     processes: int | None = _key(None)
     cpus: tuple[int, ...] | None = _key(None)     # the cores the measuring was pinned to
+    # The source commit the framework was built from, where it says (Adapter.build), as the
+    # side's own process read it; absent: the framework exposes none (or an older file).
+    build: str | None = _key(None)
+    # The interpreter the side ran in, when not the run's own (`--target mindspore@PYTHON`,
+    # a named environment); absent: the run's interpreter (environment.python).
+    python: str | None = _key(None)
 
 
 @dataclass(frozen=True, kw_only=True)

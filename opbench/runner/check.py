@@ -19,11 +19,20 @@ class CheckResult:
     rtol: float
     atol: float
     detail: str = ""          # why it failed, or what differed harmlessly (dtype)
+    # Where they differ, when values differ beyond the tolerance: the output's position
+    # among the flattened outputs and the index of its out-of-tolerance element with the
+    # largest absolute difference (the element `detail` quotes; for booleans the first that
+    # differs); None when they agree or differ in count, shape or dtype kind.
+    worst_output: int | None = None
+    worst_index: tuple[int, ...] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "max_abs_err": _finite(self.max_abs_err),
-                "max_rel_err": _finite(self.max_rel_err), "rtol": self.rtol, "atol": self.atol,
-                "detail": self.detail}
+        found = {"ok": self.ok, "max_abs_err": _finite(self.max_abs_err),
+                 "max_rel_err": _finite(self.max_rel_err), "rtol": self.rtol,
+                 "atol": self.atol, "detail": self.detail}
+        if self.worst_index is not None:
+            found.update(worst_output=self.worst_output, worst_index=list(self.worst_index))
+        return found
 
 
 def _finite(x: float) -> float | None:
@@ -74,10 +83,13 @@ def compare_outputs(reference: Any, target: Any, rtol: float, atol: float,
                                    f"{label}dtype {r.dtype} against {t.dtype}")
             continue
         if r.dtype == bool or t.dtype == bool:
-            diff = np.count_nonzero(r.astype(bool) != t.astype(bool))
+            differs = r.astype(bool) != t.astype(bool)
+            diff = np.count_nonzero(differs)
             if diff:
+                first = np.unravel_index(int(np.argmax(differs)), differs.shape)
                 return CheckResult(False, 1.0, np.inf, rtol, atol,
-                                   f"{label}{diff} of {r.size} boolean values differ")
+                                   f"{label}{diff} of {r.size} boolean values differ",
+                                   worst_output=i, worst_index=tuple(int(k) for k in first))
             continue
         r64, t64 = r.astype(np.float64), t.astype(np.float64)
         same_special = (np.isnan(r64) & np.isnan(t64)) | ((r64 == t64) & np.isinf(r64))
@@ -101,5 +113,6 @@ def compare_outputs(reference: Any, target: Any, rtol: float, atol: float,
             where = "[" + ",".join(str(int(k)) for k in idx) + "]"
             return CheckResult(False, worst_abs, worst_rel, rtol, atol,
                                f"{label}{n} of {r.size} values differ; worst at {where}: "
-                               f"{r64[idx]!r} against {t64[idx]!r}")
+                               f"{r64[idx]!r} against {t64[idx]!r}",
+                               worst_output=i, worst_index=tuple(int(k) for k in idx))
     return CheckResult(True, worst_abs, worst_rel, rtol, atol, "; ".join(notes))

@@ -584,9 +584,14 @@ class SideWorkerPool:
 
     # -- the Session interface -------------------------------------------------------------
     def framework_info(self) -> dict[str, Any]:
+        """Each side's facts as its own process reported them (version, build, ...), with
+        the pool's processes and the interpreter it started the side in, when not this one."""
         info = self.sessions[0].framework_info()
-        for facts in info.values():
+        for name, facts in info.items():
             facts["processes"] = self.config.processes
+            python = self.config.python_of(name)
+            if python is not None:
+                facts["python"] = python
         return info
 
     def measure_overheads(self) -> dict[str, dict[str, float]]:

@@ -5,10 +5,14 @@ checks outputs and gradients, and records both sides.
 Speed is never asserted (the machine is shared)."""
 from __future__ import annotations
 
+import importlib.util
+import os
+
 import pytest
 
 from opbench.cases.case_files import expand, load_cases
 from opbench.config import MeasureSettings, RunConfig
+from opbench.frameworks.mindspore_adapter import read_commit_id
 from opbench.results.recorded_run import run
 from opbench.runner.workers import SideWorkerPool
 
@@ -57,6 +61,14 @@ def test_each_worker_loads_only_its_own_framework(tmp_path):
     assert set(serial.cpu_s) == {"torch", "mindspore"}
     assert all(c is not None and c > 0 for side in serial.cpu_s.values() for c in side)
     assert all(0.5 < cores < 1.5 for cores in serial.effective_cores.values())
+    # each side's build, as its own process read it: torch's git_version, MindSpore's
+    # .commit_id (read here from the file, without importing MindSpore in this process)
+    import torch
+
+    ms_dir = os.path.dirname(importlib.util.find_spec("mindspore").origin)
+    assert record.frameworks["torch"].build == torch.version.git_version
+    commit = read_commit_id(ms_dir)
+    assert commit and record.frameworks["mindspore"].build == commit
 
 
 def test_mindspore_against_itself_runs_each_side_in_its_own_process(tmp_path):

@@ -71,8 +71,10 @@ class FakeAdapter(Adapter):
     def __init__(self, name: str, clock: FakeClock, cost_s: float = OP_COST_S,
                  costs: Mapping[str, float] | None = None,
                  functions: Mapping[str, Callable[..., Any]] | None = None,
-                 trivial_cost_s: float = TRIVIAL_COST_S, grad_scale: float = 1.0):
+                 trivial_cost_s: float = TRIVIAL_COST_S, grad_scale: float = 1.0,
+                 build_id: str | None = None):
         self.name = name
+        self.build_id = build_id          # what build() reports (None: no build known)
         self.clock = clock
         self.cost_s = cost_s
         self.costs = dict(costs or {})
@@ -84,6 +86,9 @@ class FakeAdapter(Adapter):
 
     def version(self) -> str:
         return "0.0-fake"
+
+    def build(self) -> str | None:
+        return self.build_id
 
     def setup(self, device: str, threads: int) -> None:
         self._device, self._threads = device, threads

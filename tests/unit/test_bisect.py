@@ -119,6 +119,9 @@ def test_the_command_probes_the_last_environment_and_says_what_it_found(tmp_path
                                       "-q", "--out", "probes", "--no-backward"])
     assert result.exit_code == 0, result.output
     assert "3 environments, 1 probe against ms0 (ms2)" in result.output
+    assert "  ms0: ms0 0.0-fake\n" in result.output and "  ms2: ms2 0.0-fake\n" in (
+        result.output)
+    assert "ms1:" not in result.output                      # not measured
     assert "0 slower in ms2, 1 not" in result.output
     assert (tmp_path / "probes" / "probe-2.json").is_file()
 
@@ -143,3 +146,14 @@ def test_the_report_says_where_each_got_slower_and_names_creep():
     assert "add: 1.50x [1.47, 1.53] slower in ms-15 than in ms-0; got slower in ms-9" in text
     assert "sum: 1.43x" in text and "CREEP: it got slower first in ms-4" in text
     assert "creep: 1 of the 2 slowed over more than one environment" in text
+
+
+def test_the_report_says_what_each_measured_environment_is():
+    from opbench.report.bisect import bisect_lines
+
+    result = bisect_environments(ENVS, fake_probe({"add": step_at(9)}))
+    lines = bisect_lines(result, {"ms-0": "mindspore@ms-0 2.8.0 build be319822 in /e0/python",
+                                  "ms-15": "mindspore 2.10.0 build 2d550373"})
+    assert lines[1:3] == ["  ms-0: mindspore@ms-0 2.8.0 build be319822 in /e0/python",
+                          "  ms-15: mindspore 2.10.0 build 2d550373"]
+    assert lines[3].startswith("1 slower in ms-15")

@@ -190,3 +190,18 @@ def test_select_outputs_accepts_a_list():
 def test_select_outputs_from_a_single_tensor_is_an_error():
     with pytest.raises(ValueError, match="selects from a tuple"):
         select_outputs(np.zeros(3), 0)
+
+
+def test_a_mismatch_records_which_output_and_element_differ():
+    ref = (np.zeros((2, 3), np.float32), np.ones((2, 3), np.float32))
+    tgt = (ref[0].copy(), ref[1].copy())
+    tgt[1][0, 1] += 0.25
+    tgt[1][1, 2] += 0.75           # the larger difference: the one named
+    res = compare_outputs(ref, tgt, rtol=1e-4, atol=1e-5)
+    assert not res.ok and (res.worst_output, res.worst_index) == (1, (1, 2))
+    assert res.as_dict()["worst_index"] == [1, 2] and "output 1: " in res.detail
+    flags = compare_outputs(np.array([True, False, True]), np.array([True, True, False]),
+                            rtol=0, atol=0)
+    assert (flags.worst_output, flags.worst_index) == (0, (1,))   # the first that differs
+    agree = compare_outputs(ref, ref, rtol=1e-4, atol=1e-5)
+    assert agree.worst_index is None and "worst_index" not in agree.as_dict()
