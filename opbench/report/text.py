@@ -293,7 +293,13 @@ def run_notes(record: RunRecord) -> list[str]:
              + core_use_lines(record) + settle_lines(record))
     notes += aa_lines(record)
     prior = record.between_process_prior
-    if prior is not None and prior.sd is not None:
+    if prior is not None and prior.sd is not None and prior.sd < 0.0005:
+        # the run's estimate (stats.run_spread_prior) found no spread beyond the rounds' own
+        # noise: "moved by 0.0%" read as if the processes had been measured identical
+        notes.append(f"between worker processes a ratio moved no more than its rounds' own "
+                     f"noise explains (over {prior.instances} measurements); every interval "
+                     f"includes that noise")
+    elif prior is not None and prior.sd is not None:
         notes.append(f"between worker processes a ratio moved by {prior.sd * 100:.1f}% "
                      f"(typical SD over {prior.instances} measurements); every interval "
                      f"includes that spread")

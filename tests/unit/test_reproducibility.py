@@ -73,6 +73,10 @@ def test_report_says_which_view_and_why_a_verdict_is_inconclusive():
         "hit the limit, so other work may have shared those samples",
         "between worker processes a ratio moved by 3.1% (typical SD over 18 measurements); "
         "every interval includes that spread"]
+    rec["between_process_prior"] = {"sd": 0.0, "df": 4, "instances": 11}
+    assert run_notes(RunRecord.from_dict(rec))[-1] == (
+        "between worker processes a ratio moved no more than its rounds' own noise explains "
+        "(over 11 measurements); every interval includes that noise")
     # grouped (what the views print): the wait is said once, by run_notes, not per row
     assert not any("waited" in line for line in notes_lines(RunRecord.from_dict(rec),
                                                             grouped=True))
