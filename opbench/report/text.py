@@ -335,8 +335,9 @@ def sequential_notes(record: RunRecord) -> list[str]:
         else:
             key = {"cap": f"ran to the cap of {plan.max_processes} processes",
                    "budget": "stopped undecided by the time budget",
-                   "failed": "failed (MISMATCH or ERROR)"}.get(course.stopped or "",
-                                                              str(course.stopped))
+                   "failed": "failed (MISMATCH or ERROR)",
+                   None: "still measured when the run stopped"}.get(course.stopped,
+                                                                     str(course.stopped))
         groups.setdefault(key, []).append(inst)
     # early stops first, then what ran longest
     order = ("decided after 1", "decided after 2", "ran to", "stopped", "failed")

@@ -24,7 +24,9 @@ reading every older version):
      frameworks[].build (absent: the framework exposes no build, or not recorded) and
      frameworks[].python (absent: the run's own interpreter); check.worst_output and
      worst_index, grad_check's too (absent: the values agree, or the file is older and
-     only the detail text says where).
+     only the detail text says where); sequential.stopped null (the instance was still
+     measured when the file was written: a run in progress or killed; older readers
+     refused such a file).
 
 The JSON Schema of this format is opbench/schema/results.schema.json; writers validate
 against it in tests, the loader (records.load_results) uses it to reject foreign files with

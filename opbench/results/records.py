@@ -361,11 +361,12 @@ class PeakMemory(_Record):
 @dataclass(frozen=True, kw_only=True)
 class InstanceSequence(_Record):
     """An instance's course under sequential stopping (results/sequential_run.py): the
-    processes it was measured in, why it stopped (decided, cap, budget, failed) and the
+    processes it was measured in, why it stopped (decided, cap, budget, failed; None while
+    it is still measured: the file of a run in progress, or of one killed) and the
     confidence of the look that settled it."""
 
     processes: int = _key()
-    stopped: str = _key()
+    stopped: str | None = _key()
     look_confidence: float | None = _key(None)
 
 

@@ -17,6 +17,7 @@ from opbench.config.options import OptionError, RunOptions, parse_duration
 from opbench.report.text import run_notes
 from opbench.results.io import validate_record
 from opbench.results.recorded_run import run
+from opbench.results.records import load_results
 from opbench.results.sequential_run import run_sequential, settled
 from opbench.runner.workers import WorkerPool
 from opbench.verdicts.rules import Verdict, ratio_verdict
@@ -148,6 +149,34 @@ def test_decided_instances_stop_and_the_undecided_get_more_processes(tmp_path):
                             "process (") and "1 ran to the cap of 6 processes (" in n
                for n in notes)
     assert "ran to the cap of 6 processes: even" in notes
+
+
+def test_the_file_of_a_run_stopped_between_processes_reads_back(tmp_path):
+    # the undecided instance's course says stopped: null until the run settles it; a run
+    # killed then left a file the schema refused (seen reading a library run in progress)
+    config = fake_config(processes=3, sequential=Sequential(max_processes=6))
+    spawn = Spawner(fake_session_class({"costs": {"mindspore.neg": 10 * OP_COST_S}}))
+    instances = load_instances(case_file(
+        tmp_path, binary_case("even"),
+        binary_case("far", torch_api="torch.neg", mindspore_api="mindspore.neg")
+        .replace("args: [$x, $y]", "args: [$x]")))
+
+    def killed_before_process_3(process, *_):
+        if process == 3:
+            raise KeyboardInterrupt
+
+    pool = WorkerPool(config, spawn=spawn)
+    pool.open()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run(instances, config, session=pool, json_path=tmp_path / "r.json",
+                on_look=killed_before_process_3)
+    finally:
+        pool.close()
+    record = load_results(tmp_path / "r.json")
+    even = next(inst for inst in record.instances if inst.case == "even")
+    assert even.sequential.stopped is None and even.sequential.processes == 2
+    assert any("1 still measured when the run stopped (" in n for n in run_notes(record))
 
 
 def test_the_time_budget_stops_the_undecided(tmp_path):
