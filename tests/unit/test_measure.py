@@ -127,41 +127,42 @@ def _serial_pair(clock: FakeClock, fast_s: float, slow_s: float):
     return [fast.side("fast"), slow.side("slow")]
 
 
-def test_a_serial_calibration_starts_from_the_warm_ups_per_call_times_in_one_probe():
+def _calibrated(per_call_s: tuple[float, float], warm_s: tuple[float, float] | None,
+                **settings) -> tuple[Calibration, MeasureSettings]:
+    """A serial calibration of a fast and a slow side costing per_call_s, started from
+    warm-ups that saw warm_s per call (None: no warm-up figures)."""
     clock = FakeClock()
-    settings = MeasureSettings(mode=SERIAL, min_sample_time_s=0.01, max_time_s=2.0)
-    warm = {"fast": WarmUp(calls=50, per_call_s=1e-6), "slow": WarmUp(calls=20, per_call_s=4e-6)}
-    cal = calibrate(_serial_pair(clock, 1e-6, 4e-6), settings, clock, resolution_s=1e-9,
-                    warm=warm)
+    settings = MeasureSettings(mode=SERIAL, min_sample_time_s=0.01, **settings)
+    warm = None if warm_s is None else {
+        "fast": WarmUp(calls=50, per_call_s=warm_s[0]),
+        "slow": WarmUp(calls=5, per_call_s=warm_s[1])}
+    return calibrate(_serial_pair(clock, *per_call_s), settings, clock, resolution_s=1e-9,
+                     warm=warm), settings
+
+
+def test_a_serial_calibration_starts_from_the_warm_ups_per_call_times_in_one_probe():
+    cal, _ = _calibrated((1e-6, 4e-6), (1e-6, 4e-6), max_time_s=2.0)
     assert len(cal.probes) == 1                    # against 3 probes grown from one loop
     assert cal.loops == pytest.approx(CALIBRATION_HEADROOM * 0.01 / 1e-6, rel=1e-6)
     assert cal.probes[0][1]["fast"] >= 0.01 and not cal.capped_by_budget
-    without = calibrate(_serial_pair(clock, 1e-6, 4e-6), settings, clock, resolution_s=1e-9)
+    without, _ = _calibrated((1e-6, 4e-6), None, max_time_s=2.0)
     assert len(without.probes) > 1
 
 
 def test_a_cap_the_warm_up_already_shows_needs_one_probe_to_believe():
-    clock = FakeClock()
     # MindSpore-like: the slow side 1000x slower per call; its sample share is 1.2 s / 30
-    settings = MeasureSettings(mode=SERIAL, min_sample_time_s=0.01)
-    warm = {"fast": WarmUp(calls=50, per_call_s=1e-6), "slow": WarmUp(calls=5, per_call_s=1e-3)}
-    cal = calibrate(_serial_pair(clock, 1e-6, 1e-3), settings, clock, resolution_s=1e-9,
-                    warm=warm)
+    cal, settings = _calibrated((1e-6, 1e-3), (1e-6, 1e-3))
     cap_s = settings.max_time_s / (settings.rounds * 2)
     assert cal.capped_by_budget and len(cal.probes) == 1
     assert cal.loops == int(cap_s / (1e-3 * CALIBRATION_HEADROOM))
-    old = calibrate(_serial_pair(clock, 1e-6, 1e-3), settings, clock, resolution_s=1e-9)
+    old, _ = _calibrated((1e-6, 1e-3), None)
     assert old.capped_by_budget and old.loops == cal.loops and len(old.probes) >= 3
 
 
 def test_a_warm_up_that_overstates_the_per_call_time_still_reaches_the_target():
     # a call whose single-call time (with its sync) is 3x its time inside a loop: the first
     # probe falls short and calibration grows on from it, as without the warm-up
-    clock = FakeClock()
-    settings = MeasureSettings(mode=SERIAL, min_sample_time_s=0.01, max_time_s=2.0)
-    warm = {"fast": WarmUp(calls=50, per_call_s=3e-6), "slow": WarmUp(calls=50, per_call_s=6e-6)}
-    cal = calibrate(_serial_pair(clock, 1e-6, 2e-6), settings, clock, resolution_s=1e-9,
-                    warm=warm)
+    cal, _ = _calibrated((1e-6, 2e-6), (3e-6, 6e-6), max_time_s=2.0)
     assert cal.probes[-1][1]["fast"] >= 0.01 and len(cal.probes) == 2
 
 
