@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from opbench.config import OPBENCH_VERSION
+from opbench.runner.child_env import child_environment
 
 __all__ = ["ModelError", "Interpreter", "split_command", "check_interpreter", "run_capture",
            "run_replay"]
@@ -94,12 +95,10 @@ def _install_source() -> str:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
+    # this opbench first, so a checkout's copy is the one a child imports, and not one in
+    # the current directory (runner/child_env.py)
+    env = child_environment(with_this_opbench=True)
     env.setdefault("GLOG_v", "3")      # MindSpore's glog chatter off; warnings still show
-    # this opbench first, so a checkout's copy is the one a child imports
-    root = str(Path(__file__).resolve().parents[2])
-    if (Path(root) / "opbench").is_dir():
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     return env
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from opbench.config import OPBENCH_VERSION
+from opbench.runner.child_env import child_environment
 
 __all__ = ["InterpreterError", "check_interpreter", "PROBE"]
 
@@ -54,7 +55,8 @@ def check_interpreter(python: str, framework: str,
         raise InterpreterError(f"{who} does not exist or is not executable")
     try:
         done = run([python, "-c", PROBE, framework], capture_output=True, text=True,
-                   timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+                   timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL,
+                   env=child_environment(with_this_opbench=False))
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InterpreterError(f"{who} could not be started: {exc}") from None
     try:

@@ -51,6 +51,7 @@ from opbench.config import RunConfig
 from opbench.runner import inputs as inputs_mod
 from opbench.runner.exits import describe_exit
 from opbench.runner.interpreters import InterpreterError, check_interpreter
+from opbench.runner.child_env import child_environment
 from opbench.runner.measure import Clock, WarmUp
 from opbench.runner.protocol import BACKWARD, FORWARD
 from opbench.runner.raw_records import instance_header
@@ -198,13 +199,14 @@ class Worker:
 def spawn_worker(index: int, side: str | None = None, python: str | None = None) -> Worker:
     """A fresh `PYTHON -m opbench.runner.worker_main` (this interpreter unless `python`
     names another) with a socket to it, for framework `side`. The environment is inherited
-    (GLOG_v, PYTHONPATH, a gate self-test's injection)."""
+    (GLOG_v, PYTHONPATH, a gate self-test's injection), the current directory kept off the
+    worker's sys.path (child_env.py)."""
     parent_sock, child_sock = socket.socketpair()
     process = subprocess.Popen(
         [python or sys.executable, "-m", "opbench.runner.worker_main",
          str(child_sock.fileno())],
         pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL)
+        stdout=subprocess.DEVNULL, env=child_environment(with_this_opbench=python is None))
     child_sock.close()
     conn = Connection(os.dup(parent_sock.fileno()))
     parent_sock.close()
