@@ -315,10 +315,7 @@ def calibrate(sides: Sequence[AnySide], settings: MeasureSettings, clock: Clock,
         # The cap uses each side's best per-call time over all probes: one probe hit by a
         # burst (a first call, a preempted thread) must not pin the loop count at 1.
         slowest_per_call_s = max(best_per_call_s.values())
-        # Aim below the cap by the calibration headroom: the best per-call time is the
-        # floor, and the timed rounds' samples run above it (20-35% for MindSpore's
-        # dispatch-bound CPU calls here), which would otherwise overrun the share.
-        affordable = (int(cap_s / (slowest_per_call_s * CALIBRATION_HEADROOM))
+        affordable = (_affordable_loops(cap_s, slowest_per_call_s)
                       if slowest_per_call_s > 0 else wanted)
         if affordable <= loops:
             probes_at_cap += 1
@@ -339,8 +336,15 @@ def _loops_from_per_call(per_call_s: Mapping[str, float], target_s: float, cap_s
     if not fastest > 0:
         return 1, False
     wanted = min(max_loops, max(1, math.ceil(CALIBRATION_HEADROOM * target_s / fastest)))
-    affordable = max(1, int(cap_s / (slowest * CALIBRATION_HEADROOM)))
+    affordable = max(1, _affordable_loops(cap_s, slowest))
     return min(wanted, affordable), affordable < wanted
+
+
+def _affordable_loops(cap_s: float, slowest_per_call_s: float) -> int:
+    """The most loops the slowest side's sample can take within cap_s, aimed below it by
+    the calibration headroom: its per-call time is a floor, and the timed rounds' samples
+    run above it (20-35% for MindSpore's dispatch-bound CPU calls here)."""
+    return int(cap_s / (slowest_per_call_s * CALIBRATION_HEADROOM))
 
 
 def interleaved_order(names: Sequence[str], rounds: int,

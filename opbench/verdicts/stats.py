@@ -302,7 +302,8 @@ class Look:
 def _process_components(log_ratios: np.ndarray, groups: np.ndarray
                         ) -> tuple[np.ndarray, float, float]:
     """Per-process medians, the mean sampling variance of one of them from the rounds'
-    own noise, and the raw between-process variance (>= 0) left over."""
+    own noise, and the between-process variance left over, untruncated (negative when the
+    medians agree better than that noise predicts; an interval clamps it at 0)."""
     labels = list(dict.fromkeys(groups.tolist()))
     medians = np.array([np.median(log_ratios[groups == g]) for g in labels])
     sizes = np.array([np.count_nonzero(groups == g) for g in labels])
@@ -310,7 +311,7 @@ def _process_components(log_ratios: np.ndarray, groups: np.ndarray
     within_sd = MAD_TO_SD * float(np.median(np.abs(residuals)))
     within_var_of_median = float(np.mean(_MEDIAN_VARIANCE_FACTOR * within_sd ** 2 / sizes))
     spread = float(np.var(medians, ddof=1)) if medians.size > 1 else 0.0
-    return medians, within_var_of_median, max(0.0, spread - within_var_of_median)
+    return medians, within_var_of_median, spread - within_var_of_median
 
 
 def between_process_excess(ref_s: Sequence[float], target_s: Sequence[float],
@@ -322,8 +323,8 @@ def between_process_excess(ref_s: Sequence[float], target_s: Sequence[float],
     g = np.asarray(groups)
     if len(set(g.tolist())) < 2:
         return None
-    medians, within_var, _ = _process_components(np.log(paired_ratios(ref_s, target_s)), g)
-    return float(np.var(medians, ddof=1)) - within_var, len(set(g.tolist())) - 1
+    medians, _, excess = _process_components(np.log(paired_ratios(ref_s, target_s)), g)
+    return excess, int(medians.size) - 1
 
 
 def run_spread_prior(excesses: Sequence[tuple[float, int]]) -> BetweenProcessPrior | None:
@@ -373,9 +374,9 @@ def _with_processes(rounds_only: RatioEstimate, log_ratios: np.ndarray, groups: 
     run's typical (prior) when there is one; the interval is a t interval with the
     matching df, widened to contain the rounds' sign-test interval so it is never
     narrower than the within-process evidence."""
-    medians, within_var, between_var = _process_components(log_ratios, groups)
+    medians, within_var, excess = _process_components(log_ratios, groups)
     n_proc = int(medians.size)
-    between_var, df = _shrunk(between_var, float(n_proc - 1), prior)
+    between_var, df = _shrunk(max(0.0, excess), float(n_proc - 1), prior)
     center = float(np.mean(medians))
     low, high, coverage = _t_interval_within_rounds(
         center, (between_var + within_var) / n_proc, df, confidence, rounds_only)
@@ -399,9 +400,9 @@ def look_estimate(ref_s: Sequence[float], target_s: Sequence[float], groups: Seq
     rounds_only = ratio_estimate(ref_s, target_s)
     log_ratios = np.log(paired_ratios(ref_s, target_s))
     labels = np.asarray([str(g) for g in groups])
-    medians, within_var, between_var = _process_components(log_ratios, labels)
+    medians, within_var, excess = _process_components(log_ratios, labels)
     n_proc = int(medians.size)
-    between_var, df = _shrunk(between_var, float(n_proc - 1), prior)
+    between_var, df = _shrunk(max(0.0, excess), float(n_proc - 1), prior)
     center = float(np.mean(medians))
     half = student_t_quantile(1.0 - (1.0 - confidence) / 2.0, df) * math.sqrt(
         (between_var + within_var) / n_proc)
