@@ -36,10 +36,10 @@ from opbench.verdicts.stats import (
     DEFAULT_CONFIDENCE,
     BetweenProcessPrior,
     ChangeEstimate,
-    between_process_prior,
     change_estimate,
     paired_ratios,
-    pooled_between_process_sd,
+    pooled_between_process_excess,
+    run_spread_prior,
 )
 
 __all__ = [
@@ -168,16 +168,19 @@ def _path(name: str, baseline: RunSamples, current: RunSamples, min_effect: floa
 def path_priors(comparisons: Sequence[tuple[RunSamples, RunSamples]]
                 ) -> dict[str, BetweenProcessPrior]:
     """Per path, the typical between-process spread over a gate's comparisons (baseline,
-    current) whose rounds name their processes: the median of each comparison's pooled SD
-    (stats.between_process_prior; robust to the few instances that really are noisier).
-    A path with too few such comparisons gets no prior."""
+    current) whose rounds name their processes, by the estimator a run's prior uses
+    (stats.run_spread_prior): the square root of the trimmed mean of each comparison's
+    pooled excess variance, untruncated. The median of truncated SDs it replaced read the
+    spread low, since with few processes most of those SDs are 0 or near it (docs/gate.md:
+    the error rates before and after). A path with too few such comparisons gets no
+    prior."""
     priors = {}
     for path in (PATH_RATIO, PATH_TARGET_TIME, PATH_REFERENCE_TIME):
-        spreads = [spread for base, cur in comparisons
-                   if base.process is not None and cur.process is not None
-                   and (spread := pooled_between_process_sd(base.values(path), base.process,
-                                                            cur.values(path), cur.process))]
-        prior = between_process_prior(spreads)
+        excesses = [excess for base, cur in comparisons
+                    if base.process is not None and cur.process is not None
+                    and (excess := pooled_between_process_excess(
+                        base.values(path), base.process, cur.values(path), cur.process))]
+        prior = run_spread_prior(excesses)
         if prior is not None:
             priors[path] = prior
     return priors

@@ -9,6 +9,7 @@ baselines).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict
 from typing import Any, Mapping, Sequence
 
@@ -137,17 +138,36 @@ def apply_between_process_prior(records: Sequence[dict[str, Any]], config: RunCo
 def run_between_process_prior(records: Sequence[dict[str, Any]], config: RunConfig
                               ) -> BetweenProcessPrior | None:
     """The run's typical between-process spread from every measurement made in several
-    processes so far (stats.run_spread_prior); None with too few."""
+    processes so far (stats.run_spread_prior); None with too few. A sequential run asks
+    for it at every instance it judges (results/sequential_run.py), over every record so
+    far: each measurement's excess is remembered by its rounds (_excess_of), so only the
+    measurements that gained rounds since the last call are computed again."""
     excesses = []
     for inst in records:
         for m in (inst.get("measurements") or {}).values():
             groups = m.get("process_of_round")
             if groups and len(set(groups)) > 1:
-                found = between_process_excess(m["samples_s"][config.reference],
-                                               m["samples_s"][config.target], groups)
+                found = _excess_of(tuple(m["samples_s"][config.reference]),
+                                   tuple(m["samples_s"][config.target]), tuple(groups))
                 if found is not None:
                     excesses.append(found)
     return run_spread_prior(excesses)
+
+
+# Enough for every measurement of a large sequential run (the shipped library is ~600
+# measurements); a measurement that gains rounds is a new key, its old entry ages out.
+_EXCESS_CACHE_SIZE = 8192
+
+
+@functools.lru_cache(maxsize=_EXCESS_CACHE_SIZE)
+def _excess_of(ref_s: tuple[float, ...], target_s: tuple[float, ...],
+               groups: tuple[Any, ...]) -> tuple[float, int] | None:
+    """stats.between_process_excess, remembered by the rounds it is computed from (a pure
+    function of them, so a remembered value is the value). Without it, a sequential run's
+    prior recomputed every measurement's per-process medians for every instance judged,
+    quadratic in the run: 100 instances x 2 measurements of 4 processes x 10 rounds, the
+    prior once per instance, took 2.46 s here, 0.14 s with it."""
+    return between_process_excess(ref_s, target_s, groups)
 
 
 def conclude(record: dict[str, Any], config: RunConfig) -> None:

@@ -37,12 +37,12 @@ __all__ = [
     "ChangeEstimate",
     "RatioEstimate",
     "between_process_excess",
-    "between_process_prior",
     "Look",
     "look_estimate",
     "Summary",
     "change_estimate",
     "paired_ratios",
+    "pooled_between_process_excess",
     "pooled_between_process_sd",
     "ratio_estimate",
     "run_spread_prior",
@@ -328,8 +328,9 @@ def between_process_excess(ref_s: Sequence[float], target_s: Sequence[float],
 
 
 def run_spread_prior(excesses: Sequence[tuple[float, int]]) -> BetweenProcessPrior | None:
-    """The run's typical between-process SD from many measurements' excess variances
-    (between_process_excess): the square root of their PRIOR_TRIM-trimmed mean, a
+    """The typical between-process SD from many measurements' excess variances: a run's
+    (between_process_excess) or a gate's comparisons' (pooled_between_process_excess, per
+    path: the one estimator for both). The square root of their PRIOR_TRIM-trimmed mean, a
     method-of-moments estimate. Not the median of each measurement's SD truncated at 0: with
     2-3 processes most of those are 0 or near it, and their median sits far below the truth
     (simulated, 30 instances, 5 rounds per process, true SD 0.03 and round noise 0.10: 0.005
@@ -343,15 +344,6 @@ def run_spread_prior(excesses: Sequence[tuple[float, int]]) -> BetweenProcessPri
     kept = values[cut:values.size - cut]
     return BetweenProcessPrior(sd=math.sqrt(max(0.0, float(np.mean(kept)))), df=PRIOR_DF,
                                instances=len(excesses))
-
-
-def between_process_prior(spreads: Sequence[tuple[float, int]]) -> BetweenProcessPrior | None:
-    """The run's typical between-process SD from many measurements' (sd, df): the median
-    SD, robust to the few instances that really are noisier. None with too few."""
-    if len(spreads) < MIN_PRIOR_INSTANCES:
-        return None
-    return BetweenProcessPrior(sd=float(np.median([sd for sd, _ in spreads])), df=PRIOR_DF,
-                               instances=len(spreads))
 
 
 def _shrunk(between_var: float, df: float, prior: BetweenProcessPrior | None
@@ -624,7 +616,8 @@ def _pooled_between_process(baseline: np.ndarray, baseline_groups: np.ndarray,
     """Both runs' per-process medians and their within-process sampling variances, and the
     between-process variance pooled over the two runs with its df (processes - 2): each
     run's spread of medians around its own mean, so a change between the runs does not
-    count as spread."""
+    count as spread. The variance is the excess beyond the rounds' own noise, NOT truncated
+    at 0 (an interval clamps it; run_spread_prior averages it as it is)."""
     base_medians, base_within, _ = _process_components(baseline, baseline_groups)
     cur_medians, cur_within, _ = _process_components(current, current_groups)
     nb, nc = int(base_medians.size), int(cur_medians.size)
@@ -634,20 +627,29 @@ def _pooled_between_process(baseline: np.ndarray, baseline_groups: np.ndarray,
     squares = (float(np.sum((base_medians - base_medians.mean()) ** 2))
                + float(np.sum((cur_medians - cur_medians.mean()) ** 2)))
     within = ((nb - 1) * base_within + (nc - 1) * cur_within) / df
-    return (base_medians, base_within, cur_medians, cur_within,
-            max(0.0, squares / df - within), df)
+    return (base_medians, base_within, cur_medians, cur_within, squares / df - within, df)
+
+
+def pooled_between_process_excess(baseline: Sequence[float], baseline_groups: Sequence[Any],
+                                  current: Sequence[float], current_groups: Sequence[Any]
+                                  ) -> tuple[float, int] | None:
+    """One comparison's between-process variance (log scale) pooled over both runs beyond
+    what the rounds' own noise explains, untruncated, and its df; None when the two runs
+    hold fewer than 3 processes between them. The material of a gate's prior
+    (run_spread_prior over its comparisons, as a run's prior is over its measurements)."""
+    *_, excess, df = _pooled_between_process(
+        np.log(_positive_samples("baseline", baseline)), np.asarray(baseline_groups, dtype=str),
+        np.log(_positive_samples("current", current)), np.asarray(current_groups, dtype=str))
+    return (excess, df) if df > 0 else None
 
 
 def pooled_between_process_sd(baseline: Sequence[float], baseline_groups: Sequence[Any],
                               current: Sequence[float], current_groups: Sequence[Any]
                               ) -> tuple[float, int] | None:
-    """One comparison's between-process SD (log scale) pooled over both runs, and its df;
-    None when the two runs hold fewer than 3 processes between them. The material of a
-    gate's prior (between_process_prior over many instances)."""
-    *_, between_var, df = _pooled_between_process(
-        np.log(_positive_samples("baseline", baseline)), np.asarray(baseline_groups, dtype=str),
-        np.log(_positive_samples("current", current)), np.asarray(current_groups, dtype=str))
-    return (math.sqrt(between_var), df) if df > 0 else None
+    """One comparison's between-process SD (log scale) pooled over both runs (the excess
+    clamped at 0), and its df; None when the two runs hold fewer than 3 processes."""
+    found = pooled_between_process_excess(baseline, baseline_groups, current, current_groups)
+    return None if found is None else (math.sqrt(max(0.0, found[0])), found[1])
 
 
 def _change_with_processes(rounds_only: ChangeEstimate, baseline: np.ndarray,
@@ -668,7 +670,7 @@ def _change_with_processes(rounds_only: ChangeEstimate, baseline: np.ndarray,
     (base_medians, base_within, cur_medians, cur_within,
      between_var, df) = _pooled_between_process(baseline, baseline_groups, current,
                                                 current_groups)
-    between_var, df_total = _shrunk(between_var, float(df), prior)
+    between_var, df_total = _shrunk(max(0.0, between_var), float(df), prior)
     if df_total == 0:
         return rounds_only
     nb, nc = int(base_medians.size), int(cur_medians.size)

@@ -11,7 +11,6 @@ import pytest
 
 from opbench.verdicts.stats import (
     between_process_excess,
-    between_process_prior,
     ratio_estimate,
     run_spread_prior,
     student_t_quantile,
@@ -106,10 +105,6 @@ def test_a_few_noisy_instances_do_not_speak_for_the_run():
 def test_prior_needs_enough_instances():
     assert run_spread_prior([(0.01, 2)] * 4) is None
     assert run_spread_prior([(-0.001, 1)] * 5).sd == 0.0     # no spread beyond the rounds'
-
-    assert between_process_prior([(0.1, 2)] * 4) is None
-    prior = between_process_prior([(0.1, 2)] * 4 + [(0.5, 2)])
-    assert prior is not None and prior.sd == pytest.approx(0.1)
 
 
 @pytest.mark.parametrize("p, df, expected", [(0.975, 2, 4.3027), (0.975, 10, 2.2281),
