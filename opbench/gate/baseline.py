@@ -180,9 +180,27 @@ def same_machine(baseline: RunRecord, current: RunRecord) -> bool:
     return b is not None and b == c
 
 
-def _version(record: RunRecord, name: str) -> str | None:
-    info = record.frameworks.get(name)
-    return info.version if info is not None else None
+def _framework_notes(baseline: RunRecord, current: RunRecord) -> list[HygieneNote]:
+    """A note per framework whose code may differ between the runs: another version, or
+    another build of one version (records name `frameworks.*.build` where the framework
+    exposes it), or a build named by one run only, which cannot be told apart."""
+    notes = []
+    b_named, c_named = baseline.framework_builds(), current.framework_builds()
+    differing = baseline.other_builds(current)
+    for name in sorted(set(b_named) | set(c_named)):
+        b_info, c_info = baseline.frameworks.get(name), current.frameworks.get(name)
+        why = (" (the reference moved: a ratio change may be the reference's, not the "
+               "target's)" if name == current.config.reference else "")
+        if name in differing:
+            b_text = b_named.get(name, "absent") if b_info else None
+            c_text = c_named.get(name, "absent") if c_info else None
+            notes.append(HygieneNote(KIND_VERSION,
+                                     f"{name} {b_text} in the baseline, {c_text} now{why}"))
+        elif bool(b_info.build) != bool(c_info.build):
+            notes.append(HygieneNote(KIND_VERSION, (
+                f"{name} {b_named[name]} in the baseline, {c_named[name]} now: one run names "
+                f"no build, so whether the builds differ is unknown{why}")))
+    return notes
 
 
 def _compared(prefix: str, key: str, baseline: Any, current: Any) -> HygieneNote | None:
@@ -213,13 +231,7 @@ def environment_notes(baseline: RunRecord, current: RunRecord) -> list[HygieneNo
             f"{c_env.machine_id} ({c_env.cpu_model}, {c_env.cpu_count} "
             f"cpus); only ratios are compared, absolute times are not")))
     b_cfg, c_cfg = baseline.config, current.config
-    for name in sorted(set(baseline.frameworks) | set(current.frameworks)):
-        b_version, c_version = _version(baseline, name), _version(current, name)
-        if b_version != c_version:
-            why = (" (the reference moved: a ratio change may be the reference's, not the "
-                   "target's)" if name == c_cfg.reference else "")
-            notes.append(HygieneNote(KIND_VERSION,
-                                     f"{name} {b_version} in the baseline, {c_version} now{why}"))
+    notes += _framework_notes(baseline, current)
     # compared only when both runs recorded them; the defaults stand in for older files
     compared = [key for key in _COMPARED_CONFIG if b_cfg.has(key) and c_cfg.has(key)]
     notes += [n for key in (*compared, *_COMPARED_CONFIG_DEFAULTS)

@@ -54,10 +54,12 @@ def check_alike(records: Sequence[RunRecord], names: Sequence[str]) -> None:
             what, mine, theirs = found[0]
             raise PoolError(f"{name}: {what} is {mine!r}, {names[0]} has {theirs!r}; only "
                             f"baselines measured alike can be pooled")
-        if record.framework_versions() != first.framework_versions():
-            raise PoolError(f"{name}: framework versions {record.framework_versions()} differ "
-                            f"from {names[0]}'s {first.framework_versions()}; a baseline "
-                            f"pools runs of the same code")
+        differing = record.other_builds(first)
+        if differing:
+            raise PoolError(f"{name}: " + "; ".join(
+                f"{fw} {mine}, {names[0]} has {theirs}" for fw, (mine, theirs)
+                in differing.items()) + "; a baseline pools runs of the same code (one "
+                "version and build of each framework)")
 
 
 def _pool_measurement(parts: Sequence[Measurement], reference: str,

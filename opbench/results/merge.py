@@ -6,8 +6,9 @@ Unlike gate/pool.py, which pools several runs of the *same* instances, a merge p
 and verdict is kept exactly as its part measured it, nothing is recomputed.
 
 What the parts must share for the whole to mean one run (else MergeError, naming the files
-and the key): the opbench version, the framework versions, the case files (the selection
-digest a shard records, and the git commit of the checkout), and the run configuration
+and the key): the opbench version, the framework versions and builds (two builds of one
+version are different code), the case files (the selection digest a shard records, and the
+git commit of the checkout), and the run configuration
 (every key but the part's own `shard` and `worker`). An instance id in two parts is refused
 too: which of its two measurements would be the run's?
 
@@ -58,9 +59,9 @@ def _refuse_differences(records: Sequence[RunRecord], names: Sequence[str]) -> N
         if env.opbench != first_env.opbench:
             raise differs(name, "environment.opbench", env.opbench, first_env.opbench,
                           "parts measured by different opbench versions are not one run")
-        if record.framework_versions() != first.framework_versions():
-            raise differs(name, "framework versions (frameworks.*.version)",
-                          record.framework_versions(), first.framework_versions(),
+        if record.other_builds(first):
+            raise differs(name, "the frameworks (frameworks.*.version and .build)",
+                          record.framework_builds(), first.framework_builds(),
                           "parts must measure the same framework builds")
         if env.git_commit != first_env.git_commit:
             raise differs(name, "environment.git_commit", env.git_commit,

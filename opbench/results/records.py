@@ -604,9 +604,35 @@ class RunRecord(_Record):
         return sum(float(i.duration_s or 0.0) for i in self.instances)
 
     def framework_versions(self) -> dict[str, str | None]:
-        """Each framework's version: what must match for two records' rounds to be pooled
-        (gate/pool.py) or joined (merge.py)."""
+        """Each framework's version (the run history keys a run by it, results/history.py);
+        what must match for two records' rounds to be pooled or joined is the build too
+        (framework_builds)."""
         return {name: info.version for name, info in self.frameworks.items()}
+
+    def framework_builds(self) -> dict[str, str]:
+        """Each framework as `version` or `version (build B)`: what must match for two
+        records' rounds to be pooled (gate/pool.py) or joined (merge.py), since two builds
+        of one version string (a nightly, a patched build) are different code. A side that
+        named no build (the framework exposes none, or a file older than the key) shows its
+        version alone."""
+        return {name: info.version if not info.build else f"{info.version} (build {info.build})"
+                for name, info in self.frameworks.items()}
+
+    def other_builds(self, other: "RunRecord") -> dict[str, tuple[str, str]]:
+        """The frameworks whose code differs between this record and `other`: {name: (this
+        record's, other's framework_builds entry)}. A different version differs; so does a
+        different build of one version where both records name their builds. A build named
+        on one side only cannot be told apart, so it does not count here (the gate's
+        hygiene notes list it, gate/baseline.py)."""
+        mine_all, theirs_all = self.framework_builds(), other.framework_builds()
+        differing = {}
+        for name in sorted(set(mine_all) | set(theirs_all)):
+            mine, theirs = self.frameworks.get(name), other.frameworks.get(name)
+            same = (mine is not None and theirs is not None and mine.version == theirs.version
+                    and not (mine.build and theirs.build and mine.build != theirs.build))
+            if not same:
+                differing[name] = (mine_all.get(name, "absent"), theirs_all.get(name, "absent"))
+        return differing
 
 
 def as_plain(value: Any) -> Any:

@@ -185,6 +185,25 @@ def test_environment_differences_are_spelled_out():
     assert environment_notes(record([]), record([])) == []
 
 
+def test_another_build_of_one_version_is_a_note():
+    """Two builds of MindSpore 2.10.0 (a nightly against a patched one) are different code
+    under one version string: the notes name both builds, and a build named by one run only
+    is said to be unknown rather than passed over."""
+    base, cur = record([]), record([])
+    base["frameworks"]["mindspore"]["build"] = "4bcfac44"
+    cur["frameworks"]["mindspore"]["build"] = "91d0e2aa"
+    (note,) = environment_notes(base, cur)
+    assert note.kind == "framework version"
+    assert note.message == ("mindspore 2.10.0 (build 4bcfac44) in the baseline, "
+                            "2.10.0 (build 91d0e2aa) now")
+    del base["frameworks"]["mindspore"]["build"]
+    (note,) = environment_notes(base, cur)
+    assert note.message == ("mindspore 2.10.0 in the baseline, 2.10.0 (build 91d0e2aa) now: "
+                            "one run names no build, so whether the builds differ is unknown")
+    cur["frameworks"]["mindspore"]["build"] = base["frameworks"]["mindspore"]["build"] = "4bcfac44"
+    assert environment_notes(base, cur) == []
+
+
 # --------------------------------------------------------------------------- whole gate
 
 def test_synthetic_records_follow_the_results_schema():

@@ -95,13 +95,34 @@ def test_an_instance_failed_everywhere_stays_failed():
     (lambda r: r["config"].update(threads=1), "b.json: threads is 1"),
     (lambda r: r["config"]["settings"].update(rounds=10), "b.json: settings.rounds is 10"),
     (lambda r: r["frameworks"]["mindspore"].update(version="2.11.0"),
-     "b.json: framework versions"),
+     "b.json: mindspore 2.11.0, a.json has 2.10.0"),
 ])
 def test_runs_not_measured_alike_are_refused_with_the_file_named(change, message):
     a, b = run_record(1), run_record(2)
     change(b)
     with pytest.raises(PoolError, match=message.replace("[", r"\[")):
         pool([a, b], ["a.json", "b.json"])
+
+
+def test_two_builds_of_one_version_are_not_pooled():
+    """A nightly and a patched build share the version string; their rounds measure
+    different code, so pooling them would hide the very change a gate looks for."""
+    a, b = run_record(1), run_record(2)
+    a["frameworks"]["mindspore"]["build"] = "4bcfac44"
+    b["frameworks"]["mindspore"]["build"] = "91d0e2aa"
+    with pytest.raises(PoolError, match=r"b.json: mindspore 2.10.0 \(build 91d0e2aa\), "
+                                        r"a.json has 2.10.0 \(build 4bcfac44\)"):
+        pool([a, b], ["a.json", "b.json"])
+    b["frameworks"]["mindspore"]["build"] = "4bcfac44"
+    assert pool([a, b], ["a.json", "b.json"]).pooled_from == ("a.json", "b.json")
+
+
+def test_a_build_named_by_one_run_only_pools():
+    """A file older than the build key (or a framework that names none) cannot be told
+    apart from a build: pooled, as before the key existed."""
+    a, b = run_record(1), run_record(2)
+    b["frameworks"]["mindspore"]["build"] = "91d0e2aa"
+    assert pool([a, b], ["a.json", "b.json"]).pooled_from == ("a.json", "b.json")
 
 
 def test_a_pool_from_several_machines_compares_ratios_only():

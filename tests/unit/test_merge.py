@@ -133,8 +133,19 @@ def test_another_opbench_version_is_refused():
 def test_other_framework_versions_are_refused():
     parts = as_shards(whole_run(1))
     parts[1]["frameworks"]["mindspore"]["version"] = "2.11.0"
-    refused(parts, "shard2.json: framework versions", "'mindspore': '2.11.0'",
+    refused(parts, "shard2.json: the frameworks", "'mindspore': '2.11.0'",
             "shard1.json has")
+
+
+def test_two_builds_of_one_version_are_refused():
+    parts = as_shards(whole_run(1))
+    parts[0]["frameworks"]["mindspore"]["build"] = "4bcfac44"
+    parts[1]["frameworks"]["mindspore"]["build"] = "91d0e2aa"
+    refused(parts, "shard2.json: the frameworks (frameworks.*.version and .build)",
+            "'mindspore': '2.10.0 (build 91d0e2aa)'", "'mindspore': '2.10.0 (build 4bcfac44)'",
+            "the same framework builds")
+    parts[1]["frameworks"]["mindspore"]["build"] = "4bcfac44"
+    assert merge(parts, names(2))["frameworks"]["mindspore"]["build"] == "4bcfac44"
 
 
 def test_other_case_files_are_refused():
