@@ -33,18 +33,25 @@ from opbench.cases.api_guard import UnknownAPI, check_path_text, check_tensor_me
 from opbench.cases.selection import Selection, as_tuple
 from opbench.cases.yaml_source import RECURSIVE_ALIAS, YamlDocument, YamlLimitError, read_yaml
 from opbench.config import limits
+from opbench.config.vocabulary import (
+    CASE_DTYPES,
+    CASE_INT_DTYPES,
+    FLOAT_DTYPES,
+    MINDSPORE,
+    TORCH,
+)
 
 __all__ = [
     "CaseError", "Location", "InputSpec", "FrameworkCall", "Ref", "Case", "CaseInstance",
     "load_case_file", "load_cases", "expand", "select", "load_schema",
-    "FRAMEWORK_SECTIONS", "DTYPES", "FLOAT_DTYPES", "INT_DTYPES", "DISTRIBUTIONS",
+    "FRAMEWORK_SECTIONS", "DTYPES", "FLOAT_DTYPES", "CASE_INT_DTYPES", "DISTRIBUTIONS",
     "SCHEMA_PATH",
 ]
 
-FRAMEWORK_SECTIONS = ("torch", "mindspore", "numpy")
-DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool")
-FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
-INT_DTYPES = ("int32", "int64")
+FRAMEWORK_SECTIONS = (TORCH, MINDSPORE, "numpy")
+# The dtypes a case's input may have (config/vocabulary.py; DTYPES is the name the runner,
+# the adapters and the tracer's case writer import it by).
+DTYPES = CASE_DTYPES
 INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 DEFAULT_DTYPE = "float32"
 # Bytes per element of the numpy array an input becomes (bfloat16 is held as float32).
@@ -66,10 +73,10 @@ DISTRIBUTIONS: Mapping[str, Mapping[str, float]] = {
 DIST_OPTIONS = ("mean", "std", "low", "high", "p")
 FLOAT_ONLY_DISTS = ("normal", "uniform", "positive")   # they draw non-integer values
 DEFAULT_DIST_FOR = {**{d: "normal" for d in FLOAT_DTYPES},
-                    **{d: "randint" for d in INT_DTYPES}, "bool": "mask"}
+                    **{d: "randint" for d in CASE_INT_DTYPES}, "bool": "mask"}
 
 # An API path must belong to its section; "Tensor." is each framework's tensor type.
-API_PREFIXES = {"torch": "torch.", "mindspore": "mindspore.", "numpy": "numpy."}
+API_PREFIXES = {TORCH: "torch.", MINDSPORE: "mindspore.", "numpy": "numpy."}
 TENSOR_PREFIX = "Tensor."
 # Numbers that set how a case is judged: they must be finite.
 _FINITE_KEYS = (("threshold",), ("min_effect",), ("work", "per_output_element"),

@@ -7,8 +7,8 @@ library call (click). `python -m opbench.cli` runs it.
   gate               `opbench gate` and `opbench history`: argument parsing and wiring only
   gate_noise         `opbench noise`: each instance's noise floor from several runs of the same
                      code (the measuring is `opbench run --for-gate`, once per process;
-                     gate/noise.py does the rest), and `opbench replay`: the gate replayed over
-                     such runs (gate/replay.py)
+                     gate/noise.py does the rest), and `opbench resample` (alias `replay`): the gate
+                     resampled over such runs (gate/resample.py)
   interrupts         SIGINT and SIGTERM as an exception that carries the signal, so a run saves
                      what it measured, marks it interrupted and exits 130 (SIGINT) or 143
                      (SIGTERM)

@@ -1,6 +1,7 @@
 """`opbench noise`: each instance's noise floor from several runs of the same code (the
 measuring is `opbench run --for-gate`, once per process; gate/noise.py does the rest), and
-`opbench replay`: the gate replayed over such runs (gate/replay.py)."""
+`opbench resample`: the gate resampled over such runs (gate/resample.py), also under its
+former name `opbench replay`."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
@@ -16,7 +17,7 @@ from opbench.verdicts.rules import DEFAULT_MIN_EFFECT
 if TYPE_CHECKING:
     from opbench.results.records import RunRecord
 
-__all__ = ["noise_command", "replay_command"]
+__all__ = ["noise_command", "replay_alias_command", "resample_command"]
 
 
 def _read_runs(paths: Sequence[str]) -> list[RunRecord]:
@@ -96,32 +97,32 @@ def noise_command(runs, json_path, baseline_processes, min_effect):
         err.print(f"[dim]noise profile -> {json_path}[/]", highlight=False)
 
 
-@click.command("replay",
-               short_help="Replay the gate on --for-gate runs: how often it fails or stalls.")
+@click.command("resample",
+               short_help="The gate resampled over --for-gate runs: how often it fails.")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-m", "--baseline-processes", "baseline_counts", type=click.IntRange(min=1),
-              multiple=True, help="Processes pooled into each replayed baseline (repeatable; "
+              multiple=True, help="Processes pooled into each resampled baseline (repeatable; "
                                   "default 1 and 2).")
 @click.option("--profile-processes", type=click.IntRange(min=0), default=5,
               help="Processes in the noise profile of the 'profile' rows (0: no such rows). "
                    "Default: 5.")
 @click.option("--gates", type=click.IntRange(min=1), default=200,
-              help="Replayed gates per row. Default: 200.")
+              help="Resampled gates per row. Default: 200.")
 @click.option("--seed", type=int, default=0,
-              help="Seed of the replay's draws (same seed, same table). Default: 0.")
+              help="Seed of the draws (same seed, same table). Default: 0.")
 @click.option("--injected", "injected_paths", multiple=True, type=click.Path(dir_okay=False),
-              help="Runs recorded with OPBENCH_INJECT_SLOWDOWN (2 or more): also replay "
+              help="Runs recorded with OPBENCH_INJECT_SLOWDOWN (2 or more): also judge "
                    "gates of those against the same baselines.")
-def replay_command(runs, baseline_counts, profile_processes, gates, seed, injected_paths):
+def resample_command(runs, baseline_counts, profile_processes, gates, seed, injected_paths):
     """How often would the gate fail or stall on this runner? RUNS: `--for-gate` runs of the
-    same code, each its own process. Each replayed gate draws a baseline, a noise profile,
+    same code, each its own process. Each resampled gate draws a baseline, a noise profile,
     a stage 1 and a stage 2 from different processes and runs the gate's decision on them
     (no measuring): identical code should pass; injected runs should fail."""
-    from opbench.gate.replay import replay_gates
+    from opbench.gate.resample import resample_gates
 
     records = _read_runs(runs)
     injected = _read_runs(injected_paths)
-    table = Table(title=f"{gates} replayed gates per row over {len(records)} processes "
+    table = Table(title=f"{gates} resampled gates per row over {len(records)} processes "
                         f"(seed {seed})", title_justify="left")
     for column in ("baseline", "noise profile", "A/A pass", "fail", "inconclusive",
                    "REGRESSION per instance", "INCONCLUSIVE per instance",
@@ -131,9 +132,9 @@ def replay_command(runs, baseline_counts, profile_processes, gates, seed, inject
     for m in baseline_counts or (1, 2):
         for profile in sorted({0, profile_processes}):
             try:
-                same, slowed = replay_gates(records, list(runs), baseline_processes=m,
-                                            profile_processes=profile, gates=gates,
-                                            seed=seed, injected=injected)
+                same, slowed = resample_gates(records, list(runs), baseline_processes=m,
+                                              profile_processes=profile, gates=gates,
+                                              seed=seed, injected=injected)
             except ValueError as exc:   # too few runs, or runs not measured alike
                 fail(str(exc))
             row = [f"{m} process{'es' if m > 1 else ''}",
@@ -146,3 +147,12 @@ def replay_command(runs, baseline_counts, profile_processes, gates, seed, inject
                         f"{slowed.gate_share(1):.0%}"]
             table.add_row(*row)
     out.print(table)
+
+
+# `opbench replay`, the command's name until "replay" came to mean the model's re-execution
+# (opbench model): kept so CI jobs and docs that call it keep working.
+replay_alias_command = click.Command(
+    "replay", callback=resample_command.callback, params=resample_command.params,
+    help="The former name of `opbench resample`, kept working. "
+         + (resample_command.help or ""),
+    short_help="The former name of `opbench resample`, kept working.")

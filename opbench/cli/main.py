@@ -27,7 +27,7 @@ from opbench.cli.common import (
 from opbench.cli.bisect import bisect_command
 from opbench.cli.env import env_command
 from opbench.cli.gate import gate_command, history_command
-from opbench.cli.gate_noise import noise_command, replay_command
+from opbench.cli.gate_noise import noise_command, replay_alias_command, resample_command
 from opbench.cli.merge import merge_command
 from opbench.cli.model import model_command
 from opbench.cli.scan import scan_command
@@ -67,9 +67,9 @@ def run(paths, keyword, ops, tags, quiet, for_gate, aa, shard_text, workers, jso
     """Time every selected case instance in both frameworks (PATHS: case files or
     directories; default: the shipped case library, or $OPBENCH_CASES)."""
     if for_gate:
-        from opbench.gate.settings import GATE_SETTINGS
+        from opbench.gate.settings import GATE_RUN_SETTINGS
 
-        timing = GATE_SETTINGS.fill(timing)
+        timing = GATE_RUN_SETTINGS.fill(timing)
     if aa:
         source = click.get_current_context().get_parameter_source("reference")
         if source is not click.core.ParameterSource.DEFAULT or workers:
@@ -190,9 +190,9 @@ def schema(which):
 
 
 # The instruments and the gate keep their commands next to their code.
-for _command in (trace_command, scan_command, gate_command, noise_command, replay_command,
-                 history_command, merge_command, model_command, env_command,
-                 bisect_command):
+for _command in (trace_command, scan_command, gate_command, noise_command, resample_command,
+                 replay_alias_command, history_command, merge_command, model_command,
+                 env_command, bisect_command):
     cli.add_command(_command)
 
 

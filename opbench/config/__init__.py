@@ -1,11 +1,11 @@
 """The run configuration: the leaf every layer of opbench may import.
 
 What a run is asked to do, as frozen records: RunConfig (frameworks, device, threads, modes,
-threshold, launch mode, passes, processes), the timing modes and MeasureSettings with the
-reasons for their defaults, and the slice of the selection and of the machine a run owns
-(--shard K/N, a pytest-xdist worker's placement). The one table of run options every front
-door declares its flags from is options.py beside it; limits.py beside it says how much one
-case may ask of the machine.
+threshold, launch mode, passes, processes), MeasureSettings with the reasons for their
+defaults, and the slice of the selection and of the machine a run owns (--shard K/N, a
+pytest-xdist worker's placement). The one table of run options every front door declares
+its flags from is options.py beside it; limits.py beside it says how much one case may ask
+of the machine; vocabulary.py names frameworks, timing and launch modes and dtypes once.
 
 Nothing here imports another opbench package (an import-linter contract holds it).
 """
@@ -16,6 +16,19 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
+
+# The names of the timing and launch modes, and why each exists, are the vocabulary's
+# (re-exported here, where the run configuration uses them).
+from opbench.config.vocabulary import (
+    ASYNC,
+    LAUNCH_BLOCKING,
+    LAUNCH_MODES,
+    LAUNCH_QUEUED,
+    MINDSPORE,
+    MODES,
+    SERIAL,
+    TORCH,
+)
 
 __all__ = ["ASYNC", "DEFAULT_MAX_TIME_S", "DEFAULT_MIN_SAMPLE_TIME_S", "DEFAULT_PROCESSES",
            "DEFAULT_ROUNDS", "DEFAULT_THRESHOLD", "DEFAULT_WARMUP_TIME_S", "LAUNCH_BLOCKING",
@@ -29,11 +42,7 @@ __all__ = ["ASYNC", "DEFAULT_MAX_TIME_S", "DEFAULT_MIN_SAMPLE_TIME_S", "DEFAULT_
 OPBENCH_VERSION = "0.1.0"
 
 
-# -- timing modes and the protocol's settings ----------------------------------------
-
-SERIAL = "serial"
-ASYNC = "async"
-MODES = (SERIAL, ASYNC)
+# -- the protocol's settings ---------------------------------------------------------
 
 # Default sample length: long enough that scheduler jitter on a shared machine (~0.1-1 ms)
 # stays a few percent, short enough that 2 sides x 15 rounds of it, plus a warm-up in each
@@ -174,17 +183,6 @@ class Placement:
 # host, allocator and dispatch-path differences, run-to-run machine state - and are rarely
 # worth an engineer's time; a kernel that takes 1.25x as long or more is a real gap to chase.
 DEFAULT_THRESHOLD = 0.8
-# How operators are launched, a process-wide choice made before the first operator:
-# "queued": the framework's default. MindSpore's PyNative mode hands every op to a launch
-#   queue served by other threads, so a serial measurement (sync after each call) includes
-#   that hand-off and its wake-up; on a 2-core CPU that is ~0.8 ms per call, bimodal, and it
-#   moves 20-50% between processes. CUDA queues kernels on streams.
-# "blocking": each op runs to completion in the call (mindspore.runtime.launch_blocking(),
-#   CUDA_LAUNCH_BLOCKING=1): what is left is the op's own host and kernel cost, measured
-#   here at ~80 us for a MindSpore CPU add with a 10-90% spread of 78-81 us.
-LAUNCH_QUEUED = "queued"
-LAUNCH_BLOCKING = "blocking"
-LAUNCH_MODES = (LAUNCH_QUEUED, LAUNCH_BLOCKING)
 # Worker processes per run for the command line and pytest (RunConfig's own default, 1,
 # measures in the calling process, for scripts and tests with fake frameworks). 3 puts a
 # process's own speed (6-27% on a ratio here) inside the interval for ~7 s of start-up per
@@ -205,8 +203,8 @@ def default_threads(cores: int | None = None) -> int:
 
 @dataclass(frozen=True)
 class RunConfig:
-    reference: str = "torch"
-    target: str = "mindspore"
+    reference: str = TORCH
+    target: str = MINDSPORE
     device: str = "cpu"
     threads: int = field(default_factory=default_threads)
     modes: tuple[str, ...] = (SERIAL,)
@@ -216,7 +214,7 @@ class RunConfig:
     backward: bool = True        # also time forward+backward for cases marked backward
     timing: bool = True          # False: correctness only (`pytest cases/`, `opbench check`)
     # "queued": each framework launches as it does by default; "blocking": every operator
-    # runs to completion in its call (LAUNCH_MODES above says why it matters).
+    # runs to completion in its call (config/vocabulary.py says why it matters).
     launch: str = LAUNCH_BLOCKING
     # Spread each measurement's rounds over this many passes through the instance list. The
     # ratio of two frameworks drifts by ~10% over seconds to minutes on a shared machine

@@ -40,8 +40,8 @@ __all__ = ["MIN_PROCESSES", "NOISE_FLOOR_Z", "NOISE_VERSION", "PATHS", "SHRINK_P
 NOISE_VERSION = 1
 # Fewer runs give a standard deviation from one or no difference: not an estimate.
 MIN_PROCESSES = 3
-# How many offset-difference SDs the floor sits below no change. Chosen by replaying the
-# gate (the loop of gate/replay.py) over the noisy hour's 25 processes of 18 shipped
+# How many offset-difference SDs the floor sits below no change. Chosen by resampling the
+# gate (the loop of gate/resample.py) over the noisy hour's 25 processes of 18 shipped
 # instances: profile from 5 of them, baseline pooled from 2 others, stages 1 and 2 from two
 # more; 200 gates per row:
 #   z     A/A gates failed  INCONCLUSIVE   injected 25%: instances caught
@@ -52,7 +52,7 @@ MIN_PROCESSES = 3
 # 2.5 buys most of the calm for a modest loss of sensitivity on the noisiest instances.
 NOISE_FLOOR_Z = 2.5
 # How strongly an instance's SD is pulled towards the run-wide one (see shrink): as much as
-# 4 more processes' worth. Chosen by the same replay at z 2.5: 0 (no pull) left 18% of A/A
+# 4 more processes' worth. Chosen by the same resampling at z 2.5: 0 (no pull) left 18% of A/A
 # gates INCONCLUSIVE, 4 and 8 left 12% and 11%, with the same 0.5% failing.
 SHRINK_PRIOR_DF = 4
 

@@ -26,7 +26,7 @@ from opbench.gate.baseline import (
 from opbench.gate.early_stop import early_stop_note, stage1_stop, stage2_stop, stops_early
 from opbench.gate.evaluate import GateResult, GateSettings, evaluate
 from opbench.gate.fresh_stage import FreshStageError, remeasure_in_fresh_processes
-from opbench.gate.settings import GATE_SETTINGS
+from opbench.gate.settings import GATE_RUN_SETTINGS
 from opbench.results.history import HistoryError, HistoryStore
 from opbench.results.records import InstanceRecord, RecordedConfig, RunRecord
 from opbench.results.sequential_run import EarlyStop
@@ -105,12 +105,12 @@ class GateRun:
 def gate_config(options: Mapping[str, Any],
                 baseline_config: RecordedConfig) -> tuple[RunConfig, list[str]]:
     """The RunConfig a gate measures with: the options given, then the baseline's for those
-    left out (baseline.inherit_settings), then the gate's own settings (GATE_SETTINGS) for
+    left out (baseline.inherit_settings), then the gate's run settings (GATE_RUN_SETTINGS) for
     what neither set. Also the inherited options, as a user types them. Raises
     GateSetupError naming a bad option."""
     given, inherited = inherit_settings(options, baseline_config)
     try:
-        return RunOptions.from_mapping(GATE_SETTINGS.fill(given)).to_config(), inherited
+        return RunOptions.from_mapping(GATE_RUN_SETTINGS.fill(given)).to_config(), inherited
     except OptionError as exc:
         raise GateSetupError(str(exc)) from None
 

@@ -18,9 +18,10 @@ has the figures):
   budget leaves torch's samples at a millisecond or two. (Until measure.BUDGET_SLACK, such
   measurements also lost a round in every pass: 20 rounds, intervals of +-8-12%.)
 
-`opbench run --for-gate` records a baseline with these (GATE_SETTINGS.fill); `opbench gate`
-measures the way its baseline was measured (baseline.inherit_settings) and takes from here
-only what neither the user nor the baseline set, so both sides always match.
+`opbench run --for-gate` records a baseline with these (GATE_RUN_SETTINGS.fill); `opbench
+gate` measures the way its baseline was measured (baseline.inherit_settings) and takes from
+here only what neither the user nor the baseline set, so both sides always match. (The
+gate's decision settings, min effect and confidence, are gate/evaluate.py's GateSettings.)
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ from typing import Any, Mapping
 from opbench.config import LAUNCH_BLOCKING
 from opbench.config.options import OPTIONS, OptionError, RunOptions
 
-__all__ = ["GATE_DEFAULT_ROUNDS", "GATE_SETTINGS", "GateRunSettings", "GateSettingError"]
+__all__ = ["GATE_DEFAULT_ROUNDS", "GATE_RUN_SETTINGS", "GateRunSettings",
+           "GateSettingError"]
 
 
 class GateSettingError(ValueError):
@@ -91,6 +93,8 @@ class GateRunSettings:
         return done
 
 
-GATE_SETTINGS = GateRunSettings()
+# The run options every gate measures with (a GateRunSettings, named so: GateSettings is the
+# decision's).
+GATE_RUN_SETTINGS = GateRunSettings()
 # The gate's rounds per measurement when its baseline records none (the reason is above).
-GATE_DEFAULT_ROUNDS = GATE_SETTINGS.rounds
+GATE_DEFAULT_ROUNDS = GATE_RUN_SETTINGS.rounds

@@ -31,9 +31,10 @@ from rich.progress import (
 from rich.text import Text
 
 from opbench.cases.ids import short_id
+from opbench.config.vocabulary import FRAMEWORKS
 
-# The modules whose first import is worth announcing: each takes seconds.
-FRAMEWORK_MODULES = ("torch", "mindspore")
+# The modules whose first import is worth announcing (each takes seconds): the frameworks'.
+FRAMEWORK_MODULES = FRAMEWORKS
 # Width of the bar itself: at 100 columns it leaves room for the counts, the times and an id.
 BAR_WIDTH = 24
 

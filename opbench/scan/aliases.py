@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import NamedTuple
 
-FRAMEWORK_ROOTS = ("torch", "mindspore")
+from opbench.config.vocabulary import FRAMEWORKS
 
 # Binding kinds.
 PATH = "path"            # a framework module / function / class, by full dotted name
@@ -34,7 +34,7 @@ LOCAL_BINDING = Binding(LOCAL)
 
 def framework_of(path: str) -> str | None:
     root = path.split(".", 1)[0]
-    return root if root in FRAMEWORK_ROOTS else None
+    return root if root in FRAMEWORKS else None
 
 
 class Scope:

@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Mapping
 
-SCANNED_FRAMEWORKS = ("torch", "mindspore")
+from opbench.config.vocabulary import FRAMEWORKS
 CASE_FILE_SUFFIXES = (".yaml", ".yml")
 
 CoveredApis = Mapping[str, frozenset[str]]   # framework -> full API names
@@ -18,7 +18,7 @@ def normalise_case_api(framework: str, api: str) -> str:
 
 def covered_apis(instances: Iterable) -> dict[str, frozenset[str]]:
     """The APIs each framework's side of the case instances calls (CaseInstance.calls)."""
-    found: dict[str, set[str]] = {framework: set() for framework in SCANNED_FRAMEWORKS}
+    found: dict[str, set[str]] = {framework: set() for framework in FRAMEWORKS}
     for instance in instances:
         for framework, call in instance.calls.items():
             if framework in found and getattr(call, "api", None):

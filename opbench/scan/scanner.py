@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from opbench.scan.aliases import FRAMEWORK_ROOTS
+from opbench.config.vocabulary import FRAMEWORKS
 from opbench.scan.rows import FileError, ScanResult, ScanRow
 from opbench.scan.source import SourceText, decode_source
 from opbench.scan.visitor import ModuleVisitor
@@ -88,7 +88,7 @@ def mentions_framework(data: bytes) -> bool:
     """Can this file possibly import a framework? Checked on the raw bytes before parsing:
     a file that never spells a framework's name yields no rows, and most files of a mixed
     code base are like that."""
-    return any(root.encode() in data for root in FRAMEWORK_ROOTS)
+    return any(root.encode() in data for root in FRAMEWORKS)
 
 
 def scan_source(text: str, file: str = "<string>") -> list[ScanRow]:

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from opbench.cases.case_files import DTYPES
+from opbench.config.vocabulary import FLOAT_DTYPES
 from opbench.frameworks.apimap import ApiMapping
 from opbench.trace.events import (
     FUNCTION,
@@ -36,7 +37,6 @@ TENSOR_API_PREFIX = {"torch": "torch.Tensor.", "mindspore": "mindspore.Tensor."}
 OTHER = {"torch": "mindspore", "mindspore": "torch"}
 CASE_NAME_PREFIX = "trace"
 CASE_TAG = "traced"
-FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 # Integer inputs are zeros: a trace records shapes and dtypes, not values, and 0 is a valid
 # index into any non-empty dimension (integer tensors in models are mostly indices).
 INT_INPUT = {"dist": "randint", "low": 0, "high": 1}

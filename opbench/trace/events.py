@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from opbench.config.vocabulary import ASYNC, MODES, SERIAL
+
 # What kind of call site an API is; decides how it is named, tabled and emitted as a case.
 FUNCTION = "function"            # torch.*, torch.nn.functional.*, mindspore.ops.*, mint.*
 TENSOR_METHOD = "tensor_method"  # x.sum(), and operators: x + y is Tensor.__add__
@@ -18,9 +20,8 @@ KINDS = (FUNCTION, TENSOR_METHOD, MODULE, PRIMITIVE, SCOPE)
 # Kinds that are framework APIs (tabled, timed as APIs); SCOPE is only structure.
 API_KINDS = (FUNCTION, TENSOR_METHOD, MODULE, PRIMITIVE)
 
-SERIAL = "serial"
-ASYNC = "async"
-TIMINGS = (SERIAL, ASYNC)
+# How a call is timed: the run's timing modes (config/vocabulary.py), here per traced call.
+TIMINGS = MODES
 TIMING_NOTES = {
     SERIAL: "serial: synced after every call, so each time is the call's full latency",
     ASYNC: "async: host-side launch time only; queued device work is not waited for, "

@@ -13,6 +13,7 @@ import os
 import sys
 from typing import Any, Iterable
 
+from opbench.config.vocabulary import FRAMEWORKS
 from opbench.trace.chrome import write_chrome_trace
 from opbench.trace.emit import EmitReport, emit_cases
 from opbench.trace.events import SERIAL, TIMINGS
@@ -24,7 +25,6 @@ from opbench.trace.summary import SummaryRow, summarize
 from opbench.trace.table import table_text
 
 BOTH = "both"
-FRAMEWORKS = ("torch", "mindspore")
 FRAMEWORK_CHOICES = (*FRAMEWORKS, BOTH)
 _INTERCEPTORS = {"torch": ("opbench.trace.torch_intercept", "TorchInterceptor"),
                  "mindspore": ("opbench.trace.mindspore_intercept", "MindSporeInterceptor")}

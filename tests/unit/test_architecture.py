@@ -16,8 +16,12 @@ from import_graph import figures  # noqa: E402
 # Measured on the layout of issue 22 (tools/import_graph.py): 11 modules, e.g. cli/__main__ ->
 # cli/main -> cli/gate -> report/gate_junit -> report/gate_markdown -> gate/evaluate ->
 # gate/noise -> gate/pool -> verdicts/conclusions -> verdicts/interference -> verdicts/stats.
-# Before it: 16, with a loop of six modules in the middle. It may shrink, not grow.
-MAX_CHAIN = 11
+# Before it: 16, with a loop of six modules in the middle. It may shrink, not grow - except
+# by the one leaf added under the configuration in issue 33: config/vocabulary.py (the names
+# of frameworks, modes and dtypes, which config/__init__.py's RunConfig checks against)
+# ends chains that ended at opbench.config one module later, e.g. ... -> results/records ->
+# results/io -> config -> config/vocabulary: 12. Nothing above the configuration grew.
+MAX_CHAIN = 12
 MAX_TOP_LEVEL_MODULES = 12
 
 

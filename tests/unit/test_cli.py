@@ -571,24 +571,27 @@ def test_noise_needs_three_runs(fake_frameworks, cases_dir, tmp_path):
     assert_user_error(invoke("noise", *runs), "at least 3")
 
 
-def test_replay_tells_how_often_the_gate_would_pass_and_catch(fake_frameworks, cases_dir,
-                                                              tmp_path):
+@pytest.mark.parametrize("command", ["resample", "replay"])     # replay: its former name
+def test_resample_tells_how_often_the_gate_would_pass_and_catch(fake_frameworks, cases_dir,
+                                                                tmp_path, command):
     runs = _three_runs(cases_dir, tmp_path)
     injected = []
     fake_frameworks["cost_s"] = 2e-4
     for i in range(2):
         injected.append(str(tmp_path / f"slow{i}.json"))
         assert invoke("run", str(cases_dir), *FAST, "-q", "--json", injected[-1]).exit_code == 1
-    result = invoke("replay", *runs, "-m", "1", "--profile-processes", "0", "--gates", "5",
+    result = invoke(command, *runs, "-m", "1", "--profile-processes", "0", "--gates", "5",
                     *(a for p in injected for a in ("--injected", p)))
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
-    assert "5 replayed gates per row over 3 processes" in text
+    assert "5 resampled gates per row over 3 processes" in text
     # A/A: every gate passed, none failed; injected: every instance caught, every gate failed
     row = "1 process │ none │ 100% │ 0.0% │ 0% │ 0.00% │ 0.0% │ 100% │ 100%"
     assert row in text
 
 
-def test_replay_with_too_few_runs_says_how_many_it_needs(fake_frameworks, cases_dir, tmp_path):
+def test_resample_with_too_few_runs_says_how_many_it_needs(fake_frameworks, cases_dir,
+                                                           tmp_path):
     runs = _three_runs(cases_dir, tmp_path)
-    assert_user_error(invoke("replay", *runs, "-m", "2"), "3 runs given; a replayed gate draws 4")
+    assert_user_error(invoke("resample", *runs, "-m", "2"),
+                      "3 runs given; a resampled gate draws 4")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from opbench.config.options import RunOptions
-from opbench.gate.settings import GATE_SETTINGS, GateRunSettings, GateSettingError
+from opbench.gate.settings import GATE_RUN_SETTINGS, GateRunSettings, GateSettingError
 
 
 def test_an_unknown_gate_setting_is_an_error_naming_it_and_where_it_is_defined():
@@ -38,7 +38,7 @@ def test_a_value_the_option_refuses_is_an_error_naming_setting_and_option(given,
 
 
 def test_the_gate_settings_fill_only_what_the_user_left_unset():
-    done = GATE_SETTINGS.fill({"rounds": 12, "threads": None, "device": "cpu"})
+    done = GATE_RUN_SETTINGS.fill({"rounds": 12, "threads": None, "device": "cpu"})
     assert (done["rounds"], done["threads"], done["device"]) == (12, 1, "cpu")
     config = RunOptions.from_mapping(done).to_config()
     assert (config.launch, config.processes, config.passes) == ("blocking", 4, 5)

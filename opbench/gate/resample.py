@@ -1,15 +1,17 @@
-"""Replay the gate over recorded processes: how often would it fail or stall on this runner?
+"""The gate resampled over recorded processes: how often would it fail or stall on this
+runner? (Named apart from the model's replay, model/replay.py, which re-executes a user's
+calls: nothing is executed here, the gate's decision is taken again on resampled records.)
 
-Given N `--for-gate` runs of the same code, each its own process, every replayed gate draws
+Given N `--for-gate` runs of the same code, each its own process, every resampled gate draws
 (without replacement) a baseline of m processes (pooled as `--baseline` repeated does), a
 noise profile of p more (when p > 0), and a stage 1 and a stage 2 from two others - the
 fresh-process stage 2 the gate uses - and runs the gate's pure decision (`evaluate`). With
 injected runs (recorded with OPBENCH_INJECT_SLOWDOWN), the same baseline and profile also
 judge two of those as stages 1 and 2: how often the slowdown is caught.
 
-docs/gate.md's replay table comes from it (NOISE_FLOOR_Z was chosen with the same loop);
-`opbench replay` runs it on your own recorded runs. Pure: records in, counts out; seeded,
-so repeatable.
+docs/gate.md's resampling table comes from it (NOISE_FLOOR_Z was chosen with the same loop);
+`opbench resample` (formerly `opbench replay`, still accepted) runs it on your own recorded
+runs. Pure: records in, counts out; seeded, so repeatable.
 """
 from __future__ import annotations
 
@@ -24,12 +26,12 @@ from opbench.gate.noise import process_noise
 from opbench.gate.pool import pool_baselines
 from opbench.results.records import RunRecord
 
-__all__ = ["ReplayTally", "replay_gates"]
+__all__ = ["ResampleTally", "resample_gates"]
 
 
 @dataclass
-class ReplayTally:
-    """Outcomes of the replayed gates: exit codes per gate, verdicts per instance-gate."""
+class ResampleTally:
+    """Outcomes of the resampled gates: exit codes per gate, verdicts per instance-gate."""
 
     exits: Counter = field(default_factory=Counter)
     verdicts: Counter = field(default_factory=Counter)
@@ -58,10 +60,11 @@ def _two_stage(baseline: RunRecord, first: RunRecord, second: RunRecord,
     return evaluate(baseline, first, remeasured=remeasured, settings=settings)
 
 
-def replay_gates(runs: Sequence[RunRecord], names: Sequence[str], *,
-                 baseline_processes: int, profile_processes: int = 0, gates: int = 200,
-                 seed: int = 0, injected: Sequence[RunRecord] = (),
-                 settings: GateSettings = GateSettings()) -> tuple[ReplayTally, ReplayTally]:
+def resample_gates(runs: Sequence[RunRecord], names: Sequence[str], *,
+                   baseline_processes: int, profile_processes: int = 0, gates: int = 200,
+                   seed: int = 0, injected: Sequence[RunRecord] = (),
+                   settings: GateSettings = GateSettings()
+                   ) -> tuple[ResampleTally, ResampleTally]:
     """(A/A tally, injected tally); the injected one is empty without injected runs (at
     least 2 are needed). Raises ValueError when there are too few runs for one gate, and
     pool/noise errors when the runs were not measured alike."""
@@ -71,13 +74,13 @@ def replay_gates(runs: Sequence[RunRecord], names: Sequence[str], *,
     if profile_processes and profile_processes < 3:
         raise ValueError("a noise profile needs at least 3 processes")
     if len(runs) < needed:
-        raise ValueError(f"{len(runs)} runs given; a replayed gate draws {needed} distinct "
+        raise ValueError(f"{len(runs)} runs given; a resampled gate draws {needed} distinct "
                          f"processes ({baseline_processes} baseline, {profile_processes} "
                          f"profile, stage 1, stage 2)")
     if len(injected) == 1:
         raise ValueError("injected runs: give at least 2 (stage 1 and stage 2 of one gate)")
     rng = random.Random(seed)
-    same, slowed = ReplayTally(), ReplayTally()
+    same, slowed = ResampleTally(), ResampleTally()
     for _ in range(gates):
         order = rng.sample(range(len(runs)), needed)
         picked = [runs[i] for i in order]

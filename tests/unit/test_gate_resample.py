@@ -1,5 +1,5 @@
-"""The gate replayed over recorded processes (gate/replay.py): the draw, the tallies, and that
-on synthetic processes it shows what the noise floor is for."""
+"""The gate resampled over recorded processes (gate/resample.py): the draw, the tallies, and
+that on synthetic processes it shows what the noise floor is for."""
 from __future__ import annotations
 
 import copy
@@ -7,7 +7,7 @@ import copy
 import pytest
 from test_gate_noise import process_records
 
-from opbench.gate.replay import replay_gates as replay_gates_over_records
+from opbench.gate.resample import resample_gates as resample_gates_over_records
 from opbench.results.records import RunRecord
 from opbench.verdicts.rules import EXIT_OK, EXIT_SLOW
 
@@ -26,12 +26,12 @@ def slowed(runs, factor: float):
     return out
 
 
-def replay_gates(runs: list[dict], names: list[str], *, injected: list[dict] = (), **options):
-    """replay_gates over runs given as their results files' dicts."""
+def resample_gates(runs: list[dict], names: list[str], *, injected: list[dict] = (), **options):
+    """resample_gates over runs given as their results files' dicts."""
     def typed(dicts):
         return [RunRecord.from_dict(r) for r in dicts]
 
-    return replay_gates_over_records(typed(runs), names, injected=typed(injected), **options)
+    return resample_gates_over_records(typed(runs), names, injected=typed(injected), **options)
 
 
 def names(runs):
@@ -41,7 +41,7 @@ def names(runs):
 def test_identical_quiet_processes_pass_and_an_injected_slowdown_fails():
     runs = process_records(1, 8, QUIET)
     injected = slowed(process_records(2, 3, QUIET), 1.5)
-    same, slow = replay_gates(runs, names(runs), baseline_processes=2, gates=30,
+    same, slow = resample_gates(runs, names(runs), baseline_processes=2, gates=30,
                               injected=injected)
     assert same.gates == slow.gates == 30
     assert same.gate_share(EXIT_OK) == 1.0
@@ -49,17 +49,17 @@ def test_identical_quiet_processes_pass_and_an_injected_slowdown_fails():
     assert slow.verdict_share("REGRESSION") == 1.0
 
 
-def test_the_replay_is_repeatable_by_seed():
+def test_the_resampling_is_repeatable_by_seed():
     runs = process_records(3, 10, ONE_LOUD)
-    first = replay_gates(runs, names(runs), baseline_processes=1, gates=40, seed=5)[0]
-    again = replay_gates(runs, names(runs), baseline_processes=1, gates=40, seed=5)[0]
+    first = resample_gates(runs, names(runs), baseline_processes=1, gates=40, seed=5)[0]
+    again = resample_gates(runs, names(runs), baseline_processes=1, gates=40, seed=5)[0]
     assert first.exits == again.exits and first.verdicts == again.verdicts
 
 
 def test_a_profile_calms_a_loud_instance():
     runs = process_records(4, 30, ONE_LOUD)
-    plain = replay_gates(runs, names(runs), baseline_processes=1, gates=150, seed=1)[0]
-    floored = replay_gates(runs, names(runs), baseline_processes=1, profile_processes=5,
+    plain = resample_gates(runs, names(runs), baseline_processes=1, gates=150, seed=1)[0]
+    floored = resample_gates(runs, names(runs), baseline_processes=1, profile_processes=5,
                            gates=150, seed=1)[0]
     not_passed = 1 - plain.gate_share(EXIT_OK)
     assert not_passed > 0.1                    # a 9% spread stalls or fails a 10% gate often
@@ -67,17 +67,17 @@ def test_a_profile_calms_a_loud_instance():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(baseline_processes=2, profile_processes=5), "4 runs given; a replayed gate draws 9"),
+    (dict(baseline_processes=2, profile_processes=5), "4 runs given; a resampled gate draws 9"),
     (dict(baseline_processes=1, profile_processes=2), "at least 3 processes"),
     (dict(baseline_processes=0), "baseline_processes >= 1"),
 ])
 def test_too_few_runs_are_refused(kwargs, message):
     runs = process_records(5, 4, QUIET)
     with pytest.raises(ValueError, match=message):
-        replay_gates(runs, names(runs), **kwargs)
+        resample_gates(runs, names(runs), **kwargs)
 
 
 def test_one_injected_run_is_not_enough():
     runs = process_records(6, 4, QUIET)
     with pytest.raises(ValueError, match="at least 2"):
-        replay_gates(runs, names(runs), baseline_processes=1, injected=runs[:1])
+        resample_gates(runs, names(runs), baseline_processes=1, injected=runs[:1])
