@@ -4,7 +4,16 @@ validation, sweep expansion (within opbench/config/limits.py), `-k/--op/--tag` s
 opbench.config.
 
   api_guard    Which objects a case file's API path may reach: only the framework's own
-  case_files   Case files: schema validation, line-accurate errors, sweep expansion
+  case_errors  CaseError (file:line, case and key; every problem of a file at once) and the
+               wording every check shares
+  case_expansion  Sweeps into instances: ids, substitution, each instance's inputs checked
+               (dtypes, distributions, budgets)
+  case_files   The case format's public surface: load, expand, select, and the names the
+               rest of opbench imports (from the four case_* modules)
+  case_model   The records (Case, CaseInstance, InputSpec, FrameworkCall, Ref) and the
+               `$name` reference syntax
+  case_validation  Files, YAML, the JSON Schema's errors reworded, and the checks a schema
+               cannot express
   coverage     What the case library covers: operators, instances, tags, backward, dtypes
   ids          Short instance ids for tables: `reshape[1x128x768,float16]` for
                `reshape[shape=1x128x768,dtype=float16]`

@@ -17,10 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from opbench.config.vocabulary import ADAPTER_FRAMEWORKS
+
 __all__ = ["SideSpec", "SideSpecError", "parse_side", "load_environments", "side_labels",
            "AGAIN_SUFFIX"]
 
-KNOWN_FRAMEWORKS = ("torch", "mindspore", "numpy")
+# A side's framework: one opbench has an adapter for.
+KNOWN_FRAMEWORKS = ADAPTER_FRAMEWORKS
 
 
 class SideSpecError(ValueError):

@@ -10,9 +10,9 @@ Nothing here imports anything: the tracer imports it inside the user's own inter
 """
 from __future__ import annotations
 
-__all__ = ["ASYNC", "CASE_DTYPES", "CASE_INT_DTYPES", "FLOAT_DTYPES", "FRAMEWORKS",
-           "INTEGER_DTYPES", "LAUNCH_BLOCKING", "LAUNCH_MODES", "LAUNCH_QUEUED", "MINDSPORE",
-           "MODES", "SERIAL", "TORCH"]
+__all__ = ["ADAPTER_FRAMEWORKS", "ASYNC", "CASE_DTYPES", "CASE_INT_DTYPES", "FLOAT_DTYPES",
+           "FRAMEWORKS", "INTEGER_DTYPES", "LAUNCH_BLOCKING", "LAUNCH_MODES", "LAUNCH_QUEUED",
+           "MINDSPORE", "MODES", "NUMPY", "SERIAL", "TORCH"]
 
 # -- frameworks ------------------------------------------------------------------------------
 
@@ -23,6 +23,11 @@ MINDSPORE = "mindspore"
 # interceptor and a mapping of its own, ARCHITECTURE.md). The adapters' registry
 # (frameworks/__init__.py) has numpy too, a reference for tests.
 FRAMEWORKS = (TORCH, MINDSPORE)
+NUMPY = "numpy"
+# The frameworks opbench has an adapter for (frameworks/__init__.py's registry): the two
+# above and numpy (a reference for tests and for an op one side lacks). A case file's
+# framework sections, in the order they are read, and what a side may name.
+ADAPTER_FRAMEWORKS = (TORCH, MINDSPORE, NUMPY)
 
 # -- timing modes ----------------------------------------------------------------------------
 
