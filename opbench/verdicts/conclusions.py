@@ -111,9 +111,10 @@ def _versions_text(versions: Mapping[str, RatioEstimate], threshold: float) -> s
 def apply_between_process_prior(records: Sequence[dict[str, Any]], config: RunConfig
                                 ) -> BetweenProcessPrior | None:
     """Recompute every measurement's statistics with the run's typical between-process
-    spread (stats.between_process_prior) once all processes have measured: an instance's
-    own 2-3 processes say little about that spread, the whole run says a lot. Returns the
-    prior used (None when too few instances ran in several processes)."""
+    spread (run_between_process_prior: stats.run_spread_prior) once all processes have
+    measured: an instance's own 2-3 processes say little about that spread, the whole run
+    says a lot. Returns the prior used (None when too few instances ran in several
+    processes)."""
     prior = run_between_process_prior(records, config)
     if prior is None:
         return None
