@@ -191,11 +191,9 @@ def _framework_notes(baseline: RunRecord, current: RunRecord) -> list[HygieneNot
         b_info, c_info = baseline.frameworks.get(name), current.frameworks.get(name)
         why = (" (the reference moved: a ratio change may be the reference's, not the "
                "target's)" if name == current.config.reference else "")
-        if name in differing:
-            b_text = b_named.get(name, "absent") if b_info else None
-            c_text = c_named.get(name, "absent") if c_info else None
-            notes.append(HygieneNote(KIND_VERSION,
-                                     f"{name} {b_text} in the baseline, {c_text} now{why}"))
+        if name in differing:     # (None: the run did not have the framework)
+            notes.append(HygieneNote(KIND_VERSION, f"{name} {b_named.get(name)} in the "
+                                                   f"baseline, {c_named.get(name)} now{why}"))
         elif bool(b_info.build) != bool(c_info.build):
             notes.append(HygieneNote(KIND_VERSION, (
                 f"{name} {b_named[name]} in the baseline, {c_named[name]} now: one run names "
