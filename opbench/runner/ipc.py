@@ -1,7 +1,8 @@
 """What a parent and its worker processes say to each other: one frozen record per request,
 two replies (`Ok`, `Failed`), the one place they are serialised to and from the socket
-(`send`, `receive`), and the one dispatcher (`Dispatcher`: a table from request type to
-handler) that worker_main.py and side_server.py answer through.
+(`send`, `receive`), the one dispatcher (`Dispatcher`: a table from request type to
+handler) that worker_main.py and side_server.py answer through, and a worker process's loop
+(`answer_requests`, on the socket its parent passed: `connection_from_fd`).
 
 A new message is a record here (its fields are its arguments; `doing` is what the worker is
 doing while it answers, for the message when it dies on it), a handler in the table of the
@@ -24,7 +25,9 @@ before any framework.
 """
 from __future__ import annotations
 
+import os
 import pickle
+import socket
 import traceback as traceback_mod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
@@ -38,7 +41,8 @@ __all__ = [
     "Close", "Forward", "Backward", "Sample", "RunWarmUp", "SyncCost", "PeakMemory",
     "SideInfo", "SideOverheads", "SideCeilings", "SideCheckApis", "SIDE_REQUESTS",
     "Reply", "Ok", "Failed", "ForwardDone", "BackwardDone", "OperatorFailed",
-    "UnreadableMessage", "send", "receive", "Dispatcher", "activity"]
+    "UnreadableMessage", "send", "receive", "connection_from_fd", "Dispatcher",
+    "answer_requests", "activity"]
 
 # Lines of traceback a Failed reply carries: enough to find the failing call in a worker's
 # code without pickling a whole framework's stack.
@@ -297,6 +301,17 @@ def receive(conn: Any) -> Any:
             f"{exc}); both ends must run the same opbench") from None
 
 
+def connection_from_fd(fd: int) -> Any:
+    """The child's end of the socket pair its parent passed as file descriptor `fd`
+    (`python -m opbench.runner.worker_main FD`), as a Connection."""
+    from multiprocessing.connection import Connection
+
+    sock = socket.socket(fileno=fd)
+    conn = Connection(os.dup(sock.fileno()))
+    sock.close()
+    return conn
+
+
 # -- the one dispatcher -------------------------------------------------------------------------
 
 Handler = Callable[[Any], Any]
@@ -337,3 +352,27 @@ def activity(request: Request | None, current: str = "?") -> str:
     if request is None:
         return "waiting for its first request"
     return request.doing.format(id=request.instance_id or "?", current=current)
+
+
+def answer_requests(conn: Any, dispatcher: Dispatcher,
+                    after_each: Callable[[], None] = lambda: None) -> int:
+    """A worker process's loop: each request from `conn` answered by `dispatcher`, until
+    Close (answered first) or the parent goes away; returns the exit status (0). An
+    unreadable message is answered Failed and the loop goes on. `after_each` runs after
+    every reply but Close's."""
+    while True:
+        try:
+            request = receive(conn)
+        except (EOFError, OSError):
+            return 0
+        except UnreadableMessage as exc:
+            request, reply = None, Failed(str(exc))
+        else:
+            reply = dispatcher.answer(request)
+        try:
+            send(conn, reply)
+        except OSError:       # the parent has gone (closed the pool, or died): stop
+            return 0
+        if isinstance(request, Close):
+            return 0
+        after_each()

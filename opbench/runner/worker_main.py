@@ -22,11 +22,8 @@ Requests (ipc.py), each answered Ok(value) or Failed(message, traceback):
 """
 from __future__ import annotations
 
-import os
 import signal
-import socket
 import sys
-from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 from opbench.runner import ipc
@@ -114,32 +111,15 @@ class WorkerServer:
 def serve(conn: Any, session_factory: SessionFactory = default_session_factory) -> int:
     """Answer requests until Close or the parent goes away. Never raises for a request's
     failure (nor for a message it cannot read): it is sent back as Failed."""
-    server = WorkerServer(session_factory)
-    while True:
-        try:
-            request = ipc.receive(conn)
-        except (EOFError, OSError):
-            return 0
-        except ipc.UnreadableMessage as exc:
-            request, reply = None, ipc.Failed(str(exc))
-        else:
-            reply = server.dispatcher.answer(request)
-        try:
-            ipc.send(conn, reply)
-        except OSError:       # the parent has gone (closed the pool, or died): stop
-            return 0
-        if isinstance(request, ipc.Close):
-            return 0
-        ignore_interrupts()   # MindSpore installs a SIGINT handler at its first operator
+    # MindSpore installs a SIGINT handler at its first operator: ignored again after each
+    return ipc.answer_requests(conn, WorkerServer(session_factory).dispatcher,
+                               after_each=ignore_interrupts)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     ignore_interrupts()
-    fd = int(args[0])
-    sock = socket.socket(fileno=fd)
-    conn = Connection(os.dup(sock.fileno()))
-    sock.close()
+    conn = ipc.connection_from_fd(int(args[0]))
     try:
         return serve(conn)
     except KeyboardInterrupt:

@@ -219,3 +219,27 @@ def test_a_parent_refuses_something_that_is_no_reply():
                                           r"while waiting for its first request$"):
         worker.receive(timeout_s=10)
     parent.close(), child.close()
+
+
+def test_the_loop_answers_until_close_and_runs_after_each_between():
+    parent, child = Pipe()
+    for request in (ipc.Overheads(), ("what",), ipc.Close(), ipc.Overheads()):
+        ipc.send(parent, request)
+    parent.send_bytes(b"never read")
+    after = []
+    status = ipc.answer_requests(child, ipc.Dispatcher({ipc.Overheads: lambda _: 7,
+                                                        ipc.Close: lambda _: None}),
+                                 after_each=lambda: after.append(1))
+    replies = [ipc.receive(parent) for _ in range(3)]
+    assert status == 0 and len(after) == 2        # not after Close's reply
+    assert replies[0] == ipc.Ok(7) and isinstance(replies[1], ipc.Failed)
+    assert replies[2] == ipc.Ok(None) and not parent.poll(0)   # nothing after Close
+    parent.close(), child.close()
+
+
+def test_the_loop_ends_quietly_when_the_parent_goes():
+    parent, child = Pipe()
+    parent.close()
+    assert ipc.answer_requests(child, ipc.Dispatcher({})) == 0
+    child.close()
+
