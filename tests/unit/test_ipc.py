@@ -3,6 +3,7 @@ dispatcher answers through its table, and a worker outlives whatever a parent se
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 from multiprocessing import Pipe
 
@@ -243,3 +244,15 @@ def test_the_loop_ends_quietly_when_the_parent_goes():
     assert ipc.answer_requests(child, ipc.Dispatcher({})) == 0
     child.close()
 
+
+
+def test_a_parent_names_the_worker_whose_reply_it_cannot_read(instance):
+    parent, child = Pipe()
+    worker = Worker(parent, FakeProcess(), 2, "mindspore")
+    worker.send(ipc.Run(instance))
+    child.send_bytes(b"\x80\x05truncated")
+    with pytest.raises(WorkerError, match=rf"^worker process 2 \(mindspore\) answered "
+                                          rf"unreadably while running {re.escape(instance.id)}: "
+                                          rf"a message of 11 bytes could not be read"):
+        worker.receive(timeout_s=10)
+    parent.close(), child.close()
