@@ -71,8 +71,8 @@ class _ThisProcess:
         self.server, self.side, self.index = server, side, 1
         self.pid = os.getpid()
 
-    def call(self, op: str, *args):
-        return self.server.answer(op, args)
+    def call(self, request):
+        return self.server.answer(request)
 
     def close(self) -> None:
         self.server.session.close()
@@ -90,12 +90,13 @@ def _both_frameworks_session(config):
 def _side_process_session(config):
     """The side path: torch alone in this process, MindSpore in a worker process of its own,
     a RemoteSession running the protocol through both."""
+    from opbench.runner import ipc
     from opbench.runner.session import Session
     from opbench.runner.side_server import SideServer
     from opbench.runner.workers import RemoteSession, spawn_worker
 
     other = spawn_worker(1, "mindspore")
-    other.send("open_side", config, "mindspore", 1)      # its import runs while torch's does
+    other.send(ipc.OpenSide(config, "mindspore", 1))      # its import runs while torch's does
     torch_session = Session(config, sides=("torch",))
     torch_session.open()
     here = _ThisProcess(SideServer(torch_session, "torch"), "torch")

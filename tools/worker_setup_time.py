@@ -3,8 +3,8 @@ request, one worker at a time (nothing else starting), for each kind of worker a
 
     python tools/worker_setup_time.py [--repeats 3] [--threads 2]
 
-Kinds: `both` (the default pool's worker: "open", torch and MindSpore in one process),
-`torch` and `mindspore` (a side worker: "open_side", one framework), `pair` (a torch and a
+Kinds: `both` (the default pool's worker: Open, torch and MindSpore in one process),
+`torch` and `mindspore` (a side worker: OpenSide, one framework), `pair` (a torch and a
 MindSpore side worker started together, as a run of one process per side starts them:
 until the later one is ready). The kinds alternate
 within each repeat, so the host's drift hits them alike. Run it under the CPU lock: the
@@ -26,17 +26,18 @@ KINDS = ("both", "torch", "mindspore", "pair")
 
 def setup_seconds(kind: str, config) -> float:
     """Seconds from spawning one worker of `kind` to its answer to the opening request."""
+    from opbench.runner import ipc
     from opbench.runner.workers import spawn_worker
 
     started = time.perf_counter()
     if kind == "both":
         workers = [spawn_worker(1)]
-        workers[0].call("open", config, (), 1)
+        workers[0].call(ipc.Open(config, (), 1))
     else:
         sides = ("torch", "mindspore") if kind == "pair" else (kind,)
         workers = [spawn_worker(1, side) for side in sides]
         for worker in workers:
-            worker.send("open_side", config, worker.side, 1)
+            worker.send(ipc.OpenSide(config, worker.side, 1))
         for worker in workers:
             worker.receive()
     elapsed = time.perf_counter() - started

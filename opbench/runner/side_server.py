@@ -1,5 +1,6 @@
 """The side worker's half of a split measurement: one framework, one Session holding only
-its adapter, answering the parent's per-side requests (worker_main.serve passes them here).
+its adapter, answering the parent's per-side requests (worker_main.WorkerServer passes
+them here).
 
 The parent (workers.RemoteSession) runs the protocol: it asks each side's process to
 run an instance once (outputs and the inputs' checksum come back), to take a sample of so
@@ -7,24 +8,25 @@ many loops, to warm up, to re-warm, to time its sync; the timing itself happens 
 this process's clock, and only the figure goes back. Between requests the process blocks
 on its socket: an idle side spends no CPU while the other measures.
 
-Requests (each answered ("ok", value) by serve):
-  ("forward", instance)                      -> ("done", output, inputs checksum)
-                                                or ("failed", message)
-  ("backward", instance, reference_output)   -> ("done", gradients) | ("failed", message)
-  ("sample", which, loops, mode, rewarm)     -> (seconds for `loops` calls, this process's
-                                                CPU seconds or None), re-warmed first
-                                                (measure.rewarm) when `rewarm`
-  ("warm_up", which, mode, warmup_time_s)    -> WarmUp (calls made, steady per-call s)
-  ("sync_cost", which)                       -> seconds
-  ("memory",)                                -> this side's peak_memory entry
-  ("side_info",)  ("side_overheads",)  ("side_ceilings",)  ("side_check_apis", instances)
+Requests (runner/ipc.py, ipc.SIDE_REQUESTS; each answered Ok(value) by the worker):
+  Forward(instance)                        -> ForwardDone(output, inputs checksum)
+                                              | OperatorFailed(message)
+  Backward(instance, reference_output)     -> BackwardDone(gradients) | OperatorFailed
+  Sample(which, loops, mode, rewarm_first) -> (seconds for `loops` calls, this process's
+                                              CPU seconds or None), re-warmed first
+                                              (measure.rewarm) when `rewarm_first`
+  RunWarmUp(which, mode, warmup_time_s)    -> WarmUp (calls made, steady per-call s)
+  SyncCost(which)                          -> seconds
+  PeakMemory()                             -> this side's peak_memory entry
+  SideInfo()  SideOverheads()  SideCeilings()  SideCheckApis(instances)
 `which` is FORWARD or BACKWARD: the instance's call, or its forward+backward callable.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from opbench.runner import inputs as inputs_mod
+from opbench.runner import ipc
 from opbench.runner.measure import (
     Side,
     WarmUp,
@@ -38,14 +40,12 @@ from opbench.runner.memory import peak_memory
 from opbench.runner.protocol import BACKWARD, FORWARD
 from opbench.runner.session import Session, SideFailed
 
-__all__ = ["SideServer", "SIDE_REQUESTS"]
-SIDE_REQUESTS = frozenset({
-    "forward", "backward", "sample", "warm_up", "sync_cost", "memory",
-    "side_info", "side_overheads", "side_ceilings", "side_check_apis"})
+__all__ = ["SideServer"]
 
 
 class SideServer:
-    """One side's Session and the instance it holds ready (the last "forward")."""
+    """One side's Session and the instance it holds ready (the last Forward). `handlers`
+    is its table (one per request type of ipc.SIDE_REQUESTS)."""
 
     def __init__(self, session: Session, name: str):
         self.session, self.name = session, name
@@ -53,72 +53,75 @@ class SideServer:
         self._prepared: Any = None
         self._forward_backward: Any = None
         self._timed: dict[str, Side] = {}
+        self.handlers: dict[type, ipc.Handler] = {
+            ipc.Forward: self._forward,
+            ipc.Backward: self._backward,
+            ipc.Sample: self._sample,
+            ipc.RunWarmUp: self._warm_up,
+            ipc.SyncCost: self._sync_cost,
+            ipc.PeakMemory: self._memory,
+            ipc.SideInfo: lambda _: self.session.framework_info()[self.name],
+            ipc.SideOverheads: lambda _: self.session.measure_overheads()[self.name],
+            ipc.SideCeilings: lambda _: self.session.measure_ceilings()[self.name],
+            ipc.SideCheckApis: lambda request: self.session.check_apis(request.instances),
+        }
 
-    def answer(self, op: str, args: tuple) -> Any:
-        handler: Callable[..., Any] = getattr(self, "_" + op)
-        return handler(*args)
+    def answer(self, request: ipc.Request) -> Any:
+        """The handler's value; raises what it raises (the worker's dispatcher turns it
+        into Failed), ValueError for a request a side does not answer."""
+        handler = self.handlers.get(type(request))
+        if handler is None:
+            raise ValueError(ipc.unknown_request(request, self.handlers))
+        return handler(request)
 
     # -- one instance ----------------------------------------------------------------------
-    def _forward(self, instance) -> tuple:
-        self._arrays = inputs_mod.generate_inputs(instance)
+    def _forward(self, request: ipc.Forward) -> ipc.ForwardDone | ipc.OperatorFailed:
+        self._arrays = inputs_mod.generate_inputs(request.instance)
         self._prepared = self._forward_backward = None
         self._timed = {}
         try:
-            self._prepared, output = self.session.forward_side(instance, self._arrays,
+            self._prepared, output = self.session.forward_side(request.instance, self._arrays,
                                                                self.name)
         except SideFailed as exc:
-            return ("failed", str(exc))
-        return ("done", output, inputs_mod.inputs_checksum(self._arrays))
+            return ipc.OperatorFailed(str(exc))
+        return ipc.ForwardDone(output, inputs_mod.inputs_checksum(self._arrays))
 
-    def _backward(self, instance, reference_output) -> tuple:
+    def _backward(self, request: ipc.Backward) -> ipc.BackwardDone | ipc.OperatorFailed:
         try:
             self._forward_backward, grads = self.session.backward_side(
-                instance, self._arrays, self.name, reference_output)
+                request.instance, self._arrays, self.name, request.reference_output)
         except SideFailed as exc:
-            return ("failed", str(exc))
+            return ipc.OperatorFailed(str(exc))
         self._timed.pop(BACKWARD, None)
-        return ("done", grads)
+        return ipc.BackwardDone(grads)
 
     def _side(self, which: str) -> Side:
         if which not in self._timed:
             if self._prepared is None:
-                raise RuntimeError("no instance is prepared: 'forward' comes first")
+                raise RuntimeError("no instance is prepared: Forward comes first")
             backward = self._forward_backward if which == BACKWARD else None
             self._timed[which] = self.session.timed_side(self.name, self._prepared, backward)
         return self._timed[which]
 
-    def _sample(self, which: str, loops: int, mode: str, rewarm_first: bool = False
-                ) -> tuple[float, float | None]:
+    def _sample(self, request: ipc.Sample) -> tuple[float, float | None]:
         """The sample (after a re-warm, when asked) and this process's CPU seconds during
         it (None on a fake clock, whose Session reads no CPU clock)."""
-        side, clock = self._side(which), self.session.clock
-        if rewarm_first:
-            rewarm(side, mode, clock, max_calls=loops)
+        side, clock = self._side(request.which), self.session.clock
+        if request.rewarm_first:
+            rewarm(side, request.mode, clock, max_calls=request.loops)
         cpu_clock = self.session.cpu_clock
         if cpu_clock is None:
-            return run_sample(side, loops, mode, clock), None
-        return sample_with_cpu(side, loops, mode, clock, cpu_clock)
+            return run_sample(side, request.loops, request.mode, clock), None
+        return sample_with_cpu(side, request.loops, request.mode, clock, cpu_clock)
 
-    def _warm_up(self, which: str, mode: str, warmup_time_s: float) -> WarmUp:
-        return warm_up(self._side(which), mode, self.session.clock, warmup_time_s)
+    def _warm_up(self, request: ipc.RunWarmUp) -> WarmUp:
+        return warm_up(self._side(request.which), request.mode, self.session.clock,
+                       request.warmup_time_s)
 
-    def _sync_cost(self, which: str) -> float:
-        return sync_cost_s(self._side(which).sync, self.session.clock)
+    def _sync_cost(self, request: ipc.SyncCost) -> float:
+        return sync_cost_s(self._side(request.which).sync, self.session.clock)
 
-    def _memory(self) -> dict[str, Any]:
+    def _memory(self, request: ipc.PeakMemory) -> dict[str, Any]:
         side = self._side(FORWARD)
         return peak_memory({self.name: lambda: (side.call(), side.sync())},
                            self.session.config.device)[self.name]
-
-    # -- the side as a whole ---------------------------------------------------------------
-    def _side_info(self) -> dict[str, Any]:
-        return self.session.framework_info()[self.name]
-
-    def _side_overheads(self) -> dict[str, float]:
-        return self.session.measure_overheads()[self.name]
-
-    def _side_ceilings(self) -> dict[str, Any]:
-        return self.session.measure_ceilings()[self.name]
-
-    def _side_check_apis(self, instances) -> list[str]:
-        return self.session.check_apis(instances)

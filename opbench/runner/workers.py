@@ -42,13 +42,14 @@ import sys
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from opbench.cases.case_files import CaseInstance
 from opbench.config import RunConfig
 from opbench.runner import inputs as inputs_mod
+from opbench.runner import ipc
 from opbench.runner.exits import describe_exit
 from opbench.runner.interpreters import InterpreterError, check_interpreter
 from opbench.runner.child_env import child_environment
@@ -76,49 +77,26 @@ class WorkerLost(WorkerError, SideLost):
     records it against the instance and starts a fresh one."""
 
 
-# What a worker is doing while it answers each request (worker_main's list), for the
-# message when it dies on one; "{id}" is the instance's id.
-_ACTIVITIES = {
-    "open": "starting its frameworks",
-    "open_side": "starting its framework",
-    "forward": "running {id}",
-    "backward": "running {id}",
-    "sample": "timing {current}",
-    "warm_up": "timing {current}",
-    "sync_cost": "timing {current}",
-    "memory": "timing {current}",
-    "side_info": "describing its framework",
-    "side_overheads": "measuring its dispatch floors",
-    "side_ceilings": "measuring the machine's ceilings",
-    "side_check_apis": "checking the cases' APIs",
-    "overheads": "measuring its dispatch floors",
-    "ceilings": "measuring the machine's ceilings",
-    "check_apis": "checking the cases' APIs",
-    "run": "running {id}",
-    "extend": "running {id}",
-    "close": "closing",
-}
+class ChildProcess(Protocol):
+    """The parent's handle on a child process: a subprocess.Popen, or a test's fake."""
 
+    pid: int
 
-def activity(request: tuple[Any, ...], current: str = "?") -> str:
-    """`running exp[shape=16x64,dtype=float32]` for ("run", instance), and so on; `current`
-    is the instance a side worker holds (its timing requests do not name it)."""
-    if not request:
-        return "waiting for its first request"
-    name = request[0]
-    words = _ACTIVITIES.get(name, f"answering {name!r}")
-    if "{id}" in words:
-        words = words.format(id=getattr(request[1], "id", "?"))
-    return words.format(current=current) if "{current}" in words else words
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int | None: ...
+
+    def kill(self) -> None: ...
 
 
 class Worker:
-    """The parent's handle on one worker process."""
+    """The parent's handle on one worker process: requests and replies are ipc.py's."""
 
-    def __init__(self, conn: Any, process: Any, index: int, side: str | None = None):
+    def __init__(self, conn: Any, process: ChildProcess, index: int,
+                 side: str | None = None):
         self.conn, self.process, self.index, self.side = conn, process, index, side
         # The request last sent: what the worker was doing if it dies before answering.
-        self.request: tuple[Any, ...] = ()
+        self.request: ipc.Request | None = None
         self.current = "?"     # the instance a side worker holds, for the messages
 
     @property
@@ -131,18 +109,18 @@ class Worker:
     def pid(self) -> int:
         return self.process.pid
 
-    def send(self, *request: Any) -> None:
+    def send(self, request: ipc.Request) -> None:
         self.request = request
-        if len(request) > 1 and hasattr(request[1], "id"):
-            self.current = request[1].id
+        if request.instance_id is not None:
+            self.current = request.instance_id
         try:
-            self.conn.send(request)
+            ipc.send(self.conn, request)
         except (OSError, ValueError) as exc:
             raise WorkerLost(f"{self._ending()} before {self._activity()} (the request "
                              f"could not be sent: {exc})") from None
 
     def _activity(self) -> str:
-        return activity(self.request, self.current)
+        return ipc.activity(self.request, self.current)
 
     def receive(self, timeout_s: float = REPLY_TIMEOUT_S) -> Any:
         try:
@@ -150,22 +128,28 @@ class Worker:
                 self.kill()
                 raise WorkerLost(f"{self.label} sent nothing for {timeout_s:.0f} s while "
                                  f"{self._activity()} and was stopped")
-            reply = self.conn.recv()
+            reply = ipc.receive(self.conn)
         except (EOFError, OSError):
             raise WorkerLost(f"{self._ending()} while {self._activity()}") from None
-        if reply[0] == "error":
-            raise WorkerError(reply[1])
-        return reply[1]
+        except ipc.UnreadableMessage as exc:
+            raise WorkerError(f"{self.label} answered unreadably while "
+                              f"{self._activity()}: {exc}") from None
+        if isinstance(reply, ipc.Failed):
+            raise WorkerError(reply.message)
+        if not isinstance(reply, ipc.Ok):
+            raise WorkerError(f"{self.label} answered {type(reply).__name__}, not a reply, "
+                              f"while {self._activity()}")
+        return reply.value
 
-    def call(self, *request: Any) -> Any:
-        self.send(*request)
+    def call(self, request: ipc.Request) -> Any:
+        self.send(request)
         return self.receive()
 
     def _ending(self) -> str:
         """`worker process 1 was killed by SIGSEGV (signal 11)`: its socket closed, so it
         has ended or is ending; wait briefly for its status."""
-        code = self.process.poll() if hasattr(self.process, "poll") else None
-        if code is None and hasattr(self.process, "wait"):
+        code = self.process.poll()
+        if code is None:
             try:
                 code = self.process.wait(timeout=5)
             except Exception:  # noqa: BLE001 - only for the message
@@ -176,11 +160,11 @@ class Worker:
         """False once its process has ended (or its socket is closed)."""
         if getattr(self.conn, "closed", False):
             return False
-        return not (hasattr(self.process, "poll") and self.process.poll() is not None)
+        return self.process.poll() is None
 
     def close(self) -> None:
         try:
-            self.conn.send(("close",))
+            ipc.send(self.conn, ipc.Close())
             self.conn.poll(5)
         except (OSError, ValueError, EOFError):
             pass
@@ -191,7 +175,7 @@ class Worker:
             self.conn.close()
         except OSError:
             pass
-        if hasattr(self.process, "poll") and self.process.poll() is None:
+        if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
 
@@ -235,13 +219,13 @@ class ProcessSide:
 
     def sample(self, loops: int, mode: str, rewarm_first: bool = False
                ) -> tuple[float, float | None]:
-        return self.worker.call("sample", self.which, loops, mode, rewarm_first)
+        return self.worker.call(ipc.Sample(self.which, loops, mode, rewarm_first))
 
     def warm_up(self, mode: str, warmup_time_s: float) -> WarmUp:
-        return self.worker.call("warm_up", self.which, mode, warmup_time_s)
+        return self.worker.call(ipc.RunWarmUp(self.which, mode, warmup_time_s))
 
     def sync_cost(self) -> float:
-        return self.worker.call("sync_cost", self.which)
+        return self.worker.call(ipc.SyncCost(self.which))
 
 
 class RemoteSession(Session):
@@ -271,26 +255,26 @@ class RemoteSession(Session):
 
     def measure_overheads(self) -> dict[str, dict[str, float]]:
         for name in self.config.frameworks:
-            self.overhead[name] = self.workers[name].call("side_overheads")
+            self.overhead[name] = self.workers[name].call(ipc.SideOverheads())
         return self.overhead
 
     def measure_ceilings(self) -> dict[str, dict[str, Any]]:
-        return {name: self.workers[name].call("side_ceilings")
+        return {name: self.workers[name].call(ipc.SideCeilings())
                 for name in self.config.frameworks}
 
     def check_apis(self, instances: Sequence[CaseInstance]) -> list[str]:
         problems: list[str] = []
         for name in self.config.frameworks:
-            problems += self.workers[name].call("side_check_apis", list(instances))
+            problems += self.workers[name].call(ipc.SideCheckApis(tuple(instances)))
         return problems
 
     # -- the per-side work, asked of the side's process --------------------------------------
     def forward_side(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray],
                      name: str) -> tuple[Any, Any]:
-        reply = self.workers[name].call(FORWARD, instance)
-        if reply[0] == "failed":
-            raise SideFailed(reply[1])
-        _, output, checksum = reply
+        reply = self.workers[name].call(ipc.Forward(instance))
+        if isinstance(reply, ipc.OperatorFailed):
+            raise SideFailed(reply.message)
+        output, checksum = reply.output, reply.inputs_checksum
         ours = inputs_mod.inputs_checksum(arrays)
         if checksum != ours:
             raise SideFailed(
@@ -301,16 +285,16 @@ class RemoteSession(Session):
 
     def backward_side(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray],
                       name: str, reference_out: Any) -> tuple[Any, Any]:
-        reply = self.workers[name].call(BACKWARD, instance, reference_out)
-        if reply[0] == "failed":
-            raise SideFailed(reply[1])
-        return BACKWARD, reply[1]
+        reply = self.workers[name].call(ipc.Backward(instance, reference_out))
+        if isinstance(reply, ipc.OperatorFailed):
+            raise SideFailed(reply.message)
+        return BACKWARD, reply.gradients
 
     def timed_side(self, name: str, prepared: Any, backward: Any = None) -> ProcessSide:
         return ProcessSide(name, self.workers[name], BACKWARD if backward else FORWARD)
 
     def _peak_memory(self, prepared: Mapping[str, Any]) -> dict[str, Any]:
-        return {name: self.workers[name].call("memory") for name in self.config.frameworks}
+        return {name: self.workers[name].call(ipc.PeakMemory()) for name in self.config.frameworks}
 
 
 class WorkerPool:
@@ -337,7 +321,7 @@ class WorkerPool:
                 self.workers.append(self._start(i + 1))
             pids = [w.pid for w in self.workers]
             for w in self.workers:
-                w.send("open", self.config, pids, w.index)
+                w.send(ipc.Open(self.config, tuple(pids), w.index))
             infos = [w.receive() for w in self.workers]
         except BaseException:
             self.close()
@@ -377,11 +361,11 @@ class WorkerPool:
                 self.workers.append(self._start(number))
             pids = [w.pid for w in self.workers]
             for w in self.workers:
-                w.send("open", self.config, pids, w.index)
+                w.send(ipc.Open(self.config, tuple(pids), w.index))
             for w in self.workers:
                 w.receive()
             for w in self.workers:
-                w.call("overheads")
+                w.call(ipc.Overheads())
         except BaseException:
             self.close()
             raise
@@ -396,9 +380,9 @@ class WorkerPool:
         try:
             fresh = self._start(old.index)
             self.workers[position] = fresh
-            fresh.call("open", self.config, [w.pid for w in self.workers], fresh.index)
+            fresh.call(ipc.Open(self.config, tuple(w.pid for w in self.workers), fresh.index))
             if self.overhead:
-                fresh.call("overheads")
+                fresh.call(ipc.Overheads())
         except WorkerError as exc:
             self.restarts.append(str(exc))
             del self.workers[position]
@@ -416,17 +400,17 @@ class WorkerPool:
         """Each worker measures its own (it explains its own samples); the record keeps
         worker 1's. One at a time: a floor measured while a sibling works is no floor."""
         for w in self.workers:
-            found = w.call("overheads")
+            found = w.call(ipc.Overheads())
             if w.index == 1:
                 self.overhead = found
         return self.overhead
 
     def measure_ceilings(self) -> dict[str, dict[str, Any]]:
         """Worker 1's ceilings: the machine's, measured once per run (the siblings idle)."""
-        return self.workers[0].call("ceilings")
+        return self.workers[0].call(ipc.Ceilings())
 
     def check_apis(self, instances: Sequence[CaseInstance]) -> list[str]:
-        return self.workers[0].call("check_apis", list(instances))
+        return self.workers[0].call(ipc.CheckApis(tuple(instances)))
 
     @property
     def total_passes(self) -> int:
@@ -441,7 +425,7 @@ class WorkerPool:
     def run_instance(self, instance: CaseInstance) -> dict[str, Any]:
         """Pass 1: worker 1 checks the outputs, calibrates and takes its share of rounds."""
         try:
-            return self.workers[0].call("run", instance)
+            return self.workers[0].call(ipc.Run(instance))
         except WorkerError as exc:
             self._replace(0, str(exc))
             record = instance_header(instance, self.config)
@@ -460,7 +444,7 @@ class WorkerPool:
             return record
         worker = self.workers[position]
         try:
-            return worker.call("extend", instance, record, own_pass)
+            return worker.call(ipc.Extend(instance, record, own_pass))
         except WorkerError as exc:
             # the message names the worker process and the instance
             record.setdefault("pass_errors", []).append(f"pass {own_pass}: {exc}")
@@ -514,7 +498,7 @@ class SideWorkerPool:
                 for name in self.config.frameworks:
                     started.append(self._start(i, name))
             for w in started:
-                w.send("open_side", self.config, w.side, w.index)
+                w.send(ipc.OpenSide(self.config, w.side, w.index))
             infos = [w.receive() for w in started]
         except BaseException:
             for w in started:
@@ -574,7 +558,7 @@ class SideWorkerPool:
             try:
                 fresh = self._start(old.index, name)
                 session.replace_worker(name, fresh)
-                fresh.call("open_side", self.config, name, fresh.index)
+                fresh.call(ipc.OpenSide(self.config, name, fresh.index))
             except WorkerError as exc:
                 self.restarts.append(str(exc))
                 for w in session.workers.values():

@@ -11,6 +11,7 @@ from runner_fakes import binary_case, case_file, fake_config, fake_session_class
 from worker_fakes import Spawner
 
 import opbench.runner.workers as workers_mod
+from opbench.runner import ipc
 from opbench.config import OPBENCH_VERSION
 from opbench.config.options import OptionError, RunOptions
 from opbench.runner.measure import WarmUp
@@ -105,10 +106,10 @@ def test_each_worker_holds_one_side_in_its_interpreter(tmp_path, monkeypatch):
         opened = []
         real_answer = workers_mod.Worker.send
 
-        def spy(worker, *request):
-            if request[0] == "open_side":
-                opened.append((worker.index, request[2]))
-            return real_answer(worker, *request)
+        def spy(worker, request):
+            if isinstance(request, ipc.OpenSide):
+                opened.append((worker.index, request.framework))
+            return real_answer(worker, request)
 
         monkeypatch.setattr(workers_mod.Worker, "send", spy)
         pool.open()
@@ -124,8 +125,8 @@ def test_a_side_whose_checksum_differs_names_it(tmp_path):
     instance = load_instances(case_file(tmp_path, binary_case("a")))[0]
 
     class Answers:
-        def call(self, *request):
-            return ("done", None, "f" * 64)
+        def call(self, request):
+            return ipc.ForwardDone(None, "f" * 64)
 
     session = workers_mod.RemoteSession(fake_config(processes=2), {"torch": Answers()}, 1)
     from opbench.runner import inputs as inputs_mod
@@ -174,17 +175,18 @@ def test_a_side_worker_is_asked_for_no_separate_re_warm(tmp_path, monkeypatch):
     requests = []
     real_send = workers_mod.Worker.send
 
-    def spy(worker, *request):
+    def spy(worker, request):
         requests.append(request)
-        return real_send(worker, *request)
+        return real_send(worker, request)
 
     monkeypatch.setattr(workers_mod.Worker, "send", spy)
     with SideWorkerPool(config, spawn=Spawner(fake_session_class())) as pool:
         pool.open()
         run(load_instances(case_file(tmp_path, binary_case("a"))), config, session=pool)
-    samples = [r for r in requests if r[0] == "sample"]
-    assert samples and {len(r) for r in samples} == {5}
-    assert not [r for r in requests if r[0] == "rewarm"]
+    samples = [r for r in requests if isinstance(r, ipc.Sample)]
+    assert samples and any(r.rewarm_first for r in samples)     # the re-warm rides along
+    # ... and nothing else is asked in its place: the side's requests and the opening only
+    assert {type(r) for r in requests} <= set(ipc.SIDE_REQUESTS) | {ipc.OpenSide}
 
 
 def _fake_interpreter(directory, answer):

@@ -14,6 +14,7 @@ from worker_fakes import Spawner
 from opbench.report.text import problem_lines
 from opbench.results.io import validate_record
 from opbench.results.recorded_run import run
+from opbench.runner import ipc
 from opbench.runner.exits import describe_exit
 from opbench.runner.workers import WorkerError, WorkerPool
 
@@ -179,7 +180,7 @@ def _silent_worker(returncode):
 def test_a_hung_worker_is_stopped_naming_the_instance(tmp_path):
     instance = load_instances(case_file(tmp_path, SWEEP_CASE))[0]
     worker, child = _silent_worker(None)
-    worker.send("extend", instance, {}, 1)
+    worker.send(ipc.Extend(instance, {}, 1))
     with pytest.raises(WorkerError, match=r"^worker process 2 sent nothing for 0 s while "
                                           r"running exp\[shape=16x64,dtype=float32\] and "
                                           r"was stopped$"):
@@ -192,7 +193,7 @@ def test_a_worker_dead_before_a_request_says_the_request_was_not_sent(tmp_path):
     worker, child = _silent_worker(-9)
     worker.conn.close()                     # its socket gone, as after a crash
     with pytest.raises(WorkerError) as caught:
-        worker.call("run", instance)
+        worker.call(ipc.Run(instance))
     assert str(caught.value).startswith(
         "worker process 2 was killed by SIGKILL (signal 9) before running "
         "exp[shape=16x64,dtype=float32] (the request could not be sent: ")
