@@ -19,10 +19,10 @@ from typing import Iterable
 
 import yaml
 
+from opbench.scan.affinity_match import Match, match_source
 from opbench.scan.rows import FileError
 from opbench.scan.scanner import discover_files, mentions_framework
 from opbench.scan.source import decode_source
-from opbench.scan.affinity_match import Match, match_source
 
 FAMILIES_RESOURCE = "data/affinity_families.yaml"
 FAMILY_KEYS = ("id", "framework", "kind", "api_type", "pattern", "affinity_api", "template",

@@ -306,10 +306,11 @@ class _Matchers:
 
     # ---- norms and softmax --------------------------------------------------------------
     def _squared(self, node: ast.AST) -> bool:
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and _number(node.right) == 2:
-            return True
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and _same(node.left, node.right):
-            return True
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Pow) and _number(node.right) == 2:
+                return True
+            if isinstance(node.op, ast.Mult) and _same(node.left, node.right):
+                return True
         found = self.ctx.op(node)
         if found and found[0] == "square":
             return True
@@ -382,7 +383,9 @@ class _Matchers:
         if self.b.op_name(inner) != "softmax":
             return None
         fields = ()
-        if inner is found[2] and isinstance(inner.func, ast.Attribute) and self.ctx.path(inner.func):
+        # Mechanical only when the softmax is written inside the log, as a framework function.
+        if inner is found[2] and isinstance(inner.func, ast.Attribute) \
+                and self.ctx.path(inner.func):
             call = self.text(inner)
             head = self.text(inner.func)
             fields = (("log_softmax_call", head[:-len("softmax")] + "log_softmax"
@@ -393,16 +396,30 @@ class _Matchers:
         operands = self._matmul_operands(node)
         if operands is None:
             return None
-        probabilities, env = self.b.expand_in(operands[0], self.b.env)
-        for _ in range(EXPAND_DEPTH):     # step through dropout / masking calls
-            name = self.b.op_name(probabilities)
-            if name == "softmax" or name is None:
-                break
-            probabilities, env = self.b.expand_in(self.ctx.op(probabilities)[2], env)
-        found = self.ctx.op(probabilities)
-        if found is None or found[0] != "softmax":
+        found = self._softmax_before(operands[0], self.b.env, EXPAND_DEPTH)
+        if found is None:
             return None
-        return (node, ()) if self.b.contains(found[2], self._is_matmul, env) else None
+        softmax, env = found
+        return (node, ()) if self.b.contains(self.ctx.op(softmax)[2], self._is_matmul, env) \
+            else None
+
+    def _softmax_before(self, node: ast.expr | None, env: dict,
+                        depth: int) -> tuple[ast.Call, dict] | None:
+        """The softmax call `node` comes from, through casts, dropout and masking calls
+        (`p.to(v.dtype)`, `self.dropout(p)`): their receiver or first argument, tried both."""
+        node, env = self.b.expand_in(node, env)
+        name = self.b.op_name(node)
+        if name == "softmax":
+            return node, env
+        if name is None or depth == 0:
+            return None
+        candidates = ([node.func.value] if isinstance(node.func, ast.Attribute) else []) \
+            + node.args[:1]
+        for candidate in candidates:
+            found = self._softmax_before(candidate, env, depth - 1)
+            if found is not None:
+                return found
+        return None
 
     # ---- masked writes ------------------------------------------------------------------
     def _boolean_mask(self, node: ast.AST | None) -> bool:
@@ -527,7 +544,8 @@ class _FileMatcher:
         self.matches.append(Match(kind, framework, first_stmt_line, stmt.end_lineno, api_type,
                                   self.ctx.source.segment(text_node), tuple(fields)))
 
-    def _block(self, body: list[ast.stmt], env: dict, in_loop: bool) -> None:
+    def _block(self, body: list[ast.stmt], env: dict, in_loop: bool) -> dict:
+        """Match every statement of `body`; returns the names assigned at its end."""
         env = dict(env)
         for stmt in body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -549,9 +567,10 @@ class _FileMatcher:
                           f"{self.ctx.source.segment(stmt.iter)}: ...")
                 self.matches.append(Match("optimizer_loop", self._loop_framework(stmt),
                                           stmt.lineno, stmt.end_lineno, "pattern", header))
-            for child_body, loops in _child_bodies(stmt):
-                self._block(child_body, env, in_loop or loops)
-            _bind(stmt, env)
+            branch_envs = [self._block(child_body, env, in_loop or loops)
+                           for child_body, loops in _child_bodies(stmt)]
+            _bind(stmt, env, branch_envs)
+        return env
 
     def _loop_framework(self, loop: ast.For) -> str:
         for node in ast.walk(loop):
@@ -632,15 +651,23 @@ def _child_bodies(stmt: ast.stmt) -> list[tuple[list[ast.stmt], bool]]:
     return bodies
 
 
-def _bind(stmt: ast.stmt, env: dict) -> None:
-    """Record `name = value` for later statements; any other binding of a name forgets it."""
+def _bind(stmt: ast.stmt, env: dict, branch_envs: list[dict]) -> None:
+    """Record `name = value` for later statements. A name assigned inside an `if`, `with` or
+    `try` keeps the last assignment a branch made (`if mask is not None: s = s + mask` still
+    holds the product `s` came from); a loop variable or any other binding forgets it."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
             and isinstance(stmt.targets[0], ast.Name):
         env[stmt.targets[0].id] = _Def(stmt.value, stmt, dict(env))
         return
+    branching = isinstance(stmt, (ast.If, ast.With, ast.AsyncWith, ast.Try))
     for node in _walk_no_defs([stmt]):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            env.pop(node.id, None)
+            later = [e[node.id] for e in branch_envs
+                     if branching and node.id in e and e[node.id] is not env.get(node.id)]
+            if later:
+                env[node.id] = later[-1]
+            else:
+                env.pop(node.id, None)
 
 
 def match_source(text: str, file: str = "<string>") -> list[Match]:

@@ -246,3 +246,16 @@ def test_shipped_examples_hits_are_the_listed_ones():
              for h in result.hits]
     assert found == EXAMPLES_EXPECTED
     assert result.errors == ()
+
+
+def test_an_assignment_inside_an_if_keeps_the_data_flow():
+    # The shape of transformers' eager_attention_forward (gpt2): mask added under an `if`,
+    # a cast and a dropout between the softmax and the second matmul.
+    body = ("w = torch.matmul(q, k.transpose(-1, -2)) * 0.125\n"
+            "if mask is not None:\n    w = w + mask\n"
+            "w = F.softmax(w, dim=-1)\nw = w.type(v.dtype)\n"
+            "w = F.dropout(w, p=0.1, training=True)\ny = torch.matmul(w, v)")
+    hits = _hits(TORCH_HEADER, body)
+    offset = TORCH_HEADER.count("\n") + 1
+    assert [(h.family, h.start_line - offset, h.end_line - offset) for h in hits] == [
+        ("torch.attention_composed", 1, 7)]
