@@ -27,6 +27,7 @@ from opbench.scan.source import decode_source
 FAMILIES_RESOURCE = "data/affinity_families.yaml"
 FAMILY_KEYS = ("id", "framework", "kind", "api_type", "pattern", "affinity_api", "template",
                "why", "source")
+OPTIONAL_FAMILY_KEYS = ("route_from",)
 NOT_MEASURED = "not measured"
 
 # The Ascend affinity CSV's columns first (affinity_api_call.csv), then opbench's own.
@@ -45,6 +46,7 @@ class AffinityFamily:
     template: str           # the replacement as code; "" when the swap is not mechanical
     why: str
     source: str             # where the family comes from (the Ascend lists, or by hand)
+    route_from: str = ""    # a route family: the API whose every call is marked
 
 
 @dataclass(frozen=True)
@@ -82,11 +84,12 @@ def parse_families(entries: object, origin: str) -> tuple[AffinityFamily, ...]:
         if not isinstance(entry, dict):
             raise CatalogueError(f"{where}: expected a mapping")
         missing = [k for k in FAMILY_KEYS if k not in entry]
-        unknown = sorted(set(entry) - set(FAMILY_KEYS))
+        unknown = sorted(set(entry) - set(FAMILY_KEYS) - set(OPTIONAL_FAMILY_KEYS))
         if missing or unknown:
             raise CatalogueError(f"{where} ({entry.get('id', '?')}): missing keys {missing}, "
                                  f"unknown keys {unknown}")
-        family = AffinityFamily(**{k: str(entry[k] or "") for k in FAMILY_KEYS})
+        family = AffinityFamily(**{k: str(entry[k] or "") for k in FAMILY_KEYS
+                                   + OPTIONAL_FAMILY_KEYS if k in entry})
         if family.id != f"{family.framework}.{family.kind}" or family.id in seen:
             raise CatalogueError(f"{where}: id {family.id!r} must be unique and equal "
                                  "'<framework>.<kind>'")
@@ -131,7 +134,8 @@ def hit_of(match: Match, file: str) -> AffinityHit | None:
 
 def find_affinity_in_source(text: str, file: str = "<string>") -> tuple[AffinityHit, ...]:
     """The hits of one module's source text. Raises SyntaxError."""
-    return tuple(hit for m in match_source(text, file) if (hit := hit_of(m, file)))
+    routes = {f.route_from: f.kind for f in load_families() if f.route_from}
+    return tuple(hit for m in match_source(text, file, routes) if (hit := hit_of(m, file)))
 
 
 def find_affinity(paths: Iterable[str | os.PathLike]) -> AffinityResult:

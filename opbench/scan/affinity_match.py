@@ -524,8 +524,9 @@ def _optimizer_loop(loop: ast.For, ctx: _Context) -> bool:
 
 
 class _FileMatcher:
-    def __init__(self, tree: ast.Module, source: SourceText):
+    def __init__(self, tree: ast.Module, source: SourceText, routes: dict[str, str]):
         self.ctx = _Context(tree, source)
+        self.routes = routes
         self.matches: list[Match] = []
         self.tree = tree
 
@@ -588,6 +589,11 @@ class _FileMatcher:
         for node in ast.walk(expr):    # breadth first: an outer match before the inner ones
             if in_loop:
                 self._loop_costs(node, stmt)
+            route = self.routes.get(self.ctx.path(node.func)) \
+                if isinstance(node, ast.Call) else None
+            if route is not None:
+                self._add(route, framework_of(self.ctx.path(node.func)), stmt.lineno, stmt,
+                          "function", node)
             if id(node) in covered or not isinstance(node, (ast.BinOp, ast.Call)):
                 continue
             framework = self._framework(*(found[1] for n in ast.walk(node)
@@ -670,9 +676,11 @@ def _bind(stmt: ast.stmt, env: dict, branch_envs: list[dict]) -> None:
                 env.pop(node.id, None)
 
 
-def match_source(text: str, file: str = "<string>") -> list[Match]:
-    """Every affinity match in one module's source, in line order. Raises SyntaxError."""
+def match_source(text: str, file: str = "<string>",
+                 routes: dict[str, str] | None = None) -> list[Match]:
+    """Every affinity match in one module's source, in line order; `routes` maps an API path
+    to the kind of the route family that marks its calls. Raises SyntaxError."""
     tree = ast.parse(text, filename=file)
-    matches = _FileMatcher(tree, SourceText(text)).run()
+    matches = _FileMatcher(tree, SourceText(text), routes or {}).run()
     matches.sort(key=lambda m: (m.start_line, m.end_line, m.kind))
     return matches

@@ -108,6 +108,8 @@ MS_PAIRS = [
      "optimizer = nn.SGD(params, learning_rate=lr)\noptimizer(grads)", (1, 2), ""),
     ("mindspore.host_sync_in_loop", "for step in range(9):\n    losses.append(loss(x).asnumpy())",
      "losses = [loss(x) for step in range(9)]", (2, 2), ""),
+    ("mindspore.route_max_pool2d", "y = ops.max_pool2d(x, 2, 2)",
+     "y = nn.MaxPool2d(2, 2)(x)", (1, 1), ""),
     ("mindspore.tensor_creation_in_loop",
      "for step in range(9):\n    y = x * ms.Tensor(np.ones(3))",
      "ones = ms.Tensor(np.ones(3))\nfor step in range(9):\n    y = x * ones", (2, 2), ""),
@@ -196,7 +198,10 @@ def test_catalogue_covers_every_matcher_in_both_frameworks():
     kinds = set(EXPRESSION_KINDS) | {"masked_write_index", "optimizer_loop",
                                      "host_sync_in_loop", "tensor_creation_in_loop"}
     for framework in ("torch", "mindspore"):
-        assert {f.kind for f in families if f.framework == framework} == kinds
+        assert {f.kind for f in families if f.framework == framework
+                and not f.route_from} == kinds
+    routes = [f for f in families if f.route_from]
+    assert routes and all(f.kind.startswith("route_") for f in routes)
     assert all(f.why and f.source and f.pattern and f.affinity_api for f in families)
 
 
