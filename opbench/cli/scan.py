@@ -1,4 +1,5 @@
-"""`opbench scan PATH...`: list the framework calls a code base makes, statically.
+"""`opbench scan PATH...`: list the framework calls a code base makes, statically (and, with
+--affinity, the calls and patterns that have a cheaper equivalent in the same framework).
 
 Argument parsing and wiring only; the work is in scanner / annotate / output.
 """
@@ -13,15 +14,20 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from opbench.scan.affinity import find_affinity
 from opbench.scan.annotate import annotate
 from opbench.scan.coverage import default_cases_dir, load_covered_apis
 from opbench.scan.output import (
     GROUP_API,
     GROUP_AUTO,
     GROUP_CALL,
+    affinity_summary_line,
+    render_affinity_table,
     render_errors,
     render_table,
     summary_lines,
+    write_affinity_csv,
+    write_affinity_json,
     write_csv,
     write_json,
 )
@@ -132,19 +138,44 @@ def _progress_updater(progress, total_files: int):
                    f"Default: {GROUP_AUTO}.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1),
               help="Worker processes (default: one per available CPU).")
+@click.option("--affinity", is_flag=True,
+              help="List calls and patterns with a cheaper equivalent in the same framework "
+                   "instead (static candidates, not measured).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --affinity: also write the candidates as CSV here (the Ascend "
+                   "affinity columns first).")
+@click.option("--json", "as_json", is_flag=True,
+              help="With --affinity: JSON rows instead of the table (same as --format json).")
 def scan_command(paths, output, output_format, results, cases_dir, mapping_path, framework,
-                 group, jobs):
+                 group, jobs, affinity, csv_path, as_json):
     """List the torch / MindSpore calls in PATHS (files or directories), with the API each
-    maps to, whether a case covers it and, with --results, its measured ratio. The code is
-    parsed, never imported or run."""
+    maps to, whether a case covers it and, with --results, its measured ratio. With
+    --affinity, list the calls and data-flow patterns that have a cheaper equivalent in the
+    same framework. The code is parsed, never imported or run."""
     stderr = Console(stderr=True)
 
     def warn(message: str) -> None:
         stderr.print(f"warning: {message}", style="yellow", highlight=False, markup=False,
                      soft_wrap=True)
 
+    if as_json:
+        if output_format not in (None, "json"):
+            raise click.UsageError("--json and --format " + output_format + " disagree; "
+                                   "give one of them")
+        output_format = "json"
     if output_format is None:
         output_format = SUFFIX_FORMATS.get(output.suffix.lower(), "table") if output else "table"
+    if affinity:
+        given = [name for name, value in (("--results", results), ("--cases", cases_dir),
+                                          ("--mapping", mapping_path)) if value]
+        if given:
+            raise click.UsageError(f"--affinity does not use {', '.join(given)}: drop it, or "
+                                   "run the plain scan for the API mapping and ratios")
+        _affinity(paths, output, output_format, csv_path, framework, stderr)
+        return
+    if csv_path is not None or as_json:
+        raise click.UsageError("--csv and --json go with --affinity; the plain scan writes "
+                               "CSV or JSON with -o FILE.csv / --format json")
 
     files = discover_files(paths)
     if not files:
@@ -193,3 +224,36 @@ def scan_command(paths, output, output_format, results, cases_dir, mapping_path,
         stderr.print(line, highlight=False, markup=False, soft_wrap=True)
     if output:
         stderr.print(f"wrote {output}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _affinity(paths, output, output_format, csv_path, framework, stderr: Console) -> None:
+    """`opbench scan --affinity`: the static affinity candidates, as a table, CSV or JSON."""
+    if not discover_files(paths):
+        raise click.ClickException("no Python files found under " +
+                                   ", ".join(str(p) for p in paths))
+    result = find_affinity(paths)
+    hits = [h for h in result.hits if framework in ("both", h.framework)]
+    if csv_path is not None:
+        with open(csv_path, "w", encoding="utf-8", newline="") as stream:
+            write_affinity_csv(hits, stream)
+    stream = open(output, "w", encoding="utf-8", newline="") if output else None
+    try:
+        if output_format == "table":
+            target = Console(file=stream) if stream else Console()
+            if not target.is_terminal:
+                target = Console(file=stream or sys.stdout, width=TABLE_WIDTH_OFF_TTY)
+            render_affinity_table(target, hits, result.files_scanned, result.errors)
+        elif output_format == "csv":
+            write_affinity_csv(hits, stream or sys.stdout)
+        else:
+            write_affinity_json(hits, result.files_scanned, result.errors, stream or sys.stdout)
+    finally:
+        if stream is not None:
+            stream.close()
+    if output_format != "table":
+        render_errors(stderr, result.errors)
+        stderr.print(affinity_summary_line(hits, result.files_scanned), highlight=False,
+                     markup=False, soft_wrap=True)
+    for written in (csv_path, output):
+        if written is not None:
+            stderr.print(f"wrote {written}", highlight=False, markup=False, soft_wrap=True)

@@ -1,4 +1,5 @@
-"""Scan output: CSV and JSON (one row per call, COLUMNS) and a rich terminal table."""
+"""Scan output: CSV and JSON (one row per call, COLUMNS) and a rich terminal table; the same
+three for `--affinity` hits."""
 from __future__ import annotations
 
 import csv
@@ -12,6 +13,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from opbench.scan.affinity import CSV_COLUMNS as AFFINITY_CSV_COLUMNS
+from opbench.scan.affinity import NOT_MEASURED, AffinityHit
+from opbench.scan.affinity import csv_values as affinity_csv_values
+from opbench.scan.affinity import json_row as affinity_json_row
 from opbench.scan.rows import COLUMNS, FileError, ScanRow, Summary
 
 JSON_SCHEMA_VERSION = 1   # 1: first version (rows, summary, errors, columns)
@@ -156,3 +161,56 @@ def render_errors(console: Console, errors: Iterable[FileError]) -> None:
                       highlight=False)
         for error in errors:
             console.print(f"  {error}", highlight=False, markup=False, soft_wrap=True)
+
+
+# ---- `opbench scan --affinity` ------------------------------------------------------------
+AFFINITY_JSON_SCHEMA_VERSION = 1   # 1: first version (rows, files, errors, columns)
+
+
+def write_affinity_csv(hits: Iterable[AffinityHit], stream: IO[str]) -> None:
+    """The Ascend affinity CSV's columns first, then Family, Replacement, Measured."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(AFFINITY_CSV_COLUMNS)
+    writer.writerows(affinity_csv_values(hit) for hit in hits)
+
+
+def write_affinity_json(hits: Iterable[AffinityHit], files_scanned: int,
+                        errors: Iterable[FileError], stream: IO[str]) -> None:
+    rows = [affinity_json_row(hit) for hit in hits]
+    document = {
+        "schema_version": AFFINITY_JSON_SCHEMA_VERSION,
+        "files": files_scanned,
+        "errors": [asdict(e) for e in errors],
+        "rows": rows,
+    }
+    json.dump(document, stream, indent=1)
+    stream.write("\n")
+
+
+def affinity_summary_line(hits: list[AffinityHit], files_scanned: int) -> str:
+    families = Counter(hit.family for hit in hits)
+    top = ", ".join(f"{family} {count}" for family, count in families.most_common(4))
+    return (f"Scanned {files_scanned} files: {len(hits)} affinity candidates in "
+            f"{len(families)} families{f' ({top})' if top else ''}; {NOT_MEASURED}: "
+            "`opbench model --suggest` measures a script's.")
+
+
+def render_affinity_table(console: Console, hits: Iterable[AffinityHit], files_scanned: int,
+                          errors: Iterable[FileError]) -> None:
+    hits = list(hits)
+    if hits:
+        table = Table(title=f"{len(hits)} affinity candidates ({NOT_MEASURED})",
+                      title_justify="left")
+        for name in ("location", "lines", "type", "written now", "affinity API", "family",
+                     "replacement"):
+            table.add_column(name, overflow="fold")
+        for hit in hits:
+            lines = (str(hit.start_line) if hit.start_line == hit.end_line
+                     else f"{hit.start_line}-{hit.end_line}")
+            table.add_row(*map(Text, (f"{hit.file}:{hit.start_line}", lines, hit.api_type,
+                                      hit.api, hit.affinity_api, hit.family,
+                                      hit.replacement)))
+        console.print(table)
+    render_errors(console, errors)
+    console.print(affinity_summary_line(hits, files_scanned), highlight=False, soft_wrap=True,
+                  markup=False)
