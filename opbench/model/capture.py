@@ -19,7 +19,7 @@ from typing import Any
 from opbench.model.lowering import Lowered, lower, primitive_init
 from opbench.model.ms_backward import BACKWARD_API
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Marker, Opaque,
-                                   Ref, Seq, SliceOf, walk_args)
+                                   Ref, Seq, SliceOf, output_at, walk_args)
 from opbench.trace.events import MODULE, PRIMITIVE, SCOPE, CallSite, CallEvent
 
 __all__ = ["Capture", "DEFAULT_MAX_CALLS"]
@@ -30,6 +30,13 @@ DEFAULT_MAX_CALLS = 200_000
 # A list longer than this is data, not an argument list: opaque (see trace/signature.py).
 MAX_SEQUENCE_ITEMS = 64
 _INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "bool")
+# The dtypes a replay can make a tensor of (frameworks/dtypes.py NUMPY_CARRIERS, checked
+# equal by tests/unit/test_model_capture.py; not imported: the capture runs in the script's
+# interpreter with few imports). A tensor of another dtype (complex64 from torch.fft.rfft2,
+# uint8) is an argument no replay can rebuild, and the call returning it is not covered:
+# before, the replay's set-up died on it ("KeyError: 'complex64'") and took the run along.
+REPLAYABLE_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool")
+_LITERAL_TYPES = (type(None), bool, int, float, str)
 
 
 class _Tensors:
@@ -153,8 +160,8 @@ class Capture:
                         args=self._args(args[site.skip:]), kwargs=self._kwargs(kwargs),
                         problem=problem, init=init, **common)
         call_args = self._args(args[site.skip:])
-        call_kwargs = self._kwargs(kwargs)
-        problem = _unrebuildable(call_args, call_kwargs)
+        call_kwargs = self._kwargs(as_written(kwargs, site.defaults))
+        problem = _unrebuildable(call_args, call_kwargs) or _unreplayable_output(outputs)
         backward = site.api.endswith(".backward")
         return Call(replay_api=None if problem else site.api, args=call_args,
                     kwargs=call_kwargs, problem=problem, backward=backward, **common)
@@ -167,7 +174,7 @@ class Capture:
                         problem=None if alias is not None else "an alias of a non-tensor",
                         **common)
         kwargs = tuple((k, self._arg(v)) for k, v in lowered.kwargs)
-        problem = _unrebuildable(args, kwargs)
+        problem = _unrebuildable(args, kwargs) or _unreplayable_output(common["outputs"])
         return Call(replay_api=None if problem else lowered.api, args=args, kwargs=kwargs,
                     init=lowered.init, pick=lowered.pick, problem=problem, **common)
 
@@ -221,8 +228,15 @@ class Capture:
         if self._tensors.is_tensor(value):
             found = self._produced.get(id(value))
             if found is not None:
+                made = output_at(self._raw[found[0]][1].outputs, found[1])
+                if made and made[0] == "other":        # a tensor of a dtype no replay makes
+                    return Opaque(made[1])
                 return Ref(found[0], found[1])
-            return Ext(self._external(value))
+            ext = self._external(value)
+            dtype = self._externals[ext].dtype
+            if dtype not in REPLAYABLE_DTYPES:
+                return Opaque(f"{dtype} tensor")
+            return Ext(ext)
         if isinstance(value, slice):
             parts = (value.start, value.stop, value.step)
             if all(p is None or isinstance(p, int) for p in parts):
@@ -269,6 +283,8 @@ class Capture:
     def _outputs(self, result: Any, depth: int = 0) -> Any:
         if self._tensors.is_tensor(result):
             shape, dtype = self._tensors.shape_dtype(result)
+            if dtype not in REPLAYABLE_DTYPES:
+                return ("other", f"{dtype} tensor")
             if dtype in _INTEGER_DTYPES:
                 # a replay that starts after this call draws such a tensor from its range
                 low, high = self._tensors.value_range(result)
@@ -364,6 +380,36 @@ def _unrebuildable(args: tuple, kwargs: tuple[tuple[str, Any], ...]) -> str | No
     leaves = [*walk_args(args), *walk_args(tuple(v for _, v in kwargs))]
     opaque = [a for a in leaves if isinstance(a, Opaque) and a.type_name != "ellipsis"]
     return f"an argument a replay cannot rebuild ({opaque[0].type_name})" if opaque else None
+
+
+def as_written(kwargs: dict, defaults: frozenset) -> dict:
+    """The keyword arguments without those equal to the signature's literal default.
+
+    torch's Python functions forward every parameter by keyword to the tracer's function
+    mode (`F.cross_entropy(logits, y)` arrives with `size_average=None, reduce=None,
+    ignore_index=-100, ...`, `F.softmax(x, dim=-1)` with `_stacklevel=3, dtype=None`): those
+    the script did not write would reach the other framework, which refuses them
+    ("cross_entropy_ext() got an unexpected keyword argument 'size_average'"). A default the
+    script spelled out does the same work as one it left out, so both are dropped alike.
+    `defaults` holds (name, type, value) (trace/events.py CallSite.defaults): the type
+    keeps `1` apart from `True` and `0` from `0.0`."""
+    if not defaults:
+        return kwargs
+    return {k: v for k, v in kwargs.items()
+            if not (isinstance(v, _LITERAL_TYPES) and (k, type(v), v) in defaults)}
+
+
+def _unreplayable_output(outputs: Any) -> str | None:
+    """Why a call's result cannot be stood in for or compared (a dtype no replay makes)."""
+    if outputs[0] == "other" and outputs[1].endswith(" tensor"):
+        return (f"it returns a {outputs[1]}: the replay makes "
+                f"{', '.join(REPLAYABLE_DTYPES)} tensors only")
+    if outputs[0] == "seq":
+        for item in outputs[1]:
+            found = _unreplayable_output(item)
+            if found:
+                return found
+    return None
 
 
 def _plain(value: Any) -> bool:

@@ -501,3 +501,102 @@ def test_a_parameter_without_gradient_is_state(torch):
     capture = Capture()
     Feeder(capture).function("torch.add", (frozen, FakeParameter((4,))), result=_hidden(4))
     assert [e.role for e in capture.externals()] == ["state", "parameter"]
+
+
+# -- arguments as the script wrote them (issue 32, item 1) ---------------------------------------
+
+# F.cross_entropy's literal keyword defaults, as trace/torch_intercept.py literal_defaults
+# records them from its signature
+CROSS_ENTROPY_DEFAULTS = frozenset({("size_average", type(None), None),
+                                    ("reduce", type(None), None), ("weight", type(None), None),
+                                    ("ignore_index", int, -100), ("reduction", str, "mean"),
+                                    ("label_smoothing", float, 0.0)})
+SOFTMAX_DEFAULTS = frozenset({("dim", type(None), None), ("_stacklevel", int, 3),
+                              ("dtype", type(None), None)})
+
+
+def _with_defaults(feed, api, defaults, args, kwargs, result):
+    feed.capture.on_call(feed.index, CallSite("torch", api, FUNCTION, 0, defaults), args,
+                         kwargs, result)
+    feed.index += 1
+    return feed.calls()[-1]
+
+
+def test_keywords_the_signature_filled_in_are_not_recorded(torch):
+    """F.cross_entropy(logits, y) reaches the function mode with every parameter by keyword:
+    only what differs from the signature's defaults is the script's."""
+    feed = Feeder(Capture())
+    logits, labels = _hidden(4, 10), FakeTensor((4,), INT64, [1, 2, 3, 4])
+    call = _with_defaults(feed, F + "cross_entropy", CROSS_ENTROPY_DEFAULTS, (logits, labels),
+                          {"weight": None, "size_average": None, "ignore_index": -100,
+                           "reduce": None, "reduction": "mean", "label_smoothing": 0.0},
+                          _hidden())
+    assert call.kwargs == () and len(call.args) == 2 and call.replayable
+
+
+def test_a_keyword_the_script_set_to_another_value_is_kept(torch):
+    feed = Feeder(Capture())
+    call = _with_defaults(feed, F + "softmax", SOFTMAX_DEFAULTS, (_hidden(),),
+                          {"dim": -1, "_stacklevel": 3, "dtype": None}, _hidden())
+    assert call.kwargs == (("dim", Lit(-1)),)
+
+
+def test_a_default_is_matched_by_type_too(torch):
+    """label_smoothing=0 (an int) is not the float default's spelling; reduction 'sum' is not
+    the default 'mean'."""
+    feed = Feeder(Capture())
+    call = _with_defaults(feed, F + "cross_entropy", CROSS_ENTROPY_DEFAULTS,
+                          (_hidden(4, 10), _hidden(4)),
+                          {"reduction": "sum", "ignore_index": True, "label_smoothing": 0.0},
+                          _hidden())
+    assert call.kwargs == (("reduction", Lit("sum")), ("ignore_index", Lit(True)))
+
+
+def test_a_call_without_recorded_defaults_keeps_every_keyword(torch):
+    feed = Feeder(Capture())
+    feed.function("torch.sum", (_hidden(),), {"dim": None}, result=_hidden(1))
+    assert feed.calls()[0].kwargs == (("dim", Lit(None)),)
+
+
+COMPLEX64 = FakeDtype("complex64")
+
+
+def test_a_call_returning_a_dtype_no_replay_makes_is_not_covered_and_says_why(torch):
+    """torch.fft.rfft2 returns complex64: the call and each call reading its output are
+    not replayable, with the reason (the replay used to die on KeyError: 'complex64')."""
+    feed = Feeder(Capture())
+    spectrum = feed.function("torch.fft.rfft2", (_hidden(8, 8),),
+                             result=FakeTensor((8, 5), COMPLEX64))
+    feed.function("torch.Tensor.abs", (spectrum,), result=_hidden(8, 5), kind=TENSOR_METHOD)
+    first, second = feed.calls()
+    assert first.outputs == ("other", "complex64 tensor")
+    assert first.problem == ("it returns a complex64 tensor: the replay makes float16, "
+                             "bfloat16, float32, float64, int32, int64, bool tensors only")
+    assert not first.replayable and not second.replayable
+    assert second.problem == "an argument a replay cannot rebuild (complex64 tensor)"
+
+
+def test_an_external_of_a_dtype_no_replay_makes_is_opaque(torch):
+    feed = Feeder(Capture())
+    feed.function("torch.Tensor.float", (FakeTensor((4,), FakeDtype("uint8"), [1, 2, 3, 4]),),
+                  result=_hidden(4), kind=TENSOR_METHOD)
+    assert feed.calls()[0].problem == "an argument a replay cannot rebuild (uint8 tensor)"
+
+
+def test_a_tuple_result_with_an_unreplayable_dtype_is_not_covered(torch):
+    """torch.frexp returns (mantissa, exponent): a replay makes float32 and int32, so it is
+    replayable; one holding complex64 is not."""
+    feed = Feeder(Capture())
+    feed.function("torch.frexp", (_hidden(4),),
+                  result=(_hidden(4), FakeTensor((4,), FakeDtype("int32"), [0, 1, 2, 3])))
+    feed.function("torch.view_as_complex", (_hidden(4, 2),),
+                  result=(FakeTensor((4,), COMPLEX64),))
+    frexp, complex_view = feed.calls()
+    assert frexp.replayable
+    assert "complex64" in complex_view.problem
+
+
+def test_the_replayable_dtypes_are_the_ones_the_frameworks_carry():
+    from opbench.frameworks.dtypes import NUMPY_CARRIERS
+    from opbench.model.capture import REPLAYABLE_DTYPES
+    assert set(REPLAYABLE_DTYPES) == set(NUMPY_CARRIERS)
