@@ -21,6 +21,7 @@ from opbench.model.ms_backward import BACKWARD_API
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Marker, Opaque,
                                    Ref, Seq, SliceOf, output_at, walk_args)
 from opbench.trace.events import MODULE, PRIMITIVE, SCOPE, CallSite, CallEvent
+from opbench.trace.recorder import without_defaults
 
 __all__ = ["Capture", "DEFAULT_MAX_CALLS"]
 
@@ -36,7 +37,6 @@ _INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "bool")
 # uint8) is an argument no replay can rebuild, and the call returning it is not covered:
 # before, the replay's set-up died on it ("KeyError: 'complex64'") and took the run along.
 REPLAYABLE_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool")
-_LITERAL_TYPES = (type(None), bool, int, float, str)
 
 
 class _Tensors:
@@ -160,7 +160,15 @@ class Capture:
                         args=self._args(args[site.skip:]), kwargs=self._kwargs(kwargs),
                         problem=problem, init=init, **common)
         call_args = self._args(args[site.skip:])
-        call_kwargs = self._kwargs(as_written(kwargs, site.defaults))
+        # torch's Python functions forward every parameter by keyword to the tracer's function
+        # mode (F.cross_entropy(logits, y) arrives with size_average=None, reduce=None,
+        # ignore_index=-100, ...; F.softmax(x, dim=-1) with _stacklevel=3): the other
+        # framework refused those the script never wrote ("unexpected keyword argument
+        # 'size_average'"). A keyword equal to its signature's literal default does the same
+        # work whether written or not, so the program keeps only the others, by the rule the
+        # trace's signatures use.
+        call_kwargs = self._kwargs(without_defaults(kwargs, site.defaults)
+                                   if site.defaults else kwargs)
         problem = _unrebuildable(call_args, call_kwargs) or _unreplayable_output(outputs)
         backward = site.api.endswith(".backward")
         return Call(replay_api=None if problem else site.api, args=call_args,
@@ -380,23 +388,6 @@ def _unrebuildable(args: tuple, kwargs: tuple[tuple[str, Any], ...]) -> str | No
     leaves = [*walk_args(args), *walk_args(tuple(v for _, v in kwargs))]
     opaque = [a for a in leaves if isinstance(a, Opaque) and a.type_name != "ellipsis"]
     return f"an argument a replay cannot rebuild ({opaque[0].type_name})" if opaque else None
-
-
-def as_written(kwargs: dict, defaults: frozenset) -> dict:
-    """The keyword arguments without those equal to the signature's literal default.
-
-    torch's Python functions forward every parameter by keyword to the tracer's function
-    mode (`F.cross_entropy(logits, y)` arrives with `size_average=None, reduce=None,
-    ignore_index=-100, ...`, `F.softmax(x, dim=-1)` with `_stacklevel=3, dtype=None`): those
-    the script did not write would reach the other framework, which refuses them
-    ("cross_entropy_ext() got an unexpected keyword argument 'size_average'"). A default the
-    script spelled out does the same work as one it left out, so both are dropped alike.
-    `defaults` holds (name, type, value) (trace/events.py CallSite.defaults): the type
-    keeps `1` apart from `True` and `0` from `0.0`."""
-    if not defaults:
-        return kwargs
-    return {k: v for k, v in kwargs.items()
-            if not (isinstance(v, _LITERAL_TYPES) and (k, type(v), v) in defaults)}
 
 
 def _unreplayable_output(outputs: Any) -> str | None:

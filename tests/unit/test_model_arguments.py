@@ -3,7 +3,7 @@ mapped torch function and tensor method, called with only its required arguments
 every default spelled out, either replays in MindSpore with keywords MindSpore's counterpart
 takes, or is refused with a reason. Framework-free: both frameworks' signatures are data
 (tests/unit/fixtures/api_signatures.json, written by tools/record_api_signatures.py from
-torch 2.13.0 and MindSpore 2.10.0); the capture's rule (capture.as_written) drops what the
+torch 2.13.0 and MindSpore 2.10.0); the capture's rule (trace/recorder.py without_defaults, as capture.py applies it) drops what the
 signature filled in, the routes' rules (routes.py) translate the rest."""
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from opbench.frameworks.apimap import load_mapping
-from opbench.model.capture import as_written
 from opbench.model.program import Call, Ext, Lit
 from opbench.model.routes import Route, Unmapped, route_for
+from opbench.trace.recorder import without_defaults as as_written
 
 SIGNATURES = json.loads((Path(__file__).parent / "fixtures" / "api_signatures.json")
                         .read_text(encoding="utf-8"))
