@@ -63,8 +63,8 @@ def _lit(value: Any, default: Any = None) -> Any:
 
 
 # -- arguments across frameworks --------------------------------------------------------------
-# The capture keeps the keywords the script wrote (capture.py, by trace/recorder.py without_defaults: a keyword equal to
-# its signature's default is gone). Of those, what the other framework has no parameter for
+# The capture keeps the keywords the script wrote (capture.py, by trace/recorder.py
+# without_defaults: a keyword equal to its signature's default is gone). Of those, what the other framework has no parameter for
 # and that does not change the work goes by rule, for every API alike, before the rules and
 # the mapping below see the call.
 
