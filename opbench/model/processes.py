@@ -103,11 +103,14 @@ def _env() -> dict[str, str]:
 
 
 def run_capture(interpreter: Interpreter, words: Sequence[str], out: Path,
-                max_calls: int) -> int:
+                max_calls: int, steps: int | None = None, run_on: bool = False) -> int:
     """Run the script under capture; its output goes to this terminal. Returns its exit
-    status (the program file is written whatever it was, unless the capture itself died)."""
+    status (the program file is written whatever it was, unless the capture itself died).
+    `steps`: steady steps recorded before the capture ends the script (None: no limit), or
+    with `run_on` lets it run on untraced."""
     command = [interpreter.path, "-m", "opbench.model.capture_main", "--out", str(out),
-               "--max-calls", str(max_calls), "--", *words]
+               "--max-calls", str(max_calls), "--steps", str(steps or 0),
+               *(["--run-on"] if run_on else []), "--", *words]
     try:
         return subprocess.run(command, env=_env(), timeout=PROCESS_TIMEOUT_S).returncode
     except subprocess.TimeoutExpired:

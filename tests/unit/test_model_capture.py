@@ -600,3 +600,80 @@ def test_the_replayable_dtypes_are_the_ones_the_frameworks_carry():
     from opbench.frameworks.dtypes import NUMPY_CARRIERS
     from opbench.model.capture import REPLAYABLE_DTYPES
     assert set(REPLAYABLE_DTYPES) == set(NUMPY_CARRIERS)
+
+
+# -- a long script stops when it has given enough (issue 32, item 6) -----------------------------
+
+class Ended(Exception):
+    pass
+
+
+def _ending_capture(steps: int) -> Capture:
+    def on_enough():
+        raise Ended()
+    return Capture(steps=steps, on_enough=on_enough)
+
+
+def _step(feed, x):
+    h = feed.function(F + "linear", (x, _hidden(8, 8)), result=_hidden(4, 8))
+    return feed.function(F + "relu", (h,), result=_hidden(4, 8))
+
+
+def test_the_marker_after_the_steps_wanted_ends_the_capture(torch):
+    """A warm-up step and 3 steady steps: the fifth mark ends it, before that step's calls."""
+    capture = _ending_capture(steps=3)
+    feed = Feeder(capture)
+    markers.activate(capture)
+    try:
+        x = _hidden()
+        with pytest.raises(Ended):
+            for _ in range(100):
+                markers.step()
+                x = _step(feed, x)
+    finally:
+        markers.deactivate()
+    assert len(feed.calls()) == 4 * 2 and len(capture.markers) == 5 and capture.enough
+
+
+def test_after_the_end_every_call_and_mark_ends_it_again(torch):
+    """A script that caught the ending (a bare except) is ended at its next call."""
+    capture = _ending_capture(steps=1)
+    feed = Feeder(capture)
+    for _ in range(2):                  # the warm-up step and one steady step
+        capture.mark()
+        _step(feed, _hidden())
+    with pytest.raises(Ended):
+        capture.mark()
+    with pytest.raises(Ended):
+        _step(feed, _hidden())
+    with pytest.raises(Ended):
+        capture.mark()
+    assert len(feed.calls()) == 4
+
+
+def test_without_marks_the_repeated_calls_end_the_capture(torch, monkeypatch):
+    """A set-up, then the same two-call step for ever: the capture ends once the last calls
+    repeat (checked every TAIL_CHECK_EVERY calls over at least TAIL_MIN_WINDOW)."""
+    from opbench.model import capture as capture_module
+    from opbench.model import steady
+    monkeypatch.setattr(capture_module, "TAIL_CHECK_EVERY", 8)
+    monkeypatch.setattr(capture_module, "repeated_tail",
+                        lambda codes, steps: steady.repeated_tail(codes, steps, min_window=16))
+    capture = _ending_capture(steps=5)
+    feed = Feeder(capture)
+    for n in range(7):                                           # set-up: no repetition
+        feed.function("torch.zeros", (n + 1,), result=_hidden(n + 1))
+    with pytest.raises(Ended):
+        for _ in range(1000):
+            _step(feed, _hidden())
+    calls = len(feed.calls())
+    assert calls % 8 == 0 and 7 + 2 * 7 <= calls <= 7 + 2 * 7 + 8 + 16
+
+
+def test_without_a_step_limit_the_capture_records_on(torch):
+    capture = Capture(steps=None, on_enough=lambda: pytest.fail("ended"))
+    feed = Feeder(capture)
+    for _ in range(600):
+        capture.mark()
+        _step(feed, _hidden())
+    assert len(feed.calls()) == 1200 and not capture.enough

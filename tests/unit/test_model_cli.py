@@ -95,15 +95,45 @@ def test_a_script_that_imports_no_framework_is_refused(tmp_path):
 def test_a_script_that_fails_before_any_call_says_its_status_and_error(tmp_path):
     script = _script(tmp_path, "raise RuntimeError('broken before any call')\n")
     result = invoke("-q", "-o", str(tmp_path / "out"), "--", script)
-    assert_user_error(result, "imported neither torch nor MindSpore",
-                      "(it exited with status 1: RuntimeError: broken before any call)")
+    assert_user_error(result, "the script exited with status 1 (RuntimeError: broken before "
+                              "any call) after 0 recorded framework calls; nothing was "
+                              "replayed", "--keep-going")
 
 
 def test_a_script_that_exits_with_a_status_before_any_call_says_it(tmp_path):
     script = _script(tmp_path, "import sys\nsys.exit(4)\n")
     result = invoke("-q", "-o", str(tmp_path / "out"), "--", script)
-    assert_user_error(result, "(it exited with status 4)")
+    assert_user_error(result, "the script exited with status 4 after 0 recorded")
     assert "None" not in result.stderr
+
+
+def test_with_keep_going_a_failed_script_without_calls_says_what_it_lacked(tmp_path):
+    script = _script(tmp_path, "import sys\nsys.exit(4)\n")
+    result = invoke("-q", "--keep-going", "-o", str(tmp_path / "out"), "--", script)
+    assert_user_error(result, "imported neither torch nor MindSpore",
+                      "(it exited with status 4)")
+
+
+def test_an_unknown_option_before_the_command_is_refused_as_opbenchs(tmp_path):
+    """`opbench model --jsno x -- python t.py` answered "python option '--jsno' is not
+    supported" (the option went to the script's words)."""
+    result = invoke("--jsno", "x", "--", "python", "t.py")
+    assert result.exit_code == 2
+    assert "No such option '--jsno'. Did you mean '--json'?" in result.output
+    assert "python option" not in result.output
+
+
+def test_the_scripts_own_options_after_its_interpreter_stay_its_own(tmp_path):
+    """Without `--`, options after the command's first word belong to the command."""
+    seen = tmp_path / "argv.txt"
+    script = _script(tmp_path, f"""
+        import sys
+        open({str(seen)!r}, "w").write(" ".join(sys.argv[1:]))
+    """)
+    result = invoke("-q", "-o", str(tmp_path / "out"), sys.executable, script, "--epochs",
+                    "2", "--json")
+    assert_user_error(result, "imported neither torch nor MindSpore")
+    assert seen.read_text() == "--epochs 2 --json"
 
 
 def test_a_script_that_does_not_exist_leaves_no_program(tmp_path):
