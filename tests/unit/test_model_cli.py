@@ -340,3 +340,60 @@ def test_a_self_check_far_from_zero_says_the_traced_time_is_one_process():
             "speed") in text
     record["model"]["self_check"] = -0.077
     assert "one process's" not in "\n".join(model_lines(ModelRecord.from_json(record)))
+
+
+def test_the_terminal_table_keeps_api_names_whole_in_120_columns():
+    """Each API and what it replays as on a line of their own, whole, and the figures under
+    them within 120 columns (in one eleven-column table they were folded to a few
+    characters a line)."""
+    record = _record()
+    long_api = _api("torch.nn.functional.scaled_dot_product_attention",
+                    "softmax(q @ k^T * scale + mask) @ v (mindspore.mint)", 22, 3.63e-4,
+                    1.1e-2, 2.35e-1, 0.165, 2.1e-1, 2.6e-1)
+    record["model"]["apis"] = [long_api, *API_ROWS]
+    buffer = io.StringIO()
+    render_model_terminal(ModelRecord.from_json(record), Console(file=buffer, width=120))
+    lines = buffer.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 120
+    for row in record["model"]["apis"]:
+        assert f"{row['api']} -> {row['mapped_api']}" in lines
+    figures = lines[lines.index(f"{long_api['api']} -> {long_api['mapped_api']}") + 1]
+    assert figures.split()[:3] == ["22", "363", "us"]
+    assert "235 ms [210 ms, 260 ms]" in figures
+
+
+# -- opbench report MODEL.json (issue 32, item 7) ------------------------------------------------
+
+def test_report_renders_a_saved_model_record_in_every_view(tmp_path):
+    """`opbench report` answered "not an opbench results file" for what `opbench model
+    --json` wrote."""
+    import json
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(_record()), encoding="utf-8")
+    md, page = tmp_path / "model.md", tmp_path / "model.html"
+    result = CliRunner().invoke(cli, ["report", str(path), "--markdown", str(md),
+                                      "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    assert "steady state (automatic): 3 steps of 44 calls" in result.output
+    assert "torch.nn.Linear -> mindspore.mint.nn.functional.linear" in result.output
+    assert md.read_text().startswith("### opbench model: mindspore against torch")
+    assert "<svg" in page.read_text() and "torch.nn.functional.gelu" in page.read_text()
+
+
+def test_report_refuses_an_invalid_model_record_naming_the_key(tmp_path):
+    import json
+    record = _record()
+    record["model"]["coverage"] = "most"
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["report", str(path)])
+    assert result.exit_code == 2
+    assert f"{path}: invalid model record at model/coverage" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_report_still_refuses_a_file_that_is_neither(tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text('{"something": 1}', encoding="utf-8")
+    result = CliRunner().invoke(cli, ["report", str(path)])
+    assert result.exit_code == 2 and "not an opbench results file" in result.stderr
