@@ -10,6 +10,7 @@ import click
 from rich.markup import escape
 
 from opbench.cli.common import err, fail, out
+from opbench.config.options import OptionError, parse_duration
 from opbench.model.impact import (DEFAULT_MAX_PROCESSES, DEFAULT_PROCESSES, FRAMEWORKS,
                                   ModelError, ModelOptions, measure_model)
 from opbench.model.project import MODES_APART
@@ -27,21 +28,16 @@ DEFAULT_OUTPUT_DIR = "opbench-model"
 EXIT_INCOMPLETE = 3
 
 
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
-    """'90s', '5m', '1h' or plain seconds -> seconds."""
+    """'90s', '5m', '1h' or plain seconds -> seconds, by the one duration parser
+    (config/options.py); 0 (any unit) means none."""
     text = str(value).strip().lower()
-    unit = _UNITS.get(text[-1:]) if text[-1:] in _UNITS else 1.0
-    number = text[:-1] if text[-1:] in _UNITS else text
+    if text.rstrip("smh").strip() in ("0", "0.", "0.0"):
+        return 0.0
     try:
-        seconds = float(number) * unit
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a duration: write e.g. 90s, 5m or 0")
-    if seconds < 0 or seconds != seconds:
-        raise click.BadParameter(f"{value!r} is not a duration: it must be 0 or more")
-    return seconds
+        return parse_duration(param.name or "budget", value)
+    except OptionError as exc:
+        raise click.BadParameter(f"{exc} (or 0: none)") from None
 
 
 # Options end at the command's first word (allow_interspersed_args off: `python -u t.py`

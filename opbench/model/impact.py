@@ -226,7 +226,7 @@ def measure_model(command: Sequence[str], options: ModelOptions = ModelOptions()
                   on_progress: Progress = lambda message: None) -> ModelImpact:
     """Capture, replay and project. Raises ModelError for what the user must fix."""
     interpreter, words = split_command(command)
-    check_interpreter(interpreter)
+    check_interpreter(interpreter, (options.reference, options.target))
     work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="opbench-model-"))
     work.mkdir(parents=True, exist_ok=True)
     program_path = work / "program.json"

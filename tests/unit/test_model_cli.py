@@ -79,8 +79,8 @@ def test_an_interpreter_that_cannot_import_opbench_gets_the_install_hint(tmp_pat
     python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n', encoding="utf-8")
     python.chmod(python.stat().st_mode | stat.S_IXUSR)
     result = invoke("-o", str(tmp_path / "out"), "--", str(python), "train.py")
-    assert_user_error(result, f"{python} cannot import opbench",
-                      "No module named 'opbench'", f"{python} -m pip install")
+    assert_user_error(result, f"the interpreter {python} (for torch) cannot import opbench; "
+                              f"install it there: {python} -m pip install")
     assert not (tmp_path / "out").exists()        # nothing ran
 
 
@@ -397,3 +397,11 @@ def test_report_still_refuses_a_file_that_is_neither(tmp_path):
     path.write_text('{"something": 1}', encoding="utf-8")
     result = CliRunner().invoke(cli, ["report", str(path)])
     assert result.exit_code == 2 and "not an opbench results file" in result.stderr
+
+
+@pytest.mark.parametrize("text", ["-3", "abc", "5 minutes"])
+def test_a_bad_budget_is_refused_by_the_one_duration_parser(text):
+    result = invoke("--budget", text, "--", "python", "t.py")
+    assert result.exit_code == 2
+    assert f"--budget must be a positive duration such as 90s, 10m or 1h, not {text!r} " \
+           f"(or 0: none)" in result.output
