@@ -108,13 +108,13 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
     def on_enough() -> None:
         if run_on:
             if not ended:
-                ended.append(f"the capture stopped after {steps} steady steps (and a warm-up "
-                             f"step); the script ran on untraced")
+                ended.append(f"the capture stopped once {steps} steady steps were recorded "
+                             f"(--capture-steps); the script ran on untraced")
                 _pause(tracer)
             return
         if not ended:
-            ended.append(f"the capture ended the script after {steps} steady steps (and a "
-                         f"warm-up step)")
+            ended.append(f"the capture ended the script once {steps} steady steps were "
+                         f"recorded (--capture-steps)")
         raise EnoughSteps()
 
     capture = Capture(max_calls=max_calls, steps=steps, on_enough=on_enough)

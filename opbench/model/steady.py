@@ -40,14 +40,16 @@ RULE_MARKERS, RULE_SKIP, RULE_AUTO = "markers", "skip-first-calls", "automatic"
 
 # Steady steps the capture records before it ends the script (torch.profiler's
 # schedule(wait, warmup, active) with active = this; the warm-up step comes on top). The
-# replay takes one step; the steps give each call's traced time as a median. 20: the
-# examples' own 10 steps twice over, and a script of 3,000 steps of 16 calls stops after
-# ~340 calls instead of running 48,000 under the tracer (docs/model.md).
+# replay takes one step; the steps give each call's traced time as a median.
 DEFAULT_CAPTURE_STEPS = 20
 # The automatic rule, run while the script runs: the last calls must repeat with one
-# period over at least this many calls (a layer repeating within one step of a deep model
-# must not pass for the step), looked at in the last TAIL_MAX_WINDOW calls.
-TAIL_MIN_WINDOW = 512
+# period for the warm-up and the steps, and over at least TAIL_MIN_WINDOW calls, so that
+# a deep model's repeating layers (24 layers of ~15 calls: 360) do not pass for its step at
+# the end of a forward; steps of a few calls are then recorded a few hundred times, which
+# costs milliseconds. It looks at the last TAIL_MAX_WINDOW calls: a step longer than
+# TAIL_MAX_WINDOW / (steps + 2) calls is recorded to the end of the script (or the cap),
+# or marked. One look over 8,192 calls without a period took 1.4 ms here (median of 20).
+TAIL_MIN_WINDOW = 2048
 TAIL_MAX_WINDOW = 8192
 
 
