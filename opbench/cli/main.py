@@ -149,7 +149,7 @@ def list_cases(paths, keyword, ops, tags, show_instances):
               highlight=False)
 
 
-@cli.command(short_help="Show a saved results file (and write Markdown / HTML).")
+@cli.command(short_help="Show a saved results or model file (and write Markdown / HTML).")
 @click.argument("results", type=click.Path(exists=True, dir_okay=False))
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), default=None,
               help="Also write a Markdown summary to this file.")
@@ -158,7 +158,13 @@ def list_cases(paths, keyword, ops, tags, show_instances):
 @click.option("--worst-first", is_flag=True,
               help="Order the rows by verdict and ratio, worst first. Default: run order.")
 def report(results, markdown_path, html_path, worst_first):
-    """Show a saved results file (and write Markdown / HTML)."""
+    """Show a saved results file (and write Markdown / HTML). A model record (`opbench
+    model --json`) shows as `opbench model` showed it, its APIs by time lost."""
+    from opbench.model.record import is_model_file
+
+    if is_model_file(results):
+        _report_model(results, markdown_path, html_path)
+        return
     from opbench.report.html import render_html
     from opbench.report.markdown import render_markdown
     from opbench.report.terminal import render_terminal
@@ -174,6 +180,22 @@ def report(results, markdown_path, html_path, worst_first):
         Path(markdown_path).write_text(render_markdown(record))
     if html_path:
         Path(html_path).write_text(render_html(record))
+
+
+def _report_model(path: str, markdown_path: str | None, html_path: str | None) -> None:
+    from opbench.model.record import ModelRecordError, load_model_record
+    from opbench.report.model import (render_model_html, render_model_markdown,
+                                      render_model_terminal)
+
+    try:
+        record = load_model_record(path)
+    except ModelRecordError as exc:
+        fail(str(exc))
+    render_model_terminal(record, out)
+    if markdown_path:
+        Path(markdown_path).write_text(render_model_markdown(record), encoding="utf-8")
+    if html_path:
+        Path(html_path).write_text(render_model_html(record), encoding="utf-8")
 
 
 @cli.command(short_help="Print the JSON Schema of case, results or model files.")

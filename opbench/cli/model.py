@@ -10,9 +10,11 @@ import click
 from rich.markup import escape
 
 from opbench.cli.common import err, fail, out
+from opbench.config.options import OptionError, parse_duration
 from opbench.model.impact import (DEFAULT_MAX_PROCESSES, DEFAULT_PROCESSES, FRAMEWORKS,
                                   ModelError, ModelOptions, measure_model)
 from opbench.model.project import MODES_APART
+from opbench.model.steady import DEFAULT_CAPTURE_STEPS
 from opbench.model.record import ModelRecord, impact_json
 from opbench.report.model import (DEFAULT_TOP, render_model_html, render_model_markdown,
                                   render_model_terminal)
@@ -26,25 +28,23 @@ DEFAULT_OUTPUT_DIR = "opbench-model"
 EXIT_INCOMPLETE = 3
 
 
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
-    """'90s', '5m', '1h' or plain seconds -> seconds."""
+    """'90s', '5m', '1h' or plain seconds -> seconds, by the one duration parser
+    (config/options.py); 0 (any unit) means none."""
     text = str(value).strip().lower()
-    unit = _UNITS.get(text[-1:]) if text[-1:] in _UNITS else 1.0
-    number = text[:-1] if text[-1:] in _UNITS else text
+    if text.rstrip("smh").strip() in ("0", "0.", "0.0"):
+        return 0.0
     try:
-        seconds = float(number) * unit
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a duration: write e.g. 90s, 5m or 0")
-    if seconds < 0 or seconds != seconds:
-        raise click.BadParameter(f"{value!r} is not a duration: it must be 0 or more")
-    return seconds
+        return parse_duration(param.name or "budget", value)
+    except OptionError as exc:
+        raise click.BadParameter(f"{exc} (or 0: none)") from None
 
 
-@click.command("model", context_settings={"ignore_unknown_options": True,
-                                          "allow_interspersed_args": False},
+# Options end at the command's first word (allow_interspersed_args off: `python -u t.py`
+# keeps its -u); an unknown option before it is opbench's to refuse (with
+# ignore_unknown_options, `--jsno x -- python t.py` went to the script's interpreter as
+# "python option '--jsno' is not supported").
+@click.command("model", context_settings={"allow_interspersed_args": False},
                short_help="Which APIs cost a script's model how much of its step time.")
 @click.option("--reference", type=click.Choice(FRAMEWORKS), default="torch",
               help="The framework the ratio divides by. Default: torch.")
@@ -63,6 +63,16 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
 @click.option("--skip-first-calls", type=click.IntRange(0), default=None,
               help="Take the steady state from this call on instead of finding the repeated "
                    "step.")
+@click.option("--capture-steps", type=click.IntRange(0), default=DEFAULT_CAPTURE_STEPS,
+              help=f"Steady steps the capture records (after a warm-up step), then it ends "
+                   f"the script, found by the step markers or the repeated calls (0: run the "
+                   f"whole script). Default: {DEFAULT_CAPTURE_STEPS}.")
+@click.option("--run-on", is_flag=True,
+              help="After the captured steps, let the script run on untraced instead of "
+                   "ending it.")
+@click.option("--keep-going", is_flag=True,
+              help="When the script fails, replay what it ran before it failed (default: "
+                   "say its error and exit 2).")
 @click.option("--budget", "budget", default="3m", callback=_duration,
               help="Time for measuring call signatures alone (e.g. 90s, 5m; 0: none): the five "
                    "that lose the most time first, then by traced time. Default: 3m.")
@@ -81,7 +91,8 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def model_command(reference: str, target: str, processes: int, max_processes: int,
-                  launch: str | None, skip_first_calls: int | None, budget: float, top: int,
+                  launch: str | None, skip_first_calls: int | None, capture_steps: int,
+                  run_on: bool, keep_going: bool, budget: float, top: int,
                   output_dir: str, json_path: str | None, markdown_path: str | None,
                   html_path: str | None, quiet: bool, command: tuple[str, ...]) -> None:
     """Run a script unchanged under the tracer, keep its steady state, replay its framework
@@ -95,7 +106,8 @@ def model_command(reference: str, target: str, processes: int, max_processes: in
     options = ModelOptions(reference=reference, target=target, processes=processes,
                            max_processes=max(max_processes, processes),
                            launch=launch, skip_first_calls=skip_first_calls,
-                           isolated_budget_s=budget)
+                           capture_steps=capture_steps or None, run_on=run_on,
+                           keep_going=keep_going, isolated_budget_s=budget)
 
     def progress(message: str) -> None:
         if not quiet:

@@ -20,6 +20,7 @@ from opbench.model import markers
 from opbench.model.capture import DEFAULT_MAX_CALLS, Capture
 from opbench.model.ms_backward import MindSporeBackward
 from opbench.model.program import Program
+from opbench.model.steady import DEFAULT_CAPTURE_STEPS
 from opbench.trace.events import SERIAL
 from opbench.trace.import_hook import PostImportHook
 from opbench.trace.target import TargetError, parse_target, run_target
@@ -77,16 +78,54 @@ def _traced_framework(calls: list, imported: list[str]) -> str:
     return imported[0] if imported else "none"
 
 
-def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS) -> Program:
+class EnoughSteps(SystemExit):
+    """Raised into the script once the steps wanted are recorded: it ends the script as
+    sys.exit(0) would (a SystemExit, so `except Exception` in a training loop does not
+    swallow it; one that does is ended again at its next framework call)."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+
+def _pause(tracer: Tracer) -> None:
+    """Stop recording and syncing, and let the script run on: the recorder's calls then pass
+    straight through (trace/recorder.py: inactive). Not Tracer.stop(): it undoes the
+    interception, which must not happen inside an intercepted call (the automatic rule
+    decides inside one); stop() at the end undoes it."""
+    tracer._recorder.stop()      # noqa: SLF001 (Tracer has no pause(); see docs/model.md)
+
+
+def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
+                    steps: int | None = DEFAULT_CAPTURE_STEPS,
+                    run_on: bool = False) -> Program:
     """Run the script the command words name under the capture; never raises for the
-    script's own failure (the program records it)."""
+    script's own failure (the program records it). Once the warm-up step and `steps` steady
+    steps are recorded (None: no limit), the script is ended, or with `run_on` runs on
+    untraced."""
     target = parse_target(words)
-    capture = Capture(max_calls=max_calls)
+    ended: list[str] = []
+
+    def on_enough() -> None:
+        if run_on:
+            if not ended:
+                ended.append(f"the capture stopped once {steps} steady steps were recorded "
+                             f"(--capture-steps); the script ran on untraced")
+                _pause(tracer)
+            return
+        if not ended:
+            ended.append(f"the capture ended the script once {steps} steady steps were "
+                         f"recorded (--capture-steps)")
+        raise EnoughSteps()
+
+    capture = Capture(max_calls=max_calls, steps=steps, on_enough=on_enough)
     ms_settings = _MindSporeSettings()
     ms_settings.install()
     ms_backward = MindSporeBackward(capture)
     ms_backward.install()
-    tracer = Tracer(nested=False, sync=SERIAL, framework="both", observer=capture)
+    # the tracer keeps an event per call; the capture needs those of its calls only (a call
+    # that raised has an event and no program call: twice as many is room enough)
+    tracer = Tracer(nested=False, sync=SERIAL, framework="both", observer=capture,
+                    max_events=2 * max_calls)
     markers.activate(capture)
     status, error = 0, None
     tracer.start()
@@ -97,7 +136,8 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS) -> Pro
             error = outcome.message
     except BaseException as exc:       # the script failed: keep what was captured
         status = 130 if isinstance(exc, KeyboardInterrupt) else 1
-        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        # the traceback's last line, as the user reads it last ("ValueError: boom")
+        error = traceback.format_exception_only(type(exc), exc)[-1].strip()
         tb = traceback.format_exc(limit=-6)
         sys.stderr.write(tb)
     finally:
@@ -118,7 +158,8 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS) -> Pro
         externals=tuple(capture.externals()), markers=tuple(capture.markers),
         wall_ns=wall, overhead_ns_per_call=float(overhead), notes=tuple(data.notes),
         dropped_calls=capture.dropped, script_status=status, script_error=error,
-        frameworks_imported=tuple(imported), cpus=_affinity())
+        frameworks_imported=tuple(imported), cpus=_affinity(),
+        ended_early=ended[0] if ended else None)
 
 
 def _affinity() -> tuple[int, ...]:
@@ -155,11 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m opbench.model.capture_main")
     parser.add_argument("--out", required=True)
     parser.add_argument("--max-calls", type=int, default=DEFAULT_MAX_CALLS)
+    parser.add_argument("--steps", type=int, default=DEFAULT_CAPTURE_STEPS,
+                        help="steady steps to record, then end the script (0: no limit)")
+    parser.add_argument("--run-on", action="store_true",
+                        help="after the steps, let the script run on untraced")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     words = args.command[1:] if args.command[:1] == ["--"] else args.command
     try:
-        program = capture_program(words, args.max_calls)
+        program = capture_program(words, args.max_calls, args.steps or None, args.run_on)
     except TargetError as exc:
         sys.stderr.write(f"opbench model: {exc}\n")
         return 2

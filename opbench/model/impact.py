@@ -28,7 +28,8 @@ from opbench.model.project import (MODES_APART, Estimate, FrameworkTiming, api_r
                                    call_times, processes_split, signature_rows, step_ratio,
                                    step_time)
 from opbench.model.replay import CallStatus
-from opbench.model.steady import Region, RegionError, StepProgram, find_region, step_program
+from opbench.model.steady import (DEFAULT_CAPTURE_STEPS, Region, RegionError, StepProgram,
+                                  find_region, step_program)
 from opbench.trace.signature import SHORT_DTYPES
 
 __all__ = ["ModelOptions", "ModelImpact", "measure_model", "ModelError"]
@@ -68,6 +69,10 @@ class ModelOptions:
     launch: str | None = None      # the other framework's launch mode (default: its own)
     skip_first_calls: int | None = None
     max_calls: int = DEFAULT_MAX_CALLS
+    # steady steps the capture records before it ends the script (None: all it runs)
+    capture_steps: int | None = DEFAULT_CAPTURE_STEPS
+    run_on: bool = False           # after those steps the script runs on, untraced
+    keep_going: bool = False       # a script that failed: replay what ran before
     # Time for measuring the heaviest signatures alone (isolated.py); 0: none.
     isolated_budget_s: float = DEFAULT_ISOLATED_BUDGET_S
 
@@ -221,17 +226,30 @@ def measure_model(command: Sequence[str], options: ModelOptions = ModelOptions()
                   on_progress: Progress = lambda message: None) -> ModelImpact:
     """Capture, replay and project. Raises ModelError for what the user must fix."""
     interpreter, words = split_command(command)
-    check_interpreter(interpreter)
+    check_interpreter(interpreter, (options.reference, options.target))
     work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="opbench-model-"))
     work.mkdir(parents=True, exist_ok=True)
     program_path = work / "program.json"
     on_progress(f"running the script under the capture in {interpreter.path}")
-    status = run_capture(interpreter, words, program_path, options.max_calls)
+    status = run_capture(interpreter, words, program_path, options.max_calls,
+                         options.capture_steps, options.run_on)
     if not program_path.exists():
         raise ModelError(f"the capture wrote no program (the script's interpreter exited "
                          f"with status {status} before the capture could save anything)")
     program = Program.from_json(json.loads(program_path.read_text(encoding="utf-8")))
+    if program.script_status != 0 and not options.keep_going:
+        raise ModelError(script_failed(program))
     return measure_program(program, options, interpreter, list(command), work, on_progress)
+
+
+def script_failed(program: Program) -> str:
+    """A failed script, said as soon as it ended: its exit status, the last line of its
+    traceback, and what to do (nothing is replayed: a user would otherwise wait minutes for
+    a replay of a script that did not run)."""
+    error = f" ({program.script_error})" if program.script_error else ""
+    return (f"the script exited with status {program.script_status}{error} after "
+            f"{len(program.calls)} recorded framework calls; nothing was replayed. Fix the "
+            f"script, or give --keep-going to replay what it ran before it failed")
 
 
 def measure_program(program: Program, options: ModelOptions, interpreter: Interpreter,

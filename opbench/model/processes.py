@@ -3,7 +3,8 @@ command names, and the replay processes, one framework each (in that interpreter
 is where the user's frameworks are installed).
 
 Everything a user can get wrong about the interpreter is said before anything runs: it
-does not exist, it is not Python, or it cannot import this opbench.
+does not exist, it is not Python, it cannot import this opbench, or it lacks a framework
+(the runner's interpreter check, runner/interpreters.py).
 """
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from opbench.config import OPBENCH_VERSION
 from opbench.runner.child_env import child_environment
+from opbench.runner.interpreters import InterpreterError
+from opbench.runner.interpreters import check_interpreter as runner_check
 
 __all__ = ["ModelError", "Interpreter", "split_command", "check_interpreter", "run_capture",
            "run_replay"]
@@ -61,37 +63,17 @@ def split_command(words: Sequence[str]) -> tuple[Interpreter, list[str]]:
     return Interpreter(sys.executable, False), list(words)
 
 
-def check_interpreter(interpreter: Interpreter) -> str:
-    """The interpreter's Python version; ModelError when it cannot run this opbench."""
-    probe = ("import sys, opbench.model.capture_main as c, opbench.config as k; "
-             "print(k.OPBENCH_VERSION, sys.version.split()[0])")
-    try:
-        done = subprocess.run([interpreter.path, "-c", probe], capture_output=True, text=True,
-                              timeout=120, env=_env())
-    except OSError as exc:
-        raise ModelError(f"cannot start {interpreter.path}: {exc.strerror or exc}") from None
-    except subprocess.TimeoutExpired:
-        raise ModelError(f"{interpreter.path} did not answer within 120 s") from None
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-        if "No module named 'opbench" in done.stderr or "No module named opbench" in done.stderr:
-            raise ModelError(
-                f"{interpreter.path} cannot import opbench ({last}). The script runs in that "
-                f"interpreter, under opbench's tracer: install opbench there, e.g. "
-                f"`{interpreter.path} -m pip install {_install_source()}`")
-        raise ModelError(f"{interpreter.path} is not a Python interpreter that can run "
-                         f"opbench: {last}")
-    version, python = done.stdout.split()[:2]
-    if version != OPBENCH_VERSION:
-        raise ModelError(f"{interpreter.path} has opbench {version}, this is "
-                         f"{OPBENCH_VERSION}: install the same opbench there "
-                         f"(`{interpreter.path} -m pip install {_install_source()}`)")
-    return python
-
-
-def _install_source() -> str:
-    checkout = Path(__file__).resolve().parents[2]
-    return str(checkout) if (checkout / "pyproject.toml").exists() else "opbench"
+def check_interpreter(interpreter: Interpreter, frameworks: Sequence[str]) -> str:
+    """The interpreter's Python version; ModelError when it cannot run this opbench or lacks
+    a framework the run replays (both replay in it). The runner's one check
+    (runner/interpreters.py), with its install hint, before anything runs."""
+    facts: dict[str, Any] = {}
+    for framework in frameworks:
+        try:
+            facts = runner_check(interpreter.path, framework)
+        except InterpreterError as exc:
+            raise ModelError(str(exc)) from None
+    return str(facts.get("python", ""))
 
 
 def _env() -> dict[str, str]:
@@ -103,11 +85,14 @@ def _env() -> dict[str, str]:
 
 
 def run_capture(interpreter: Interpreter, words: Sequence[str], out: Path,
-                max_calls: int) -> int:
+                max_calls: int, steps: int | None = None, run_on: bool = False) -> int:
     """Run the script under capture; its output goes to this terminal. Returns its exit
-    status (the program file is written whatever it was, unless the capture itself died)."""
+    status (the program file is written whatever it was, unless the capture itself died).
+    `steps`: steady steps recorded before the capture ends the script (None: no limit), or
+    with `run_on` lets it run on untraced."""
     command = [interpreter.path, "-m", "opbench.model.capture_main", "--out", str(out),
-               "--max-calls", str(max_calls), "--", *words]
+               "--max-calls", str(max_calls), "--steps", str(steps or 0),
+               *(["--run-on"] if run_on else []), "--", *words]
     try:
         return subprocess.run(command, env=_env(), timeout=PROCESS_TIMEOUT_S).returncode
     except subprocess.TimeoutExpired:

@@ -138,6 +138,8 @@ class Program:
     script_error: str | None = None
     frameworks_imported: tuple[str, ...] = field(default_factory=tuple)
     cpus: tuple[int, ...] = ()     # the cores the script could run on (its affinity)
+    # why the capture ended before the script did (the steps wanted were recorded), or None
+    ended_early: str | None = None
 
     # -- JSON ---------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -149,7 +151,7 @@ class Program:
             "dropped_calls": self.dropped_calls, "script_status": self.script_status,
             "script_error": self.script_error,
             "frameworks_imported": list(self.frameworks_imported),
-            "cpus": list(self.cpus),
+            "cpus": list(self.cpus), "ended_early": self.ended_early,
             "markers": [[m.at, m.label] for m in self.markers],
             "externals": [[e.id, list(e.shape), e.dtype, e.role, e.name, e.low, e.high]
                           for e in self.externals],
@@ -172,7 +174,7 @@ class Program:
             notes=tuple(data["notes"]), dropped_calls=data["dropped_calls"],
             script_status=data["script_status"], script_error=data["script_error"],
             frameworks_imported=tuple(data["frameworks_imported"]),
-            cpus=tuple(data.get("cpus", ())))
+            cpus=tuple(data.get("cpus", ())), ended_early=data.get("ended_early"))
 
 
 def _call_to_json(c: Call) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from importlib import resources
+from pathlib import Path
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:      # the record reads the impact; nothing here runs it
     from opbench.model.impact import ModelImpact
 
 __all__ = ["MODEL_FORMAT", "impact_json", "model_schema", "ModelRecord", "LostRow",
-           "Projection"]
+           "Projection", "ModelRecordError", "is_model_file", "load_model_record"]
 
 # Version of the `model` object: bump and say what changed when its shape changes.
 #   1  first format
@@ -121,7 +122,8 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
         "region": {"rule": region.rule, "steps": impact.steps,
                    "calls_per_step": len(step.calls),
                    "excluded_calls": region.excluded_calls,
-                   "excluded_s": region.excluded_ns / 1e9, "note": region.note},
+                   "excluded_s": region.excluded_ns / 1e9,
+                   "note": "; ".join(n for n in (region.note, program.ended_early) if n)},
         "script": {"status": program.script_status, "error": program.script_error,
                    "captured_calls": len(program.calls),
                    "dropped_calls": program.dropped_calls},
@@ -313,3 +315,38 @@ def _row_record(data: Mapping[str, Any]) -> LostRow:
                     isolated_ratio_ci=tuple(ci) if ci is not None else None,
                     context_factor=dict(row.context_factor or {}))
 
+
+
+class ModelRecordError(ValueError):
+    """A model record file that cannot be read: the message names the file and the key."""
+
+
+def _read_json(path: str | Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def is_model_file(path: str | Path) -> bool:
+    """Whether the file holds what `opbench model --json` writes (a `model` object and no
+    results file's schema_version); a file that is not JSON is not one."""
+    data = _read_json(path)
+    return isinstance(data, dict) and "model" in data and "schema_version" not in data
+
+
+def load_model_record(path: str | Path) -> ModelRecord:
+    """Read and check a saved model record against opbench/schema/model.schema.json."""
+    import jsonschema      # local: only readers pay for the import
+
+    data = _read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        raise ModelRecordError(f"{path}: not a model record (no `model` object)")
+    try:
+        jsonschema.Draft202012Validator(model_schema()).validate(data)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        raise ModelRecordError(f"{path}: invalid model record at {where}: {exc.message} "
+                               f"(written by another opbench version? `opbench schema model` "
+                               f"prints the format this one reads)") from None
+    return ModelRecord.from_json(data)

@@ -17,7 +17,8 @@ replay's output check (replay.py) catches a counterpart that computes something 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+import re
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
@@ -59,6 +60,136 @@ def _values(call: Call, names: list[str]) -> dict[str, Any]:
 
 def _lit(value: Any, default: Any = None) -> Any:
     return value.value if isinstance(value, Lit) else default
+
+
+# -- arguments across frameworks --------------------------------------------------------------
+# The capture keeps the keywords the script wrote (capture.py, by trace/recorder.py
+# without_defaults: a keyword equal to its signature's default is gone). Of those, what the other framework has no parameter for
+# and that does not change the work goes by rule, for every API alike, before the rules and
+# the mapping below see the call.
+
+# torch placement and allocation keywords: the replay runs on one device, and MindSpore's
+# creation functions take none of them (mint.arange(n, device=...) raises a TypeError).
+# `dtype` stays: both frameworks spell it dtype, and the replay turns the dtype object into
+# the framework's own.
+TORCH_PLACEMENT_KEYWORDS = frozenset({"device", "layout", "pin_memory", "non_blocking",
+                                      "requires_grad"})
+# torch's deprecated loss arguments; torch itself turns them into `reduction`
+# (torch.nn._reduction.legacy_get_string).
+TORCH_LEGACY_REDUCTION = ("size_average", "reduce")
+
+
+def legacy_reduction(size_average: Any, reduce: Any) -> str:
+    """torch's rule: None counts as True; reduce=False means per element, else
+    size_average picks mean or sum."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def translate_torch_keywords(kwargs: tuple[tuple[str, Any], ...]
+                             ) -> tuple[tuple[str, Any], ...]:
+    """A torch call's keywords as MindSpore takes them: torch-private ones (a leading
+    underscore: F.softmax's `_stacklevel`) and placement ones dropped, `size_average` /
+    `reduce` turned into the `reduction` they mean."""
+    kept = [(k, v) for k, v in kwargs
+            if not k.startswith("_") and k not in TORCH_PLACEMENT_KEYWORDS]
+    legacy = {k: _lit(v) for k, v in kept if k in TORCH_LEGACY_REDUCTION}
+    if not legacy:
+        return tuple(kept)
+    reduction = legacy_reduction(legacy.get("size_average"), legacy.get("reduce"))
+    kept = [(k, v) for k, v in kept if k not in TORCH_LEGACY_REDUCTION and k != "reduction"]
+    return tuple(kept) + (("reduction", Lit(reduction)),)
+
+
+def _for_other_framework(call: Call, target: str) -> Call:
+    if call.framework == "torch" and target == "mindspore" and call.kwargs:
+        translated = translate_torch_keywords(call.kwargs)
+        if translated != call.kwargs:
+            return replace(call, kwargs=translated)
+    return call
+
+
+@dataclass(frozen=True)
+class KeywordRule:
+    """What a mapping entry's note says of its keywords. The notes are written by
+    tools/build_api_mapping.py from both frameworks' signatures, one clause each:
+    "argument names differ: torch (dim, keepdim) vs MindSpore (axis, keep_dims)",
+    "MindSpore lacks torch argument(s): weight", "MindSpore also accepts: ...", and the
+    CPU-kernel remarks. `understood` is False when a clause is anything else (a hand-written
+    remark on semantics): then a keyword is not passed on trust."""
+    renames: tuple[tuple[str, str], ...] = ()
+    lacking: frozenset = frozenset()
+    understood: bool = True
+
+
+_RENAMED = re.compile(r"argument names differ: torch \((.*)\) vs MindSpore \((.*)\)$")
+_LACKING = "MindSpore lacks torch argument(s): "
+_HARMLESS = ("MindSpore also accepts: ", "no CPU kernel in MindSpore", "CPU route: ")
+
+
+def keyword_rule(note: str) -> KeywordRule:
+    renames: list[tuple[str, str]] = []
+    lacking: set[str] = set()
+    understood = True
+    for clause in (c.strip() for c in note.split(";") if c.strip()):
+        renamed = _RENAMED.match(clause)
+        if renamed:
+            torch_names = [n.strip() for n in renamed.group(1).split(",")]
+            ms_names = [n.strip() for n in renamed.group(2).split(",")]
+            if len(torch_names) == len(ms_names):
+                # the generator lists each side's own names in signature order
+                renames += zip(torch_names, ms_names)
+            else:
+                lacking.update(torch_names)
+        elif clause.startswith(_LACKING):
+            lacking.update(n.strip() for n in clause[len(_LACKING):].split(","))
+        elif not clause.startswith(_HARMLESS):
+            understood = False
+    return KeywordRule(tuple(renames), frozenset(lacking), understood)
+
+
+def _keywords_by_note(kwargs: tuple[tuple[str, Any], ...], rule: KeywordRule, other: str,
+                      note: str) -> tuple[tuple[str, Any], ...] | Unmapped:
+    """The call's keywords under an entry whose arguments differ, or why they cannot go."""
+    if not rule.understood and any(k != "dtype" for k, _ in kwargs):
+        return Unmapped(f"{other} takes its arguments differently ({note}) and the call "
+                        f"passes keywords")
+    lacking = [k for k, _ in kwargs if k in rule.lacking]
+    if lacking:
+        return Unmapped(f"{other} has no {', '.join(repr(k) for k in lacking)} argument, "
+                        f"which the call sets ({note})")
+    renames = dict(rule.renames)
+    return tuple((renames.get(k, k), v) for k, v in kwargs)
+
+
+def _skipping_empty_vectors(make: Maker) -> Maker:
+    """torch.cat skips 1-D empty tensors among tensors of higher rank (what a cache starts
+    as in transformers models: torch.cat([torch.tensor([]), k], dim=-2)); MindSpore refuses
+    them ("element rank must be same"). The other tensors are concatenated as torch does."""
+    def made(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        fn = make(resolve)
+
+        def cat(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+            kept = [t for t in tensors if tuple(t.shape) != (0,)]
+            return fn(kept or list(tensors)[:1], *args, **kwargs)
+        return cat
+    return made
+
+
+def _ms_cat(call: Call, mapping: ApiMapping) -> Route | Unmapped:
+    route = _via_mapping(call, "mindspore", mapping)
+    if isinstance(route, Unmapped):
+        return route
+    return replace(route, api=f"{route.api} (1-D empty tensors skipped, as torch)",
+                   make=_skipping_empty_vectors(route.make),
+                   fallbacks=tuple(replace(f, make=_skipping_empty_vectors(f.make))
+                                   for f in route.fallbacks))
+
+
+CONCATENATIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
 
 
 # -- torch -> MindSpore rules ---------------------------------------------------------------
@@ -449,9 +580,13 @@ def _via_mapping(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapp
     other = entry.mindspore if target == "mindspore" else entry.torch
     if entry.status == "none" or not other:
         return Unmapped(f"no {target} equivalent: {entry.note}")
-    if entry.status == "differs" and call.kwargs:
-        return Unmapped(f"{other} takes its arguments differently ({entry.note}) and the "
-                        f"call passes keywords")
+    kwargs = call.kwargs
+    if entry.status == "differs" and kwargs:
+        translated = _keywords_by_note(kwargs, keyword_rule(entry.note), other, entry.note)
+        if isinstance(translated, Unmapped):
+            return translated
+        kwargs = translated
+    call = replace(call, kwargs=kwargs)
     alternatives = tuple(entry.alternatives) if target == "mindspore" else ()
     route = _named(target, other, call.args, call.kwargs,
                    fallbacks=tuple(_named(target, alt, call.args, call.kwargs)
@@ -590,7 +725,10 @@ def _route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped
             return rule(call)
         if call.init:
             return Unmapped(f"no torch rule for the MindSpore primitive {call.replay_api}")
+    call = _for_other_framework(call, target)
     if call.framework == "torch" and target == "mindspore":
+        if call.replay_api in CONCATENATIONS:
+            return _ms_cat(call, mapping)
         rule = TORCH_TO_MINDSPORE.get(call.replay_api)
         if rule is not None:
             found = rule(call)

@@ -6,9 +6,7 @@ from __future__ import annotations
 import html
 import io
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from opbench.model.project import MODES_APART
@@ -132,17 +130,39 @@ def _cells(record: ModelRecord, row: LostRow) -> list[str]:
             row.cause or "-"]
 
 
+def _terminal_rows(record: ModelRecord, top: int) -> list[Text]:
+    """The API table for a terminal: each API on a line of its own, whole (`torch.nn.
+    functional.scaled_dot_product_attention -> softmax(q @ k^T * scale + mask) @ v
+    (mindspore.mint)` is 100 characters), and its figures on the line under it in columns
+    with two-line headers. In one rich table of eleven columns the names were folded to a
+    few characters a line in 120 columns."""
+    headers = [h.split(" ", 1) if " " in h else [h, ""] for h in _headers(record)[2:]]
+    rows = [_cells(record, row)[2:] for row in record.apis[:top]]
+    widths = [max([len(h[0]), len(h[1])] + [len(r[i]) for r in rows])
+              for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) for c, w in zip(cells, widths)).rstrip()
+
+    out = [Text("api -> replayed as", style="bold"),
+           Text(line([h[0] for h in headers]), style="bold"),
+           Text(line([h[1] for h in headers]), style="bold"),
+           Text("-" * max(len(line([h[0] for h in headers])), 18))]
+    for row, cells in zip(record.apis[:top], rows):
+        name = Text(row.api, style="bold")
+        name.append(f" -> {row.mapped_api}", style="default")
+        out += [name, Text(line(cells))]
+    return out
+
+
 def render_model_terminal(record: ModelRecord, console: Console,
                           top: int = DEFAULT_TOP) -> None:
     for line in model_lines(record):
         console.print(Text(line))
-    table = Table(box=box.SIMPLE_HEAD, header_style="bold")
-    for n, header in enumerate(_headers(record)):
-        table.add_column(header, justify="left" if n < 2 else "right",
-                         overflow="fold" if n < 2 else "ellipsis")
-    for row in record.apis[:top]:
-        table.add_row(*_cells(record, row))
-    console.print(table)
+    console.print()
+    for text in _terminal_rows(record, top):
+        # never cut: a name longer than the terminal wraps whole, not folded in a column
+        console.print(text, overflow="fold", crop=False)
     for row in record.apis[:top]:
         if row.cause_detail and (row.lost_s or 0) > 0:
             console.print(Text(f"  {row.api}: {row.cause or 'cause'}: {row.cause_detail}",

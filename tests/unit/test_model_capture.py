@@ -501,3 +501,179 @@ def test_a_parameter_without_gradient_is_state(torch):
     capture = Capture()
     Feeder(capture).function("torch.add", (frozen, FakeParameter((4,))), result=_hidden(4))
     assert [e.role for e in capture.externals()] == ["state", "parameter"]
+
+
+# -- arguments as the script wrote them (issue 32, item 1) ---------------------------------------
+
+# F.cross_entropy's literal keyword defaults, as trace/torch_intercept.py literal_defaults
+# records them from its signature
+CROSS_ENTROPY_DEFAULTS = frozenset({("size_average", type(None), None),
+                                    ("reduce", type(None), None), ("weight", type(None), None),
+                                    ("ignore_index", int, -100), ("reduction", str, "mean"),
+                                    ("label_smoothing", float, 0.0)})
+SOFTMAX_DEFAULTS = frozenset({("dim", type(None), None), ("_stacklevel", int, 3),
+                              ("dtype", type(None), None)})
+
+
+def _with_defaults(feed, api, defaults, args, kwargs, result):
+    feed.capture.on_call(feed.index, CallSite("torch", api, FUNCTION, 0, defaults), args,
+                         kwargs, result)
+    feed.index += 1
+    return feed.calls()[-1]
+
+
+def test_keywords_the_signature_filled_in_are_not_recorded(torch):
+    """F.cross_entropy(logits, y) reaches the function mode with every parameter by keyword:
+    only what differs from the signature's defaults is the script's."""
+    feed = Feeder(Capture())
+    logits, labels = _hidden(4, 10), FakeTensor((4,), INT64, [1, 2, 3, 4])
+    call = _with_defaults(feed, F + "cross_entropy", CROSS_ENTROPY_DEFAULTS, (logits, labels),
+                          {"weight": None, "size_average": None, "ignore_index": -100,
+                           "reduce": None, "reduction": "mean", "label_smoothing": 0.0},
+                          _hidden())
+    assert call.kwargs == () and len(call.args) == 2 and call.replayable
+
+
+def test_a_keyword_the_script_set_to_another_value_is_kept(torch):
+    feed = Feeder(Capture())
+    call = _with_defaults(feed, F + "softmax", SOFTMAX_DEFAULTS, (_hidden(),),
+                          {"dim": -1, "_stacklevel": 3, "dtype": None}, _hidden())
+    assert call.kwargs == (("dim", Lit(-1)),)
+
+
+def test_a_default_is_matched_by_type_too(torch):
+    """label_smoothing=0 (an int) is not the float default's spelling; reduction 'sum' is not
+    the default 'mean'."""
+    feed = Feeder(Capture())
+    call = _with_defaults(feed, F + "cross_entropy", CROSS_ENTROPY_DEFAULTS,
+                          (_hidden(4, 10), _hidden(4)),
+                          {"reduction": "sum", "ignore_index": True, "label_smoothing": 0.0},
+                          _hidden())
+    assert call.kwargs == (("reduction", Lit("sum")), ("ignore_index", Lit(True)))
+
+
+def test_a_call_without_recorded_defaults_keeps_every_keyword(torch):
+    feed = Feeder(Capture())
+    feed.function("torch.sum", (_hidden(),), {"dim": None}, result=_hidden(1))
+    assert feed.calls()[0].kwargs == (("dim", Lit(None)),)
+
+
+COMPLEX64 = FakeDtype("complex64")
+
+
+def test_a_call_returning_a_dtype_no_replay_makes_is_not_covered_and_says_why(torch):
+    """torch.fft.rfft2 returns complex64: the call and each call reading its output are
+    not replayable, with the reason (the replay used to die on KeyError: 'complex64')."""
+    feed = Feeder(Capture())
+    spectrum = feed.function("torch.fft.rfft2", (_hidden(8, 8),),
+                             result=FakeTensor((8, 5), COMPLEX64))
+    feed.function("torch.Tensor.abs", (spectrum,), result=_hidden(8, 5), kind=TENSOR_METHOD)
+    first, second = feed.calls()
+    assert first.outputs == ("other", "complex64 tensor")
+    assert first.problem == ("it returns a complex64 tensor: the replay makes float16, "
+                             "bfloat16, float32, float64, int32, int64, bool tensors only")
+    assert not first.replayable and not second.replayable
+    assert second.problem == "an argument a replay cannot rebuild (complex64 tensor)"
+
+
+def test_an_external_of_a_dtype_no_replay_makes_is_opaque(torch):
+    feed = Feeder(Capture())
+    feed.function("torch.Tensor.float", (FakeTensor((4,), FakeDtype("uint8"), [1, 2, 3, 4]),),
+                  result=_hidden(4), kind=TENSOR_METHOD)
+    assert feed.calls()[0].problem == "an argument a replay cannot rebuild (uint8 tensor)"
+
+
+def test_a_tuple_result_with_an_unreplayable_dtype_is_not_covered(torch):
+    """torch.frexp returns (mantissa, exponent): a replay makes float32 and int32, so it is
+    replayable; one holding complex64 is not."""
+    feed = Feeder(Capture())
+    feed.function("torch.frexp", (_hidden(4),),
+                  result=(_hidden(4), FakeTensor((4,), FakeDtype("int32"), [0, 1, 2, 3])))
+    feed.function("torch.view_as_complex", (_hidden(4, 2),),
+                  result=(FakeTensor((4,), COMPLEX64),))
+    frexp, complex_view = feed.calls()
+    assert frexp.replayable
+    assert "complex64" in complex_view.problem
+
+
+def test_the_replayable_dtypes_are_the_ones_the_frameworks_carry():
+    from opbench.frameworks.dtypes import NUMPY_CARRIERS
+    from opbench.model.capture import REPLAYABLE_DTYPES
+    assert set(REPLAYABLE_DTYPES) == set(NUMPY_CARRIERS)
+
+
+# -- a long script stops when it has given enough (issue 32, item 6) -----------------------------
+
+class Ended(Exception):
+    pass
+
+
+def _ending_capture(steps: int) -> Capture:
+    def on_enough():
+        raise Ended()
+    return Capture(steps=steps, on_enough=on_enough)
+
+
+def _step(feed, x):
+    h = feed.function(F + "linear", (x, _hidden(8, 8)), result=_hidden(4, 8))
+    return feed.function(F + "relu", (h,), result=_hidden(4, 8))
+
+
+def test_the_marker_after_the_steps_wanted_ends_the_capture(torch):
+    """A warm-up step and 3 steady steps: the fifth mark ends it, before that step's calls."""
+    capture = _ending_capture(steps=3)
+    feed = Feeder(capture)
+    markers.activate(capture)
+    try:
+        x = _hidden()
+        with pytest.raises(Ended):
+            for _ in range(100):
+                markers.step()
+                x = _step(feed, x)
+    finally:
+        markers.deactivate()
+    assert len(feed.calls()) == 4 * 2 and len(capture.markers) == 5 and capture.enough
+
+
+def test_after_the_end_every_call_and_mark_ends_it_again(torch):
+    """A script that caught the ending (a bare except) is ended at its next call."""
+    capture = _ending_capture(steps=1)
+    feed = Feeder(capture)
+    for _ in range(2):                  # the warm-up step and one steady step
+        capture.mark()
+        _step(feed, _hidden())
+    with pytest.raises(Ended):
+        capture.mark()
+    with pytest.raises(Ended):
+        _step(feed, _hidden())
+    with pytest.raises(Ended):
+        capture.mark()
+    assert len(feed.calls()) == 4
+
+
+def test_without_marks_the_repeated_calls_end_the_capture(torch, monkeypatch):
+    """A set-up, then the same two-call step for ever: the capture ends once the last calls
+    repeat (checked every TAIL_CHECK_EVERY calls over at least TAIL_MIN_WINDOW)."""
+    from opbench.model import capture as capture_module
+    from opbench.model import steady
+    monkeypatch.setattr(capture_module, "TAIL_CHECK_EVERY", 8)
+    monkeypatch.setattr(capture_module, "repeated_tail",
+                        lambda codes, steps: steady.repeated_tail(codes, steps, min_window=16))
+    capture = _ending_capture(steps=5)
+    feed = Feeder(capture)
+    for n in range(7):                                           # set-up: no repetition
+        feed.function("torch.zeros", (n + 1,), result=_hidden(n + 1))
+    with pytest.raises(Ended):
+        for _ in range(1000):
+            _step(feed, _hidden())
+    calls = len(feed.calls())
+    assert calls % 8 == 0 and 7 + 2 * 7 <= calls <= 7 + 2 * 7 + 8 + 16
+
+
+def test_without_a_step_limit_the_capture_records_on(torch):
+    capture = Capture(steps=None, on_enough=lambda: pytest.fail("ended"))
+    feed = Feeder(capture)
+    for _ in range(600):
+        capture.mark()
+        _step(feed, _hidden())
+    assert len(feed.calls()) == 1200 and not capture.enough

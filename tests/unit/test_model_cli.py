@@ -79,8 +79,8 @@ def test_an_interpreter_that_cannot_import_opbench_gets_the_install_hint(tmp_pat
     python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n', encoding="utf-8")
     python.chmod(python.stat().st_mode | stat.S_IXUSR)
     result = invoke("-o", str(tmp_path / "out"), "--", str(python), "train.py")
-    assert_user_error(result, f"{python} cannot import opbench",
-                      "No module named 'opbench'", f"{python} -m pip install")
+    assert_user_error(result, f"the interpreter {python} (for torch) cannot import opbench; "
+                              f"install it there: {python} -m pip install")
     assert not (tmp_path / "out").exists()        # nothing ran
 
 
@@ -95,15 +95,45 @@ def test_a_script_that_imports_no_framework_is_refused(tmp_path):
 def test_a_script_that_fails_before_any_call_says_its_status_and_error(tmp_path):
     script = _script(tmp_path, "raise RuntimeError('broken before any call')\n")
     result = invoke("-q", "-o", str(tmp_path / "out"), "--", script)
-    assert_user_error(result, "imported neither torch nor MindSpore",
-                      "(it exited with status 1: RuntimeError: broken before any call)")
+    assert_user_error(result, "the script exited with status 1 (RuntimeError: broken before "
+                              "any call) after 0 recorded framework calls; nothing was "
+                              "replayed", "--keep-going")
 
 
 def test_a_script_that_exits_with_a_status_before_any_call_says_it(tmp_path):
     script = _script(tmp_path, "import sys\nsys.exit(4)\n")
     result = invoke("-q", "-o", str(tmp_path / "out"), "--", script)
-    assert_user_error(result, "(it exited with status 4)")
+    assert_user_error(result, "the script exited with status 4 after 0 recorded")
     assert "None" not in result.stderr
+
+
+def test_with_keep_going_a_failed_script_without_calls_says_what_it_lacked(tmp_path):
+    script = _script(tmp_path, "import sys\nsys.exit(4)\n")
+    result = invoke("-q", "--keep-going", "-o", str(tmp_path / "out"), "--", script)
+    assert_user_error(result, "imported neither torch nor MindSpore",
+                      "(it exited with status 4)")
+
+
+def test_an_unknown_option_before_the_command_is_refused_as_opbenchs(tmp_path):
+    """`opbench model --jsno x -- python t.py` answered "python option '--jsno' is not
+    supported" (the option went to the script's words)."""
+    result = invoke("--jsno", "x", "--", "python", "t.py")
+    assert result.exit_code == 2
+    assert "No such option '--jsno'. Did you mean '--json'?" in result.output
+    assert "python option" not in result.output
+
+
+def test_the_scripts_own_options_after_its_interpreter_stay_its_own(tmp_path):
+    """Without `--`, options after the command's first word belong to the command."""
+    seen = tmp_path / "argv.txt"
+    script = _script(tmp_path, f"""
+        import sys
+        open({str(seen)!r}, "w").write(" ".join(sys.argv[1:]))
+    """)
+    result = invoke("-q", "-o", str(tmp_path / "out"), sys.executable, script, "--epochs",
+                    "2", "--json")
+    assert_user_error(result, "imported neither torch nor MindSpore")
+    assert seen.read_text() == "--epochs 2 --json"
 
 
 def test_a_script_that_does_not_exist_leaves_no_program(tmp_path):
@@ -310,3 +340,68 @@ def test_a_self_check_far_from_zero_says_the_traced_time_is_one_process():
             "speed") in text
     record["model"]["self_check"] = -0.077
     assert "one process's" not in "\n".join(model_lines(ModelRecord.from_json(record)))
+
+
+def test_the_terminal_table_keeps_api_names_whole_in_120_columns():
+    """Each API and what it replays as on a line of their own, whole, and the figures under
+    them within 120 columns (in one eleven-column table they were folded to a few
+    characters a line)."""
+    record = _record()
+    long_api = _api("torch.nn.functional.scaled_dot_product_attention",
+                    "softmax(q @ k^T * scale + mask) @ v (mindspore.mint)", 22, 3.63e-4,
+                    1.1e-2, 2.35e-1, 0.165, 2.1e-1, 2.6e-1)
+    record["model"]["apis"] = [long_api, *API_ROWS]
+    buffer = io.StringIO()
+    render_model_terminal(ModelRecord.from_json(record), Console(file=buffer, width=120))
+    lines = buffer.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 120
+    for row in record["model"]["apis"]:
+        assert f"{row['api']} -> {row['mapped_api']}" in lines
+    figures = lines[lines.index(f"{long_api['api']} -> {long_api['mapped_api']}") + 1]
+    assert figures.split()[:3] == ["22", "363", "us"]
+    assert "235 ms [210 ms, 260 ms]" in figures
+
+
+# -- opbench report MODEL.json (issue 32, item 7) ------------------------------------------------
+
+def test_report_renders_a_saved_model_record_in_every_view(tmp_path):
+    """`opbench report` answered "not an opbench results file" for what `opbench model
+    --json` wrote."""
+    import json
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(_record()), encoding="utf-8")
+    md, page = tmp_path / "model.md", tmp_path / "model.html"
+    result = CliRunner().invoke(cli, ["report", str(path), "--markdown", str(md),
+                                      "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    assert "steady state (automatic): 3 steps of 44 calls" in result.output
+    assert "torch.nn.Linear -> mindspore.mint.nn.functional.linear" in result.output
+    assert md.read_text().startswith("### opbench model: mindspore against torch")
+    assert "<svg" in page.read_text() and "torch.nn.functional.gelu" in page.read_text()
+
+
+def test_report_refuses_an_invalid_model_record_naming_the_key(tmp_path):
+    import json
+    record = _record()
+    record["model"]["coverage"] = "most"
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["report", str(path)])
+    assert result.exit_code == 2
+    assert f"{path}: invalid model record at model/coverage" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_report_still_refuses_a_file_that_is_neither(tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text('{"something": 1}', encoding="utf-8")
+    result = CliRunner().invoke(cli, ["report", str(path)])
+    assert result.exit_code == 2 and "not an opbench results file" in result.stderr
+
+
+@pytest.mark.parametrize("text", ["-3", "abc", "5 minutes"])
+def test_a_bad_budget_is_refused_by_the_one_duration_parser(text):
+    result = invoke("--budget", text, "--", "python", "t.py")
+    assert result.exit_code == 2
+    assert f"--budget must be a positive duration such as 90s, 10m or 1h, not {text!r} " \
+           f"(or 0: none)" in result.output

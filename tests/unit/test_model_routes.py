@@ -520,3 +520,103 @@ def test_shipped_mapping_none_entry_is_unmapped_with_its_note():
                       load_mapping())
     assert isinstance(route, Unmapped) and route.reason.startswith("no mindspore equivalent")
     assert "embedding" in route.reason
+
+
+# -- arguments across frameworks (issue 32, item 1) ----------------------------------------------
+
+def test_torch_private_keywords_do_not_reach_mindspore():
+    """F.softmax(x, dim=-1) with a _stacklevel the capture kept (one differing from the
+    default) still replays: a torch-private keyword has no MindSpore counterpart."""
+    call = _call("torch.nn.functional.softmax", kwargs=(("dim", Lit(-1)),
+                                                         ("_stacklevel", Lit(5))))
+    route = route_for(call, "mindspore", load_mapping())
+    assert route.kwargs == (("dim", Lit(-1)),)
+
+
+@pytest.mark.parametrize("size_average, reduce, reduction", [
+    (Lit(False), None, "sum"), (Lit(True), None, "mean"), (None, Lit(False), "none"),
+    (Lit(False), Lit(True), "sum"), (Lit(None), Lit(None), "mean")])
+def test_deprecated_loss_arguments_become_the_reduction_they_mean(size_average, reduce,
+                                                                   reduction):
+    kwargs = tuple((k, v) for k, v in (("size_average", size_average), ("reduce", reduce))
+                   if v is not None)
+    call = _call("torch.nn.functional.cross_entropy", args=(X, IDS), kwargs=kwargs)
+    route = route_for(call, "mindspore", load_mapping())
+    assert route.api == "mindspore.mint.nn.functional.cross_entropy"
+    assert route.kwargs == (("reduction", Lit(reduction)),)
+    assert [f.kwargs for f in route.fallbacks] == [(("reduction", Lit(reduction)),)]
+
+
+def test_the_legacy_rule_overrides_an_explicit_reduction_as_torch_does():
+    call = _call("torch.nn.functional.mse_loss", args=(X, X),
+                 kwargs=(("reduce", Lit(False)), ("reduction", Lit("mean"))))
+    assert route_for(call, "mindspore", load_mapping()).kwargs == (("reduction", Lit("none")),)
+
+
+def test_device_and_placement_keywords_are_dropped_and_dtype_kept():
+    """torch.arange(n, device=x.device) and torch.tensor(v, device=..., dtype=...)."""
+    arange = _call("torch.arange", args=(Lit(8),), kwargs=(("device", Lit("cpu")),
+                                                            ("dtype", Dtype("int64"))))
+    route = route_for(arange, "mindspore", load_mapping())
+    assert route.args == (Lit(8),) and route.kwargs == (("dtype", Dtype("int64")),)
+    tensor = _call("torch.tensor", args=(Seq("list", (Lit(1.0), Lit(2.0))),),
+                   kwargs=(("device", Lit("cpu")), ("dtype", Dtype("float32")),
+                           ("requires_grad", Lit(False))))
+    route = route_for(tensor, "mindspore", load_mapping())
+    assert isinstance(route, Route) and route.api == "mindspore.tensor"
+    assert route.kwargs == (("dtype", Dtype("float32")),)
+
+
+def test_in_the_traced_framework_the_keywords_stay_as_written():
+    call = _call("torch.arange", args=(Lit(8),), kwargs=(("device", Lit("cpu")),))
+    assert route_for(call, "torch", load_mapping()).kwargs == (("device", Lit("cpu")),)
+
+
+def test_concatenation_skips_one_dimensional_empty_tensors_in_mindspore():
+    """A transformers cache starts as an empty tensor; torch.cat skips it, MindSpore refuses
+    it ("element rank must be same")."""
+    call = _call("torch.cat", args=(Seq("list", (X, Ext(1))), Lit(1)))
+    route = route_for(call, "mindspore", load_mapping())
+    assert route.api.startswith("mindspore.mint.cat")
+
+    def fake_cat(tensors, dim):
+        return [t.shape for t in tensors], dim
+    fn = route.make(Resolver({"mindspore.mint.cat": fake_cat}))
+    empty, full = np.zeros((0,)), np.zeros((2, 3))
+    assert fn([empty, full], 1) == ([(2, 3)], 1)
+    assert fn([empty], 0) == ([(0,)], 0)       # nothing else: torch's answer, an empty one
+
+
+def test_a_keyword_renamed_by_the_mappings_note_goes_by_its_mindspore_name():
+    mapping = ApiMapping([MappingEntry(
+        "torch.Tensor.sum", "mindspore.Tensor.sum", "tensor_method", "differs",
+        note="argument names differ: torch (dim, keepdim) vs MindSpore (axis, keep_dims)")])
+    call = _call("torch.Tensor.sum", kwargs=(("dim", Lit(1)), ("keepdim", Lit(True))),
+                 kind="tensor_method")
+    assert route_for(call, "mindspore", mapping).kwargs == (("axis", Lit(1)),
+                                                            ("keep_dims", Lit(True)))
+
+
+def test_a_keyword_mindspore_lacks_is_refused_naming_it_and_others_pass():
+    """F.mse_loss(a, b, reduction='sum') replays; with a weight MindSpore has no argument
+    for, it is refused with the reason."""
+    mapping = load_mapping()
+    summed = _call("torch.nn.functional.mse_loss", args=(X, X),
+                   kwargs=(("reduction", Lit("sum")),))
+    assert route_for(summed, "mindspore", mapping).kwargs == (("reduction", Lit("sum")),)
+    weighted = _call("torch.nn.functional.mse_loss", args=(X, X), kwargs=(("weight", W),))
+    found = route_for(weighted, "mindspore", mapping)
+    assert isinstance(found, Unmapped)
+    assert found.reason.startswith("mindspore.mint.nn.functional.mse_loss has no 'weight' "
+                                   "argument, which the call sets")
+
+
+def test_a_note_that_is_not_a_signature_clause_keeps_keywords_out():
+    from opbench.model.routes import keyword_rule
+    assert not keyword_rule("the method's argument is `axis`").understood
+    rule = keyword_rule("MindSpore lacks torch argument(s): inplace; no CPU kernel in "
+                        "MindSpore 2.10; CPU route: mindspore.ops.relu")
+    assert rule.understood and rule.lacking == {"inplace"}
+    uneven = keyword_rule("argument names differ: torch (input, align_to_window) vs "
+                          "MindSpore (x)")
+    assert uneven.renames == () and uneven.lacking == {"input", "align_to_window"}

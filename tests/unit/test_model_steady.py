@@ -382,3 +382,31 @@ def test_a_step_reading_a_non_tensor_output_from_before_the_step_is_an_error():
         b.add("torch.relu", Ref(seed))
     with pytest.raises(RegionError, match="non-tensor output of torch.manual_seed"):
         step_program(b.program(), find_region(b.program()))
+
+
+# -- the automatic rule while the script runs (issue 32, item 6) ---------------------------------
+
+from opbench.model.steady import repeated_tail  # noqa: E402
+
+
+def test_a_tail_repeating_for_the_warmup_and_the_steps_gives_its_period():
+    setup = list(range(100, 130))
+    step = [1, 2, 3, 2]
+    assert repeated_tail(setup + step * 12, steps=10, min_window=8) == 4
+    # one period short: a warm-up and 9 steady steps only
+    assert repeated_tail(setup + step * 11, steps=10, min_window=8) is None
+
+
+def test_the_minimum_window_keeps_a_repeating_layer_from_passing_for_the_step():
+    """Six identical layers of 3 calls inside a step of 20 calls: with steps=2 the layers
+    alone repeat 4 times at the end of a forward; over 40 calls they do not."""
+    step = [1, 2, 3] * 6 + [7, 8]
+    forward_end = step * 2 + [1, 2, 3] * 6
+    assert repeated_tail(forward_end, steps=2, min_window=1) == 3
+    assert repeated_tail(forward_end, steps=2, min_window=40) is None
+    assert repeated_tail(step * 5, steps=2, min_window=40) == 20
+
+
+def test_too_few_calls_for_the_window_is_not_enough():
+    assert repeated_tail([1, 1, 1], steps=1, min_window=512) is None
+    assert repeated_tail([], steps=1) is None
