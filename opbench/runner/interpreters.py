@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from opbench.config import OPBENCH_VERSION
 from opbench.runner.child_env import child_environment
+from opbench.runner.ipc import wire_fingerprint
 
 __all__ = ["InterpreterError", "check_interpreter", "PROBE"]
 
@@ -25,8 +26,14 @@ try:
     version = opbench.__version__
 except Exception as exc:
     version = None
-print(json.dumps({"opbench": version, "has_framework": importlib.util.find_spec(sys.argv[1])
-                  is not None, "python": sys.version.split()[0]}))
+try:
+    from opbench.runner.ipc import wire_fingerprint
+    wire = wire_fingerprint()
+except Exception as exc:
+    wire = None
+print(json.dumps({"opbench": version, "wire": wire, "has_framework":
+                  importlib.util.find_spec(sys.argv[1]) is not None,
+                  "python": sys.version.split()[0]}))
 """
 # Starting an interpreter and finding two packages: well under a second here; a cold
 # disk or a network home can take seconds.
@@ -72,6 +79,11 @@ def check_interpreter(python: str, framework: str,
         raise InterpreterError(f"{who} has opbench {facts['opbench']}, this one is "
                                f"{OPBENCH_VERSION}; install the same there: "
                                f"{pip} {_opbench_source()}")
+    if facts.get("wire") != wire_fingerprint():
+        raise InterpreterError(f"{who} has opbench {facts['opbench']} with other worker "
+                               f"messages than this one (another checkout or build of the "
+                               f"same version); install this one there: {pip} "
+                               f"{_opbench_source()}")
     if not facts.get("has_framework"):
         raise InterpreterError(f"{who} has no {framework}; install it there: {pip} "
                                f"{framework}")

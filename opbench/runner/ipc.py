@@ -42,7 +42,7 @@ __all__ = [
     "SideInfo", "SideOverheads", "SideCeilings", "SideCheckApis", "SIDE_REQUESTS",
     "Reply", "Ok", "Failed", "ForwardDone", "BackwardDone", "OperatorFailed",
     "UnreadableMessage", "send", "receive", "connection_from_fd", "Dispatcher",
-    "answer_requests", "activity"]
+    "answer_requests", "activity", "wire_fingerprint"]
 
 # Lines of traceback a Failed reply carries: enough to find the failing call in a worker's
 # code without pickling a whole framework's stack.
@@ -376,3 +376,21 @@ def answer_requests(conn: Any, dispatcher: Dispatcher,
         if isinstance(request, Close):
             return 0
         after_each()
+
+
+def wire_fingerprint() -> str:
+    """A short digest of the messages' shapes (every record's name and fields, the pickle
+    protocol). A side in another interpreter runs that interpreter's opbench: with the same
+    version string but other messages (a checkout beside an older install), its worker would
+    die on the first request it cannot unpickle. The interpreter probe compares this digest
+    first, so the run stops with one message instead (runner/interpreters.py)."""
+    import hashlib
+    from dataclasses import fields, is_dataclass
+
+    shapes = []
+    for name in sorted(__all__):
+        value = globals()[name]
+        if isinstance(value, type) and is_dataclass(value):
+            shapes.append(f"{name}({','.join(f.name for f in fields(value))})")
+    shapes.append(f"pickle{PICKLE_PROTOCOL}")
+    return hashlib.sha256(";".join(shapes).encode()).hexdigest()[:16]

@@ -18,6 +18,7 @@ from opbench.runner.measure import WarmUp
 from opbench.config.sides import SideSpec, SideSpecError, load_environments, parse_side
 from opbench.results.recorded_run import run
 from opbench.runner.interpreters import InterpreterError, check_interpreter
+from opbench.runner.ipc import wire_fingerprint
 from opbench.runner.workers import SideWorkerPool
 from opbench.runner.workers import WorkerError
 
@@ -70,8 +71,17 @@ def _fake_probe(stdout="", returncode=0, stderr=""):
      r"cannot import opbench; install it there: .* -m pip install "),
     ('{"opbench": "0.0.1-old", "has_framework": true, "python": "3.11.2"}',
      r"has opbench 0.0.1-old, this one is .*; install the same there"),
-    (f'{{"opbench": "{OPBENCH_VERSION}", "has_framework": false, "python": "3.11.2"}}',
+    (f'{{"opbench": "{OPBENCH_VERSION}", "wire": "{wire_fingerprint()}", '
+     f'"has_framework": false, "python": "3.11.2"}}',
      r"has no mindspore; install it there: .* -m pip install mindspore"),
+    # the same version string, other worker messages (an older install beside a checkout):
+    # its worker would die on the first request it cannot unpickle
+    (f'{{"opbench": "{OPBENCH_VERSION}", "wire": "0123456789abcdef", "has_framework": true, '
+     f'"python": "3.11.2"}}',
+     r"with other worker messages than this one .*install this one there"),
+    (f'{{"opbench": "{OPBENCH_VERSION}", "wire": null, "has_framework": true, '
+     f'"python": "3.11.2"}}',
+     r"with other worker messages than this one"),
     ("", r"did not answer the probe: no output"),
 ])
 def test_an_unfit_interpreter_says_why_and_what_to_run(answer, words):
@@ -201,7 +211,8 @@ def _fake_interpreter(directory, answer):
     (None, "does not exist or is not executable"),
     ('{"opbench": null, "has_framework": true, "python": "3.11.2"}', "cannot import opbench"),
     ('{"opbench": "0.0.1", "has_framework": true, "python": "3.11.2"}', "has opbench 0.0.1"),
-    (f'{{"opbench": "{OPBENCH_VERSION}", "has_framework": false, "python": "3.11.2"}}',
+    (f'{{"opbench": "{OPBENCH_VERSION}", "wire": "{wire_fingerprint()}", '
+     f'"has_framework": false, "python": "3.11.2"}}',
      "has no mindspore"),
 ])
 def test_a_run_on_an_unfit_interpreter_ends_before_timing(tmp_path, monkeypatch, answer, words):
