@@ -24,6 +24,7 @@ from opbench.frameworks.apimap import ApiMapping
 from opbench.model.optimizer_fold import AdamFold, MomentumFold
 from opbench.model.program import Call, Dtype, Lit, Seq
 from opbench.model.route import Maker, Route, Unmapped
+from opbench.model.trainable import is_in_place
 from opbench.model.training_routes import OPTIMIZER_APIS, optimizer_route, torch_backward
 
 __all__ = ["Route", "Unmapped", "route_for", "fused_momentum_route", "fused_adam_route",
@@ -463,9 +464,9 @@ def _via_mapping(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapp
 
 
 def _is_inplace_method(api: str) -> bool:
-    name = api.rsplit(".", 1)[-1]
-    return (api.startswith(TENSOR_PREFIXES["torch"]) and name.endswith("_")
-            and not name.startswith("__"))
+    """torch's in-place methods and augmented assignments (`p -= lr * g`: MindSpore's
+    Tensor.__isub__ too returns a new tensor and leaves a Parameter as it was)."""
+    return api.startswith(TENSOR_PREFIXES["torch"]) and is_in_place(api)
 
 
 def _in_place(make: Maker) -> Maker:

@@ -520,3 +520,20 @@ def test_shipped_mapping_none_entry_is_unmapped_with_its_note():
                       load_mapping())
     assert isinstance(route, Unmapped) and route.reason.startswith("no mindspore equivalent")
     assert "embedding" in route.reason
+
+
+@pytest.mark.parametrize("api", ["torch.Tensor.__isub__", "torch.Tensor.add_"])
+def test_in_place_updates_are_written_back_in_mindspore(api):
+    """`p -= lr * g` (a hand-written update): MindSpore 2.10's Tensor.__isub__, like add_,
+    returns a new tensor and leaves the Parameter as it was; the route writes it back."""
+    other = api.replace("torch.", "mindspore.", 1)
+    mapping = ApiMapping([MappingEntry(api, other, "method", "same")])
+    route = route_for(_call(api, (W, X)), "mindspore", mapping)
+    assert route.api == f"{other} + assign (in place, as torch)"
+
+
+def test_out_of_place_operators_are_not_written_back():
+    mapping = ApiMapping([MappingEntry("torch.Tensor.__sub__", "mindspore.Tensor.__sub__",
+                                       "method", "same")])
+    route = route_for(_call("torch.Tensor.__sub__", (W, X)), "mindspore", mapping)
+    assert route.api == "mindspore.Tensor.__sub__"
