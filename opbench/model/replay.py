@@ -9,9 +9,10 @@ that the parent leaves out because the other framework cannot run it, is not cal
 stand-in takes its outputs' place: the recorded shape and dtype, drawn values, plus a term
 of value 0 that depends on each of the call's floating inputs (s - stop_gradient(s), s the
 sum of their means), so the calls after it run AND a backward through it reaches the calls
-before it (a stand-in for a loss still trains the forward's weights). A stand-in is a call
-of the replay: timed like the others, so the record can say how much of a framework's step
-is stand-ins. The traced framework stands in only for what it cannot run itself.
+before it (a stand-in for a loss still trains the forward's weights). Only a stand-in a loss
+depends on carries that term; any other is its drawn values alone. A stand-in is a call of
+the replay: timed like the others, so the record can say how much of a framework's step is
+stand-ins. The traced framework stands in only for what it cannot run itself.
 
 Timing (time_step, time_calls) is done in the framework's launch mode: a step sample runs
 all calls back to back and syncs once at the end; the per-call pass syncs after each call
@@ -31,7 +32,8 @@ from opbench.frameworks.apimap import ApiMapping
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf, exts_in, refs_in)
 from opbench.model.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
-from opbench.model.trainable import AUTOGRAD_GRAD, loss_calls, trainable_externals
+from opbench.model.trainable import (AUTOGRAD_GRAD, loss_calls, loss_dependencies,
+                                     trainable_externals)
 from opbench.model.routes import (Route, Unmapped, fused_adam_route, fused_momentum_route,
                                   route_for)
 from opbench.model.steady import StepProgram
@@ -122,6 +124,13 @@ class Replayer:
         self._trainable = (trainable_externals(
             step.calls, {e.id for e in step.externals if e.dtype in FLOAT_DTYPES})
             if self.training else frozenset())
+        # the calls a loss depends on: a stand-in among them keeps the gradient chain; any
+        # other stand-in is its drawn values alone (no gradient reaches it, and in
+        # MindSpore's queued launch each extra op costs ~0.5-1 ms: on a clipped, masked
+        # hand-written step, chained stand-ins for the optimizer's calls took 44% of its
+        # replayed step)
+        self._chained = frozenset(loss_dependencies(step.calls)) if self.training \
+            else frozenset()
         # Adam's second-moment buffers hold sums of squares: random stand-in values would be
         # negative in half the places and their sqrt NaN (in both frameworks alike)
         adam = adam_folds(step.calls) if step.framework == "torch" else []
@@ -176,6 +185,8 @@ class Replayer:
         """A stand-in as a call of the plan (module doc): run once here; where even that
         fails, the drawn values alone, not run again."""
         constant = self._stand_in(call)
+        if call.index not in self._chained:
+            return (lambda: constant, tuple, dict), status, constant
         inputs = [self._getter(a) for a in (*refs_in(call), *exts_in(call))]
         fn = stand_in_function(constant, self.framework)
         if not call.grad_enabled and self.framework == "torch":

@@ -25,7 +25,8 @@ from opbench.model.optimizer_fold import AdamFold, MomentumFold
 from opbench.model.program import Call, Dtype, Lit, Seq
 from opbench.model.route import Maker, Route, Unmapped
 from opbench.model.trainable import is_in_place
-from opbench.model.training_routes import OPTIMIZER_APIS, optimizer_route, torch_backward
+from opbench.model.training_routes import (OPTIMIZER_APIS, TRAINING_TORCH_TO_MINDSPORE,
+                                           optimizer_route, torch_backward, write_back)
 
 __all__ = ["Route", "Unmapped", "route_for", "fused_momentum_route", "fused_adam_route",
            "TENSOR_PREFIXES"]
@@ -321,6 +322,9 @@ TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.nn.functional.batch_norm": _ms_batch_norm,
     "torch.Tensor.to": _ms_to,
 }
+# what torch's training utilities call (clip_grad_norm_'s foreach calls, zero_): their own
+# section, in training_routes.py
+TORCH_TO_MINDSPORE.update(TRAINING_TORCH_TO_MINDSPORE)
 # -- MindSpore -> torch rules ---------------------------------------------------------------
 
 def _init(call: Call) -> dict[str, Any]:
@@ -477,16 +481,9 @@ def _in_place(make: Maker) -> Maker:
     (ops.assign)."""
     def made(resolve: Callable[[str], Any]) -> Callable[..., Any]:
         fn = make(resolve)
-        import mindspore
 
         def in_place(receiver: Any, *args: Any, **kwargs: Any) -> Any:
-            result = fn(receiver, *args, **kwargs)
-            if result is not receiver:
-                if isinstance(receiver, mindspore.Parameter):
-                    mindspore.ops.assign(receiver, result)
-                else:
-                    receiver.assign_value(result)
-            return receiver
+            return write_back(receiver, fn(receiver, *args, **kwargs))
         return in_place
     return made
 

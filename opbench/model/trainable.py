@@ -23,7 +23,7 @@ from typing import Sequence
 from opbench.model.program import Call, Ext, Ref, Seq, exts_in, refs_in
 
 __all__ = ["IN_PLACE_OPERATORS", "AUTOGRAD_GRAD", "is_in_place", "loss_calls",
-           "trainable_externals"]
+           "loss_dependencies", "trainable_externals"]
 
 # Python's augmented assignments on a tensor: torch writes the receiver (MindSpore 2.10
 # returns a new tensor and leaves the receiver as it was; routes.py writes it back).
@@ -53,14 +53,20 @@ def loss_calls(calls: Sequence[Call], loss: Ref) -> list[int]:
     return sorted(inside)
 
 
+def loss_dependencies(calls: Sequence[Call]) -> set[int]:
+    """The calls any loss of the step (a backward's, torch.autograd.grad's) depends on."""
+    found: set[int] = set()
+    for call in calls:
+        if (call.backward or call.api == AUTOGRAD_GRAD) and call.args \
+                and isinstance(call.args[0], Ref):
+            found.update(loss_calls(calls, call.args[0]))
+    return found
+
+
 def trainable_externals(calls: Sequence[Call], float_ids: set[int]) -> frozenset[int]:
     """The ids of the external tensors (of those in `float_ids`: the floating ones) the
     step trains besides its Parameters (module doc)."""
-    read_by_loss: set[int] = set()
-    for call in calls:
-        if call.backward and call.args and isinstance(call.args[0], Ref):
-            for i in loss_calls(calls, call.args[0]):
-                read_by_loss.update(e.id for e in exts_in(calls[i]))
+    read_by_loss = {e.id for i in loss_dependencies(calls) for e in exts_in(calls[i])}
     found: set[int] = set()
     for call in calls:
         if call.api == AUTOGRAD_GRAD and len(call.args) > 1:

@@ -7,6 +7,7 @@ counts and sums, and the output fingerprints the frameworks are compared by
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 import types
 
 import numpy as np
@@ -350,21 +351,46 @@ def test_a_stand_in_for_integers_or_nothing_is_its_drawn_value():
     assert stand_in_function(None, "fake")(np.ones(3, np.float32)) is None
 
 
-def test_a_stand_in_runs_in_every_step_from_its_inputs_as_a_call_of_the_plan():
-    """So a backward through it reaches the calls before it (MindSpore's value_and_grad
-    differentiates the plan's forward calls: a stand-in without a plan entry stopped it)."""
-    step = _step(_call(0, "torch.matmul", Ext(0), Ext(1)),
-                 _call(1, "torch.unmappable", Ref(0), replay_api=None, problem="no"),
-                 _call(2, "torch.relu", Ref(1)))
-    replayer = _replayer(step, _torch())
-    replayer.probe()
-    assert replayer.status[1].stand_in and replayer._plan[1] is not None
-    drawn = stand_in_arrays(HIDDEN, 1)
-    np.testing.assert_allclose(replayer._results[1], drawn)
+def _stand_in_step(backward: bool) -> StepProgram:
+    """matmul -> (a call with no route: a stand-in) -> relu -> sum [-> backward of the sum]"""
+    calls = [_call(0, "torch.matmul", Ext(0), Ext(1)),
+             _call(1, "torch.unmappable", Ref(0), replay_api=None, problem="no"),
+             _call(2, "torch.relu", Ref(1)),
+             _call(3, "torch.Tensor.sum", Ref(2), outputs=("tensor", (), "float32"))]
+    if backward:
+        calls.append(replace(_call(4, "torch.Tensor.backward", Ref(3), outputs=("none",)),
+                             backward=True))
+    data = (ExternalTensor(0, (4, 16), "float32", "input"),
+            ExternalTensor(1, (16, 8), "float32", "input"))
+    return _step(*calls, externals=data)
+
+
+def _rerun_with_nan_input(replayer: Replayer) -> np.ndarray:
     replayer._results[0] = np.full((4, 8), np.nan, np.float32)
     replayer._plan[0] = None                          # keep the NaN input for this run
     replayer._run()
-    assert np.isnan(replayer._results[1]).all()       # recomputed from its input
+    return replayer._results[1]
+
+
+def test_a_stand_in_a_loss_depends_on_runs_in_every_step_from_its_inputs():
+    """So a backward through it reaches the calls before it (MindSpore's value_and_grad
+    differentiates the plan's forward calls: a stand-in without a plan entry stopped it)."""
+    adapter = _torch(functions={"Tensor.backward": lambda loss: None})
+    replayer = _replayer(_stand_in_step(backward=True), adapter)
+    replayer.probe()
+    assert replayer.status[1].stand_in and replayer._plan[1] is not None
+    assert all(s.ok for i, s in enumerate(replayer.status) if i != 1)
+    np.testing.assert_allclose(replayer._results[1], stand_in_arrays(HIDDEN, 1))
+    assert np.isnan(_rerun_with_nan_input(replayer)).all()     # recomputed from its input
+
+
+def test_a_stand_in_no_loss_depends_on_is_its_drawn_values_alone():
+    """No gradient reaches it: it adds no ops (each costs ~1 ms in MindSpore's queue)."""
+    replayer = _replayer(_stand_in_step(backward=False), _torch())
+    replayer.probe()
+    drawn = stand_in_arrays(HIDDEN, 1)
+    np.testing.assert_array_equal(replayer._results[1], drawn)
+    np.testing.assert_array_equal(_rerun_with_nan_input(replayer), drawn)
 
 
 def test_torch_backward_in_its_own_replay_clears_the_weights_gradients_first():

@@ -76,3 +76,10 @@ def test_in_place_calls_are_trailing_underscore_methods_and_augmented_assignment
     for api in ("torch.Tensor.__sub__", "torch.Tensor.add", "torch.Tensor.__init__",
                 "torch.nn.functional.relu_", "torch.add"):
         assert not is_in_place(api), api
+
+
+def test_the_calls_a_loss_depends_on_are_those_of_every_backward_and_autograd_grad():
+    from opbench.model.trainable import loss_dependencies
+    calls = _hand_written_sgd_step()
+    assert loss_dependencies(calls) == {0, 1}
+    assert loss_dependencies([c for c in calls if not c.backward]) == set()
