@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from opbench.model.capture import DEFAULT_MAX_CALLS
+from opbench.model.optimizer_fold import adam_update_tolerances
 from opbench.model.processes import (Interpreter, ModelError, check_interpreter, run_capture,
                                      run_replay, split_command)
 from opbench.model.program import (Dtype, Ext, Lit, Program, Ref, Seq, SliceOf, output_at,
@@ -192,15 +193,16 @@ def _spec_text(node: Any) -> str:
     return "?"
 
 
-def _compare(a: Any, b: Any) -> str | None:
-    """None when two fingerprints agree, else what differs."""
+def _compare(a: Any, b: Any, atol: float = CHECK_ATOL) -> str | None:
+    """None when two fingerprints agree, else what differs. `atol`: the absolute difference
+    allowed (an Adam update's: optimizer_fold.adam_update_tolerances)."""
     if a is None or b is None:
         return None
     if isinstance(a, list) or isinstance(b, list):
         if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
             return "different numbers of outputs"
         for x, y in zip(a, b):
-            found = _compare(x, y)
+            found = _compare(x, y, atol)
             if found:
                 return found
         return None
@@ -214,7 +216,7 @@ def _compare(a: Any, b: Any) -> str | None:
         if math.isnan(x) and math.isnan(y):
             continue
         diff = abs(x - y)
-        if diff > CHECK_ATOL + CHECK_RTOL * max(abs(x), abs(y)):
+        if diff > atol + CHECK_RTOL * max(abs(x), abs(y)):
             worst = max(worst, diff / max(abs(x), abs(y), 1e-12))
     return f"values differ by up to {worst:.2g} (relative)" if worst else None
 
@@ -298,11 +300,12 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
     stand_in = [not (a.ok and b.ok) for a, b in zip(impact.status[traced],
                                                      impact.status[other])]
     tainted = _tainted(step, stand_in)
+    adam_atol = adam_update_tolerances(step.calls)
     for i, (fa, fb) in enumerate(zip(probes[traced]["fingerprints"],
                                      probes[other]["fingerprints"])):
         if tainted[i]:
             continue
-        found = _compare(fa, fb)
+        found = _compare(fa, fb, max(CHECK_ATOL, adam_atol.get(i, 0.0)))
         if found:
             impact.mismatches.append({"call": i, "api": step.calls[i].api,
                                       "mapped_api": impact.status[other][i].api,

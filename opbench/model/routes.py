@@ -560,7 +560,31 @@ def fused_adam_route(fold: AdamFold) -> Route:
             return weight
         return update
 
+    if fold.decay_factor != 1.0:
+        return _fused_adamw_route(fold)
     return Route("mindspore.ops.Adam (as nn.Adam's update)", fused,
+                 (fold.param, fold.m, fold.v, fold.grad))
+
+
+def _fused_adamw_route(fold: AdamFold) -> Route:
+    """AdamW's decay and update as MindSpore's AdamWeightDecay kernel (nn.AdamWeightDecay's),
+    with torch's bias corrections carried by its learning rate and eps (optimizer_fold.py)."""
+    bc2_sqrt = math.sqrt(1.0 - fold.beta2_power)
+    lr = fold.step_size * bc2_sqrt
+    settings = (lr, fold.beta1, fold.beta2, fold.eps * bc2_sqrt,
+                (1.0 - fold.decay_factor) / lr)
+
+    def fused(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import mindspore
+        adamw, parameter = mindspore.ops.AdamWeightDecay(), _as_parameter("adamw_moment_")
+
+        def update(param: Any, m: Any, v: Any, grad: Any) -> Any:
+            weight = parameter(param)
+            adamw(weight, parameter(m), parameter(v), *settings, grad)
+            return weight
+        return update
+
+    return Route("mindspore.ops.AdamWeightDecay (as nn.AdamWeightDecay's update)", fused,
                  (fold.param, fold.m, fold.v, fold.grad))
 
 

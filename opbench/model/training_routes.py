@@ -16,8 +16,9 @@ And what torch's training utilities call that MindSpore's CPU build has no kerne
 counterpart for (TRAINING_TORCH_TO_MINDSPORE): `clip_grad_norm_`'s `torch._foreach_norm`
 (each tensor's norm; `ops.norm` over the flattened tensor: MindSpore 2.10 on CPU has no
 LinalgVectorNorm kernel, and `ops.norm` of a matrix with ord 2 is its spectral norm) and
-`torch._foreach_mul_` (and add, sub, div; in place or not), and `Tensor.zero_` (no
-InplaceZero kernel on CPU: `ops.zeros_like`, written back). An in-place write is written
+`torch._foreach_mul_` (and add, sub, div; in place or not), `Tensor.zero_` (no
+InplaceZero kernel on CPU: `ops.zeros_like`, written back), and the `addcmul_` / `addcdiv_`
+of RMSprop's and Adagrad's updates (no mapping: composed, written back). An in-place write is written
 back to the receiver (`write_back`): MindSpore 2.10's in-place methods return a new tensor.
 """
 from __future__ import annotations
@@ -176,8 +177,34 @@ def _ms_foreach(op: str, in_place: bool) -> Callable[[Call], Route | Unmapped]:
     return rule
 
 
+def _ms_addc(kind: str) -> Callable[[Call], Route | Unmapped]:
+    """x.addcmul_(t1, t2, value=v) / x.addcdiv_(t1, t2, value=v): x + v * t1 * t2 (or / t2),
+    written back (RMSprop's and Adagrad's per-weight updates, call by call: no fused
+    MindSpore kernel stands for them here)."""
+    def rule(call: Call) -> Route | Unmapped:
+        given = dict(call.kwargs)
+        value = given.get("value", Lit(1))
+        if len(call.args) != 3 or set(given) - {"value"} or not isinstance(value, Lit) \
+                or not isinstance(value.value, (int, float)):
+            return Unmapped(f"Tensor.{kind}_ without two tensors and a number value")
+        scale = float(value.value)
+
+        def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+            combine = resolve("mindspore.ops.mul" if kind == "addcmul" else "mindspore.ops.div")
+
+            def update(x: Any, t1: Any, t2: Any) -> Any:
+                term = combine(t1, t2)
+                return write_back(x, x + (term * scale if scale != 1.0 else term))
+            return update
+        return Route(f"mindspore {'mul' if kind == 'addcmul' else 'div'}, add + assign "
+                     f"(as Tensor.{kind}_)", make, call.args)
+    return rule
+
+
 TRAINING_TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.Tensor.zero_": _ms_zero,
+    "torch.Tensor.addcmul_": _ms_addc("addcmul"),
+    "torch.Tensor.addcdiv_": _ms_addc("addcdiv"),
     "torch._foreach_norm": _ms_foreach_norm,
     **{f"torch._foreach_{op}{suffix}": _ms_foreach(op, bool(suffix))
        for op in _FOREACH_OPS for suffix in ("", "_")},

@@ -302,3 +302,10 @@ def test_the_record_says_each_frameworks_stand_in_share(replays_here, tmp_path):
     jsonschema.Draft202012Validator(model_schema()).validate({"model": record})
     assert set(record["stand_in_share"]) == {"torch", "mindspore"}
     assert ModelRecord.from_json(record).stand_in_share == record["stand_in_share"]
+
+
+def test_an_adam_updates_tolerance_lets_weights_moved_apart_by_rounding_agree():
+    a = {"shape": [2], "n": 2, "mean": 0.0, "mean_abs": 0.01, "points": [0.01, -0.01]}
+    b = {"shape": [2], "n": 2, "mean": 0.0, "mean_abs": 0.01, "points": [-0.01, 0.01]}
+    assert impact_module._compare(a, b) is not None
+    assert impact_module._compare(a, b, atol=0.02) is None

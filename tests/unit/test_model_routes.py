@@ -587,3 +587,23 @@ def test_foreach_with_alpha_is_not_replayed():
     call = _call("torch._foreach_add_", (Seq("list", (Ref(1),)), Seq("list", (Ref(2),))),
                  kwargs=(("alpha", Lit(-0.1)),))
     assert isinstance(route_for(call, "mindspore", SMALL_MAPPING), Unmapped)
+
+
+@pytest.mark.parametrize("api, combine, expected", [
+    ("torch.Tensor.addcmul_", "mindspore.ops.mul", 1.0 + 0.5 * 6.0 * 2.0),
+    ("torch.Tensor.addcdiv_", "mindspore.ops.div", 1.0 + 0.5 * 6.0 / 2.0)])
+def test_rmsprop_and_adagrads_addc_updates_are_composed_in_mindspore(monkeypatch, api, combine,
+                                                                     expected):
+    """No mapping for addcmul_ / addcdiv_: x + value * t1 (*|/) t2, written back."""
+    import opbench.model.training_routes as training_routes
+    monkeypatch.setattr(training_routes, "write_back", lambda receiver, result: result)
+    call = _call(api, (Ext(1), Ref(2), Ref(3)), kwargs=(("value", Lit(0.5)),))
+    route = route_for(call, "mindspore", SMALL_MAPPING)
+    fn = route.make(Resolver({combine: np.multiply if combine.endswith("mul") else np.divide}))
+    assert fn(np.array([1.0]), np.array([6.0]), np.array([2.0])) == pytest.approx([expected])
+    assert route.api.endswith("+ assign (as Tensor." + api.rsplit(".", 1)[-1] + ")")
+
+
+def test_an_addc_update_with_a_tensor_value_is_not_replayed():
+    call = _call("torch.Tensor.addcmul_", (Ext(1), Ref(2), Ref(3)), kwargs=(("value", Ext(4)),))
+    assert isinstance(route_for(call, "mindspore", SMALL_MAPPING), Unmapped)
