@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from opbench.model.capture import DEFAULT_MAX_CALLS
+from opbench.model.optimizer_fold import adam_update_tolerances
 from opbench.model.processes import (Interpreter, ModelError, check_interpreter, run_capture,
                                      run_replay, split_command)
 from opbench.model.program import (Dtype, Ext, Lit, Program, Ref, Seq, SliceOf, output_at,
@@ -96,7 +97,10 @@ class ModelImpact:
     step_time: dict[str, Estimate] = field(default_factory=dict)
     step_ratio: dict[str, Any] = field(default_factory=dict)
     scale: dict[str, float] = field(default_factory=dict)
-    call_sum_s: dict[str, float] = field(default_factory=dict)   # per step, synced calls
+    # per step, the calls each framework ran as themselves (no stand-ins), each synced
+    call_sum_s: dict[str, float] = field(default_factory=dict)
+    # per framework, the share of its replayed step that stand-ins took
+    stand_in_share: dict[str, float] = field(default_factory=dict)
     signatures: list[Any] = field(default_factory=list)
     apis: list[Any] = field(default_factory=list)
     uncovered: list[dict[str, Any]] = field(default_factory=list)
@@ -129,7 +133,15 @@ class ModelImpact:
 
     @property
     def coverage(self) -> float:
+        """The share of the region's traced time the other framework replayed (and the
+        traced framework, which replays every call it can run: all, as a rule)."""
         return self.covered_traced_s / self.traced_s if self.traced_s > 0 else 0.0
+
+    def own_traced_s(self, framework: str) -> float:
+        """Traced time of the calls `framework`'s replay ran as themselves."""
+        status = self.status.get(framework, [])
+        return self.steps * sum(ns for ns, s in zip(self.step.traced_ns, status)
+                                if s.ok) / 1e9
 
     def projected_s(self, framework: str) -> Estimate | None:
         e = self.step_time.get(framework)
@@ -141,10 +153,11 @@ class ModelImpact:
     @property
     def self_check(self) -> float | None:
         """The traced framework's replay against its own traced time, like for like: the
-        covered calls' latencies in the replay (each synced, as the capture synced them)
-        summed, against the same calls' traced times; (replay - traced) / traced."""
+        latencies of the calls it replayed (every call it could run, whether or not the
+        other framework could; each synced, as the capture synced them) summed, against the
+        same calls' traced times; (replay - traced) / traced."""
         replayed = self.call_sum_s.get(self.traced_framework)
-        traced = self.covered_traced_s
+        traced = self.own_traced_s(self.traced_framework)
         if replayed is None or traced <= 0:
             return None
         return (replayed * self.steps - traced) / traced
@@ -185,15 +198,16 @@ def _spec_text(node: Any) -> str:
     return "?"
 
 
-def _compare(a: Any, b: Any) -> str | None:
-    """None when two fingerprints agree, else what differs."""
+def _compare(a: Any, b: Any, atol: float = CHECK_ATOL) -> str | None:
+    """None when two fingerprints agree, else what differs. `atol`: the absolute difference
+    allowed (an Adam update's: optimizer_fold.adam_update_tolerances)."""
     if a is None or b is None:
         return None
     if isinstance(a, list) or isinstance(b, list):
         if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
             return "different numbers of outputs"
         for x, y in zip(a, b):
-            found = _compare(x, y)
+            found = _compare(x, y, atol)
             if found:
                 return found
         return None
@@ -207,7 +221,7 @@ def _compare(a: Any, b: Any) -> str | None:
         if math.isnan(x) and math.isnan(y):
             continue
         diff = abs(x - y)
-        if diff > CHECK_ATOL + CHECK_RTOL * max(abs(x), abs(y)):
+        if diff > atol + CHECK_RTOL * max(abs(x), abs(y)):
             worst = max(worst, diff / max(abs(x), abs(y), 1e-12))
     return f"values differ by up to {worst:.2g} (relative)" if worst else None
 
@@ -219,6 +233,16 @@ def _tainted(step: StepProgram, stand_in: Sequence[bool]) -> list[bool]:
         tainted[call.index] = stand_in[call.index] or any(
             tainted[r.call] for r in refs_in(call))
     return tainted
+
+
+def replay_skips(status: dict[str, list[CallStatus]], traced: str, other: str
+                 ) -> dict[str, list[int]]:
+    """The calls each framework's timed replays stand in for without trying them again: the
+    traced framework only what it could not run itself (it is the script's framework: its
+    backward and optimizer replay even where the other framework cannot follow); the other
+    framework what it could not run, and what the traced framework could not."""
+    own = {fw: [s.index for s in status[fw] if not s.ok] for fw in (traced, other)}
+    return {traced: own[traced], other: sorted(set(own[other]) | set(own[traced]))}
 
 
 def measure_model(command: Sequence[str], options: ModelOptions = ModelOptions(),
@@ -294,11 +318,12 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
     stand_in = [not (a.ok and b.ok) for a, b in zip(impact.status[traced],
                                                      impact.status[other])]
     tainted = _tainted(step, stand_in)
+    adam_atol = adam_update_tolerances(step.calls)
     for i, (fa, fb) in enumerate(zip(probes[traced]["fingerprints"],
                                      probes[other]["fingerprints"])):
         if tainted[i]:
             continue
-        found = _compare(fa, fb)
+        found = _compare(fa, fb, max(CHECK_ATOL, adam_atol.get(i, 0.0)))
         if found:
             impact.mismatches.append({"call": i, "api": step.calls[i].api,
                                       "mapped_api": impact.status[other][i].api,
@@ -311,7 +336,7 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
                     reasons.setdefault(f"{step.calls[s.index].api}: {s.problem}", None)
         raise ModelError(f"no call of the step replays in both {traced} and {other}: "
                          + "; ".join(list(reasons)[:5]))
-    skip = [i for i, covered in enumerate(impact.covered) if not covered]
+    skip = replay_skips(impact.status, traced, other)
     routes = {fw: {s.index: s.route for s in impact.status[fw] if s.ok}
               for fw in (traced, other)}
 
@@ -320,14 +345,15 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
     order = []
     for p in range(options.processes):
         order += [traced, other] if p % 2 == 0 else [other, traced]
-    request = {**base, "kind": "time", "skip": skip, "samples": options.samples,
+    request = {**base, "kind": "time", "samples": options.samples,
                "passes": options.passes, "rounds": options.rounds}
 
     def time_one(framework: str, n: int, of: int) -> None:
         on_progress(f"timing the replay: process {n} of {of} ({framework})")
         result = run_replay(interpreter, {**request, "framework": framework,
                                           "launch": launch[framework],
-                                          "routes": routes[framework]}, work)
+                                          "routes": routes[framework],
+                                          "skip": skip[framework]}, work)
         if "error" in result:
             impact.errors.append(f"{framework} replay process {n}: {result['error']}")
         else:
@@ -387,6 +413,13 @@ def _measure_alone(impact: ModelImpact, options: ModelOptions, work: Path,
                                     "reason": iso.reason}
 
 
+def stand_in_share(call_s: Sequence[float], status: Sequence[CallStatus]) -> float:
+    """The share of a framework's replayed step its stand-ins took (in-context times)."""
+    total = sum(call_s)
+    stood_in = sum(t for t, s in zip(call_s, status) if s.stand_in)
+    return stood_in / total if total > 0 else 0.0
+
+
 def _project(impact: ModelImpact, timing: dict[str, list[dict[str, Any]]]) -> None:
     step = impact.step
     frameworks = {fw: FrameworkTiming(fw, tuple(tuple(r["samples_s"]) for r in runs),
@@ -397,11 +430,16 @@ def _project(impact: ModelImpact, timing: dict[str, list[dict[str, Any]]]) -> No
         impact.step_time[fw] = step_time(t.step_samples)
     ref, tgt = impact.reference, impact.target
     impact.step_ratio = step_ratio(frameworks[ref], frameworks[tgt])
-    times = {fw: call_times(frameworks[fw], impact.step_time[fw].value, impact.covered)
+    # every call a framework's replay ran (its own route or a stand-in) is in its step:
+    # the per-call times are scaled to that step over all of them
+    everything = [True] * len(step.calls)
+    times = {fw: call_times(frameworks[fw], impact.step_time[fw].value, everything)
              for fw in frameworks}
     impact.scale = {fw: t.scale for fw, t in times.items()}
-    impact.call_sum_s = {fw: impact.step_time[fw].value / t.scale if t.scale else 0.0
-                         for fw, t in times.items()}
+    impact.call_sum_s = {fw: sum(m for m, s in zip(t.median, impact.status[fw]) if s.ok)
+                         / t.scale if t.scale else 0.0 for fw, t in times.items()}
+    impact.stand_in_share = {fw: stand_in_share(t.median, impact.status[fw])
+                             for fw, t in times.items()}
     groups: dict[tuple[str, str, str], list[int]] = {}
     other = impact.other
     for i, call in enumerate(step.calls):

@@ -21,7 +21,11 @@ the step counter's `+= 1` and `.item()` and AdamW's `param.mul_(1 - lr * wd)` in
 which stay calls of their own. MindSpore's `ops.Adam` kernel (what nn.Adam runs) computes
 the same update with lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power): with
 beta1_power 0, beta2_power 1 - bc2 and lr = lr / bc1 it is torch's step (eps then scales by
-sqrt(bc2), a difference of order eps). An AdamW model replayed call by call in MindSpore
+sqrt(bc2), a difference of order eps). AdamW's decay `param.mul_(1 - lr * wd)` folds too,
+as MindSpore's nn.AdamWeightDecay runs it: its AdamWeightDecay kernel computes
+var -= lr_k * (m / (sqrt(v) + eps_k) + decay_k * var), which is torch's AdamW step exactly
+with lr_k = lr / bc1 * sqrt(bc2), eps_k = eps * sqrt(bc2) and decay_k = (1 - factor) / lr_k
+(checked against numpy on MindSpore 2.10's CPU kernel). An AdamW model replayed call by call in MindSpore
 also hits three calls MindSpore has no mapping for (lerp_, addcmul_, addcdiv_: 3.5% of a
 CNN's traced step left out, and every weight left unchanged).
 """
@@ -32,7 +36,8 @@ from typing import Any, Sequence
 
 from opbench.model.program import Call, Lit, Ref, walk_args
 
-__all__ = ["MomentumFold", "AdamFold", "sgd_momentum_folds", "adam_folds", "FOLDED_INTO"]
+__all__ = ["MomentumFold", "AdamFold", "sgd_momentum_folds", "adam_folds", "FOLDED_INTO",
+           "adam_update_tolerances"]
 
 MUL, ADD = "torch.Tensor.mul_", "torch.Tensor.add_"
 LERP, ADDCMUL, SQRT, DIV, ADDCDIV = ("torch.Tensor.lerp_", "torch.Tensor.addcmul_",
@@ -129,6 +134,9 @@ class AdamFold:
     beta2: float
     eps: float
     beta2_power: float         # 1 - bias_correction2
+    # AdamW's decay `param.mul_(1 - lr * weight_decay)` before the update, folded into it as
+    # MindSpore's nn.AdamWeightDecay runs it (its AdamWeightDecay kernel): 1 without decay
+    decay_factor: float = 1.0
 
 
 def _number(value: Any) -> float | None:
@@ -189,7 +197,47 @@ def _adam(calls: Sequence[Call], update: Call, uses: dict[int, int]) -> AdamFold
     bc2_sqrt, v_share = _number(div.args[1]), _keyword_number(addcmul, "value")
     if None in (weight, beta2, eps, bc2_sqrt, v_share) or abs(v_share - (1 - beta2)) > 1e-6:
         return None
-    return AdamFold((lerp.index, mul.index, addcmul.index, sqrt.index, div.index, add.index),
+    folded = (lerp.index, mul.index, addcmul.index, sqrt.index, div.index, add.index)
+    decay = _decay(calls, update, uses)
+    return AdamFold(folded if decay is None else (decay.index, *folded),
                     update.index, param=update.args[0], m=lerp.args[0], v=mul.args[0],
                     grad=grad, step_size=-step_size, beta1=1 - weight, beta2=beta2, eps=eps,
-                    beta2_power=1 - bc2_sqrt ** 2)
+                    beta2_power=1 - bc2_sqrt ** 2,
+                    decay_factor=1.0 if decay is None else float(decay.args[1].value))
+
+
+def _decay(calls: Sequence[Call], update: Call, uses: dict[int, int]) -> Call | None:
+    """AdamW's `param.mul_(1 - lr * weight_decay)`: a call that scales the weight in place
+    by a literal factor in (0, 1) before the update, either the call the update's weight
+    comes from (torch 2.13's single-tensor AdamW: the capture sees the weight as mul_'s
+    output) or the nearest before it on the same weight whose output nothing reads."""
+    param = update.args[0]
+    if isinstance(param, Ref) and not param.path and 0 <= param.call < len(calls):
+        made = calls[param.call]
+        factor = _number(made.args[1]) if len(made.args) == 2 else None
+        if made.replay_api == MUL and not made.kwargs and factor is not None \
+                and 0.0 < factor < 1.0:
+            return made
+    for call in reversed(calls[:update.index]):
+        if call.replay_api == MUL and len(call.args) == 2 and not call.kwargs \
+                and call.args[0] == param and uses.get(call.index, 0) == 0:
+            factor = _number(call.args[1])
+            return call if factor is not None and 0.0 < factor < 1.0 else None
+    return None
+
+
+def adam_update_tolerances(calls: Sequence[Call]) -> dict[int, float]:
+    """Per Adam update call (torch's folded addcdiv_, a MindSpore nn.Adam Cell's call), the
+    absolute difference its updated weights may show between two frameworks that both
+    update right: Adam moves a weight by up to about its step size whatever the gradient's
+    size, so a weight whose gradient is 0 up to rounding (a conv bias before a BatchNorm)
+    moves by the step size in the direction of its rounding, which differs between the
+    frameworks: up to twice the step size apart. Their output check allows that much (not a
+    MISMATCH); a wrong update is off by more than that at the points compared."""
+    found = {fold.update: 2.0 * fold.step_size for fold in adam_folds(calls)}
+    for call in calls:
+        if call.replay_api == "mindspore.nn.Adam":
+            rate = dict(call.init).get("learning_rate")
+            if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+                found[call.index] = 2.0 * float(rate)
+    return found

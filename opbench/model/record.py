@@ -119,6 +119,7 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
         "self_check": _num(impact.self_check),
         "replayed_calls_s": {fw: s * impact.steps for fw, s in impact.call_sum_s.items()},
         "coverage": impact.coverage,
+        "stand_in_share": dict(impact.stand_in_share),
         "region": {"rule": region.rule, "steps": impact.steps,
                    "calls_per_step": len(step.calls),
                    "excluded_calls": region.excluded_calls,
@@ -270,6 +271,8 @@ class ModelRecord:
     threads: int | None = None
     covered_traced_s: float = 0.0
     replayed_calls_s: Mapping[str, float] = field(default_factory=dict)
+    # per framework: the share of its replayed step that stand-ins took
+    stand_in_share: Mapping[str, float] = field(default_factory=dict)
     ratio: StepRatio = StepRatio()
     self_check: float | None = None
     region: RegionInfo = RegionInfo("automatic", 0)

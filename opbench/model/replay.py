@@ -6,8 +6,13 @@ stay within their observed range. Each call runs through its route (routes.py); 
 run (probe) tries each route's fallbacks and keeps the first that works, and fingerprints
 every output for the cross-framework check. A call that cannot run in this framework, or
 that the parent leaves out because the other framework cannot run it, is not called: a
-stand-in tensor of its recorded shape and dtype takes its outputs' place, so the calls
-after it still run.
+stand-in takes its outputs' place: the recorded shape and dtype, drawn values, plus a term
+of value 0 that depends on each of the call's floating inputs (s - stop_gradient(s), s the
+sum of their means), so the calls after it run AND a backward through it reaches the calls
+before it (a stand-in for a loss still trains the forward's weights). Only a stand-in a loss
+depends on carries that term; any other is its drawn values alone. A stand-in is a call of
+the replay: timed like the others, so the record can say how much of a framework's step is
+stand-ins. The traced framework stands in only for what it cannot run itself.
 
 Timing (time_step, time_calls) is done in the framework's launch mode: a step sample runs
 all calls back to back and syncs once at the end; the per-call pass syncs after each call
@@ -27,6 +32,8 @@ from opbench.frameworks.apimap import ApiMapping
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf, exts_in, refs_in)
 from opbench.model.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
+from opbench.model.trainable import (AUTOGRAD_GRAD, loss_calls, loss_dependencies,
+                                     trainable_externals)
 from opbench.model.routes import (Route, Unmapped, fused_adam_route, fused_momentum_route,
                                   route_for)
 from opbench.model.steady import StepProgram
@@ -112,7 +119,18 @@ class Replayer:
         self.clock = clock
         self._skip = set(skip)
         self._chosen = dict(routes_chosen or {})
-        self.training = any(c.backward for c in step.calls)
+        self.training = any(c.backward or c.api == AUTOGRAD_GRAD for c in step.calls)
+        # weights held as plain leaf tensors (requires_grad_(), updated by hand): trainable.py
+        self._trainable = (trainable_externals(
+            step.calls, {e.id for e in step.externals if e.dtype in FLOAT_DTYPES})
+            if self.training else frozenset())
+        # the calls a loss depends on: a stand-in among them keeps the gradient chain; any
+        # other stand-in is its drawn values alone (no gradient reaches it, and in
+        # MindSpore's queued launch each extra op costs ~0.5-1 ms: on a clipped, masked
+        # hand-written step, chained stand-ins for the optimizer's calls took 44% of its
+        # replayed step)
+        self._chained = frozenset(loss_dependencies(step.calls)) if self.training \
+            else frozenset()
         # Adam's second-moment buffers hold sums of squares: random stand-in values would be
         # negative in half the places and their sqrt NaN (in both frameworks alike)
         adam = adam_folds(step.calls) if step.framework == "torch" else []
@@ -144,7 +162,8 @@ class Replayer:
     def _external(self, ext: ExternalTensor) -> Any:
         array = external_array(ext)
         tensor = self._tensor(np.abs(array) if ext.id in self._squares else array, ext.dtype)
-        if self.training and ext.role == "parameter" and ext.dtype in FLOAT_DTYPES:
+        if self.training and ext.dtype in FLOAT_DTYPES and (
+                ext.role == "parameter" or ext.id in self._trainable):
             tensor = make_trainable(self.framework, tensor, f"w{ext.id}")
         elif ext.role == "state" and self.framework == "mindspore":
             # kernels that update state in place (BatchNorm's moving statistics) take it as
@@ -161,6 +180,24 @@ class Replayer:
                 return tuple(convert(v, n) for v, n in zip(value, node[1]))
             return value
         return convert(stand_in_arrays(call.outputs, call.index), call.outputs)
+
+    def _stood_in(self, call: Call, status: CallStatus):
+        """A stand-in as a call of the plan (module doc): run once here; where even that
+        fails, the drawn values alone, not run again."""
+        constant = self._stand_in(call)
+        if call.index not in self._chained:
+            return (lambda: constant, tuple, dict), status, constant
+        inputs = [self._getter(a) for a in (*refs_in(call), *exts_in(call))]
+        fn = stand_in_function(constant, self.framework)
+        if not call.grad_enabled and self.framework == "torch":
+            fn = without_grad(fn)
+        entry = (fn, lambda: tuple(g() for g in inputs), dict)
+        try:
+            value = fn(*entry[1]())
+            self.adapter.sync()
+        except Exception:         # a stand-in must not stop the replay
+            return None, status, constant
+        return entry, status, value
 
     def _getter(self, arg: Any) -> Callable[[], Any]:
         results, externals = self._results, self._externals
@@ -261,9 +298,10 @@ class Replayer:
 
     def _first_working(self, call: Call, resolve: Callable[[str], Any]):
         if call.index in self._skip:
-            return None, CallStatus(call.index, call.replay_api or call.api, False,
-                                    problem="left out: the other framework cannot run it",
-                                    stand_in=True), self._stand_in(call)
+            return self._stood_in(call, CallStatus(
+                call.index, call.replay_api or call.api, False, stand_in=True,
+                problem="left out: it did not run in this framework's probe or in the "
+                        "traced framework's"))
         if call.alias_of is not None:
             getter = self._getter(call.alias_of)
             return ((_identity, lambda: (getter(),), dict),
@@ -275,8 +313,9 @@ class Replayer:
                     getter())
         route = self._fused.get(call.index) or route_for(call, self.framework, self.mapping)
         if isinstance(route, Unmapped):
-            return None, CallStatus(call.index, call.replay_api or call.api, False,
-                                    problem=route.reason, stand_in=True), self._stand_in(call)
+            return self._stood_in(call, CallStatus(call.index, call.replay_api or call.api,
+                                                   False, problem=route.reason,
+                                                   stand_in=True))
         candidates = [route, *route.fallbacks]
         chosen = self._chosen.get(call.index)
         if chosen is not None:
@@ -287,6 +326,8 @@ class Replayer:
                 fn = candidate.make(resolve)
                 if not call.grad_enabled and self.framework == "torch":
                     fn = without_grad(fn)
+                if call.backward and self.framework == call.framework == "torch":
+                    fn = clearing_grads(fn, self._weights())
                 get_args, get_kwargs = self._binder(candidate)
                 value = fn(*get_args(), **get_kwargs())
                 self.adapter.sync()
@@ -298,9 +339,13 @@ class Replayer:
             return ((fn, get_args, get_kwargs),
                     CallStatus(call.index, candidate.api, True, route=index,
                                problem="; ".join(errors)[:400] or None), value)
-        return None, CallStatus(call.index, route.api, False,
-                                problem="; ".join(errors)[:400] or "no route",
-                                stand_in=True), self._stand_in(call)
+        return self._stood_in(call, CallStatus(call.index, route.api, False,
+                                               problem="; ".join(errors)[:400] or "no route",
+                                               stand_in=True))
+
+    def _weights(self) -> list[Any]:
+        """The replay's trainable weights (torch: the tensors that require grad)."""
+        return [t for t in self._externals.values() if getattr(t, "requires_grad", False)]
 
     def _fingerprints(self, value: Any) -> Any:
         try:
@@ -386,6 +431,60 @@ def _identity(x: Any) -> Any:
     return x
 
 
+def stand_in_function(constant: Any, framework: str) -> Callable[..., Any]:
+    """The stand-in's call: `constant` (a tensor or a tuple of them, None) plus, on each
+    floating output, s - stop_gradient(s) with s the sum of the floating inputs' means: the
+    values stay the drawn ones (equal in both frameworks), and the gradient reaches every
+    input (d/dx = 1/x.size per element), so a backward through it runs the whole chain."""
+    def stand_in(*inputs: Any) -> Any:
+        total = None
+        for x in inputs:
+            if _floating(x):
+                mean = x.mean()
+                total = mean if total is None else total + mean
+        if total is None:
+            return constant
+        return _shifted(constant, total - _stop_gradient(framework, total))
+    return stand_in
+
+
+def _stop_gradient(framework: str, value: Any) -> Any:
+    if isinstance(value, (np.ndarray, np.generic)):    # the unit tests' numpy frameworks
+        return value.copy()
+    if framework == "mindspore":
+        import mindspore
+        return mindspore.ops.stop_gradient(value)
+    return value.detach()
+
+
+def _floating(value: Any) -> bool:
+    dtype = getattr(value, "dtype", None)
+    shape = getattr(value, "shape", None)
+    return (dtype is not None and shape is not None and "float" in str(dtype).lower()
+            and int(np.prod(tuple(shape))) > 0)
+
+
+def _shifted(value: Any, shift: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_shifted(v, shift) for v in value)
+    if not _floating(value):
+        return value
+    if value.dtype != shift.dtype:
+        shift = shift.astype(value.dtype) if hasattr(shift, "astype") else shift.to(value.dtype)
+    return value + shift
+
+
+def clearing_grads(fn: Callable[..., Any], weights: Sequence[Any]) -> Callable[..., Any]:
+    """torch's `loss.backward()` as a step runs it: the weights' gradients cleared first
+    (`zero_grad()`'s default, `p.grad = None`), so each replayed backward makes them anew
+    instead of adding to the last step's."""
+    def backward(*args: Any, **kwargs: Any) -> Any:
+        for weight in weights:
+            weight.grad = None
+        return fn(*args, **kwargs)
+    return backward
+
+
 DIFFERENTIATED = "value_and_grad over the replayed forward, less the forward"
 
 
@@ -428,15 +527,7 @@ def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
     loss_ref = backward.args[0]
     if not isinstance(loss_ref, Ref):
         raise ValueError("the backward call's tensor is not made inside the step")
-    inside: set[int] = set()
-    stack = [loss_ref.call]
-    while stack:
-        i = stack.pop()
-        if i in inside:
-            continue
-        inside.add(i)
-        stack.extend(r.call for r in refs_in(replayer.step.calls[i]))
-    order = sorted(inside)
+    order = loss_calls(replayer.step.calls, loss_ref)
     plan, results = replayer._plan, replayer._results
     if any(plan[i] is None and replayer.step.calls[i].alias_of is None for i in order):
         raise ValueError("a call the loss depends on does not run in MindSpore")

@@ -25,7 +25,9 @@ from opbench.frameworks.apimap import ApiMapping
 from opbench.model.optimizer_fold import AdamFold, MomentumFold
 from opbench.model.program import Call, Dtype, Lit, Seq
 from opbench.model.route import Maker, Route, Unmapped
-from opbench.model.training_routes import OPTIMIZER_APIS, optimizer_route, torch_backward
+from opbench.model.trainable import is_in_place
+from opbench.model.training_routes import (OPTIMIZER_APIS, TRAINING_TORCH_TO_MINDSPORE,
+                                           optimizer_route, torch_backward, write_back)
 
 __all__ = ["Route", "Unmapped", "route_for", "fused_momentum_route", "fused_adam_route",
            "TENSOR_PREFIXES"]
@@ -451,6 +453,9 @@ TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.nn.functional.batch_norm": _ms_batch_norm,
     "torch.Tensor.to": _ms_to,
 }
+# what torch's training utilities call (clip_grad_norm_'s foreach calls, zero_): their own
+# section, in training_routes.py
+TORCH_TO_MINDSPORE.update(TRAINING_TORCH_TO_MINDSPORE)
 # -- MindSpore -> torch rules ---------------------------------------------------------------
 
 def _init(call: Call) -> dict[str, Any]:
@@ -598,9 +603,9 @@ def _via_mapping(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapp
 
 
 def _is_inplace_method(api: str) -> bool:
-    name = api.rsplit(".", 1)[-1]
-    return (api.startswith(TENSOR_PREFIXES["torch"]) and name.endswith("_")
-            and not name.startswith("__"))
+    """torch's in-place methods and augmented assignments (`p -= lr * g`: MindSpore's
+    Tensor.__isub__ too returns a new tensor and leaves a Parameter as it was)."""
+    return api.startswith(TENSOR_PREFIXES["torch"]) and is_in_place(api)
 
 
 def _in_place(make: Maker) -> Maker:
@@ -611,16 +616,9 @@ def _in_place(make: Maker) -> Maker:
     (ops.assign)."""
     def made(resolve: Callable[[str], Any]) -> Callable[..., Any]:
         fn = make(resolve)
-        import mindspore
 
         def in_place(receiver: Any, *args: Any, **kwargs: Any) -> Any:
-            result = fn(receiver, *args, **kwargs)
-            if result is not receiver:
-                if isinstance(receiver, mindspore.Parameter):
-                    mindspore.ops.assign(receiver, result)
-                else:
-                    receiver.assign_value(result)
-            return receiver
+            return write_back(receiver, fn(receiver, *args, **kwargs))
         return in_place
     return made
 
@@ -697,7 +695,31 @@ def fused_adam_route(fold: AdamFold) -> Route:
             return weight
         return update
 
+    if fold.decay_factor != 1.0:
+        return _fused_adamw_route(fold)
     return Route("mindspore.ops.Adam (as nn.Adam's update)", fused,
+                 (fold.param, fold.m, fold.v, fold.grad))
+
+
+def _fused_adamw_route(fold: AdamFold) -> Route:
+    """AdamW's decay and update as MindSpore's AdamWeightDecay kernel (nn.AdamWeightDecay's),
+    with torch's bias corrections carried by its learning rate and eps (optimizer_fold.py)."""
+    bc2_sqrt = math.sqrt(1.0 - fold.beta2_power)
+    lr = fold.step_size * bc2_sqrt
+    settings = (lr, fold.beta1, fold.beta2, fold.eps * bc2_sqrt,
+                (1.0 - fold.decay_factor) / lr)
+
+    def fused(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import mindspore
+        adamw, parameter = mindspore.ops.AdamWeightDecay(), _as_parameter("adamw_moment_")
+
+        def update(param: Any, m: Any, v: Any, grad: Any) -> Any:
+            weight = parameter(param)
+            adamw(weight, parameter(m), parameter(v), *settings, grad)
+            return weight
+        return update
+
+    return Route("mindspore.ops.AdamWeightDecay (as nn.AdamWeightDecay's update)", fused,
                  (fold.param, fold.m, fold.v, fold.grad))
 
 

@@ -11,15 +11,25 @@
   `torch.optim.Adam` stepped with those gradients (what a torch port runs). Each is built on
   the first call and kept: it holds the momentum or moment buffers, as the script's did.
   Both return the updated weights, so the replay's output check compares the two updates.
+
+And what torch's training utilities call that MindSpore's CPU build has no kernel or no
+counterpart for (TRAINING_TORCH_TO_MINDSPORE): `clip_grad_norm_`'s `torch._foreach_norm`
+(each tensor's norm; `ops.norm` over the flattened tensor: MindSpore 2.10 on CPU has no
+LinalgVectorNorm kernel, and `ops.norm` of a matrix with ord 2 is its spectral norm) and
+`torch._foreach_mul_` (and add, sub, div; in place or not), `Tensor.zero_` (no
+InplaceZero kernel on CPU: `ops.zeros_like`, written back), and the `addcmul_` / `addcdiv_`
+of RMSprop's and Adagrad's updates (no mapping: composed, written back). An in-place write is written
+back to the receiver (`write_back`): MindSpore 2.10's in-place methods return a new tensor.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from opbench.model.program import Call
+from opbench.model.program import Call, Lit
 from opbench.model.route import Route, Unmapped
 
-__all__ = ["OPTIMIZER_APIS", "optimizer_route", "torch_backward"]
+__all__ = ["OPTIMIZER_APIS", "TRAINING_TORCH_TO_MINDSPORE", "optimizer_route",
+           "torch_backward", "write_back"]
 
 SGD, ADAM = "mindspore.nn.SGD", "mindspore.nn.Adam"
 OPTIMIZER_APIS = frozenset({SGD, ADAM})
@@ -104,3 +114,98 @@ def _torch_optimizer(api: str, settings: dict[str, Any]) -> Callable[..., Any]:
             return tuple(weights)
         return _kept(build, step)
     return make
+
+
+# -- torch's training utilities in MindSpore --------------------------------------------------
+
+def write_back(receiver: Any, result: Any) -> Any:
+    """torch's in-place call in MindSpore: the result written into the receiver (a Parameter
+    with ops.assign, as a port's update does; a plain tensor with assign_value)."""
+    if result is not receiver:
+        import mindspore
+        if isinstance(receiver, mindspore.Parameter):
+            mindspore.ops.assign(receiver, result)
+        else:
+            receiver.assign_value(result)
+    return receiver
+
+
+def _ms_zero(call: Call) -> Route | Unmapped:
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        zeros_like = resolve("mindspore.ops.zeros_like")
+        return lambda x: write_back(x, zeros_like(x))
+    return Route("mindspore.ops.zeros_like + assign (as Tensor.zero_)", make, call.args[:1])
+
+
+def _ms_foreach_norm(call: Call) -> Route | Unmapped:
+    order = call.args[1] if len(call.args) > 1 else dict(call.kwargs).get("ord", Lit(2.0))
+    if not isinstance(order, Lit) or not isinstance(order.value, (int, float)):
+        return Unmapped("torch._foreach_norm with an ord that is not a number")
+    ord_value = float(order.value)
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        norm = resolve("mindspore.ops.norm")
+        return lambda tensors: tuple(norm(t.reshape(-1), ord_value) for t in tensors)
+    return Route("mindspore.ops.norm per tensor (as torch._foreach_norm)", make,
+                 call.args[:1])
+
+
+_FOREACH_OPS = {"add": "mindspore.ops.add", "sub": "mindspore.ops.sub",
+                "mul": "mindspore.ops.mul", "div": "mindspore.ops.div"}
+
+
+def _ms_foreach(op: str, in_place: bool) -> Callable[[Call], Route | Unmapped]:
+    """torch._foreach_<op>[_](tensors, other): other a number, a tensor, or a list of
+    either (one per tensor); `alpha=` is not replayed."""
+    def rule(call: Call) -> Route | Unmapped:
+        if call.kwargs or len(call.args) != 2:
+            return Unmapped(f"torch._foreach_{op} with keywords or without one other operand")
+
+        def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+            fn = resolve(_FOREACH_OPS[op])
+
+            def foreach(tensors: Any, other: Any) -> Any:
+                others = other if isinstance(other, (list, tuple)) else [other] * len(tensors)
+                results = [fn(t, o) for t, o in zip(tensors, others)]
+                if in_place:
+                    return tuple(write_back(t, r) for t, r in zip(tensors, results))
+                return tuple(results)
+            return foreach
+        suffix = "_" if in_place else ""
+        return Route(f"{_FOREACH_OPS[op]} per tensor{' + assign' if in_place else ''} "
+                     f"(as torch._foreach_{op}{suffix})", make, call.args)
+    return rule
+
+
+def _ms_addc(kind: str) -> Callable[[Call], Route | Unmapped]:
+    """x.addcmul_(t1, t2, value=v) / x.addcdiv_(t1, t2, value=v): x + v * t1 * t2 (or / t2),
+    written back (RMSprop's and Adagrad's per-weight updates, call by call: no fused
+    MindSpore kernel stands for them here)."""
+    def rule(call: Call) -> Route | Unmapped:
+        given = dict(call.kwargs)
+        value = given.get("value", Lit(1))
+        if len(call.args) != 3 or set(given) - {"value"} or not isinstance(value, Lit) \
+                or not isinstance(value.value, (int, float)):
+            return Unmapped(f"Tensor.{kind}_ without two tensors and a number value")
+        scale = float(value.value)
+
+        def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+            combine = resolve("mindspore.ops.mul" if kind == "addcmul" else "mindspore.ops.div")
+
+            def update(x: Any, t1: Any, t2: Any) -> Any:
+                term = combine(t1, t2)
+                return write_back(x, x + (term * scale if scale != 1.0 else term))
+            return update
+        return Route(f"mindspore {'mul' if kind == 'addcmul' else 'div'}, add + assign "
+                     f"(as Tensor.{kind}_)", make, call.args)
+    return rule
+
+
+TRAINING_TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
+    "torch.Tensor.zero_": _ms_zero,
+    "torch.Tensor.addcmul_": _ms_addc("addcmul"),
+    "torch.Tensor.addcdiv_": _ms_addc("addcdiv"),
+    "torch._foreach_norm": _ms_foreach_norm,
+    **{f"torch._foreach_{op}{suffix}": _ms_foreach(op, bool(suffix))
+       for op in _FOREACH_OPS for suffix in ("", "_")},
+}

@@ -27,6 +27,7 @@ TORCH_RUNS = [
     ("bert/run_torch.py", ()),
     ("nanogpt/run_torch.py", ()),
     ("resnet/run_torch.py", ()),
+    ("functional_cnn/run_torch.py", ()),
 ]
 
 
@@ -65,7 +66,7 @@ def test_each_torch_script_runs(tmp_path, script, options):
     print(out)
     timing = re.search(r"median step " + NUMBER + r" ms \(2 steps after 2 warm-up\)", out)
     assert timing and float(timing.group(1)) > 0
-    if script.startswith("cnn/"):
+    if script.startswith(("cnn/", "functional_cnn/")):
         losses = [float(x) for x in re.findall(r"step \d+ loss " + NUMBER, out)]
         # 4 SGD steps on one fixed batch: the loss falls.
         assert len(losses) == 4 and losses[-1] < losses[0]

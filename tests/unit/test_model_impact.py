@@ -21,6 +21,7 @@ from opbench.model.impact import ModelError, ModelOptions, measure_program
 from opbench.model.processes import Interpreter
 from opbench.model.program import Call, Ext, ExternalTensor, Lit, Program, Ref, Seq
 from opbench.model.record import ModelRecord, impact_json, model_schema
+from opbench.model.replay import CallStatus
 from opbench.model.replay_main import serve_request
 from opbench.report.model import render_model_html, render_model_markdown
 
@@ -73,15 +74,17 @@ def replays_here(monkeypatch):
     """Replay processes served in this process; `wrong_flip` makes MindSpore's flip turn
     the wrong axis. Returns the requests made."""
     requests = []
-    settings = {"wrong_flip": False}
+    settings = {"wrong_flip": False, "mindspore_without_tanh": False}
 
     def adapter(name: str) -> FakeAdapter:
         if name == "torch":
             return FakeAdapter("torch", FakeClock(), costs=TORCH_COST,
                                functions=_functions("torch.", None))
+        functions = _functions("mindspore.mint.", 0 if settings["wrong_flip"] else None)
+        if settings["mindspore_without_tanh"]:
+            del functions["mindspore.mint.tanh"]
         return FakeAdapter("mindspore", FakeClock(), costs=MINDSPORE_COST,
-                           functions=_functions("mindspore.mint.",
-                                                0 if settings["wrong_flip"] else None))
+                           functions=functions)
 
     real_replayer = replay_module.Replayer
 
@@ -255,3 +258,54 @@ def test_a_step_no_call_of_which_replays_in_both_is_an_error(replays_here, tmp_p
                                          "mindspore: torch.nn.Bilinear: no function form"):
         measure_program(replace(_program(), calls=calls), OPTIONS,
                         Interpreter(sys.executable, False), ["python"], tmp_path)
+
+
+def test_a_call_only_the_other_framework_cannot_run_still_replays_in_the_traced_one(
+        replays_here, tmp_path):
+    """The traced framework is the script's: it replays every call it can run, so its
+    self-check covers the call MindSpore could not run, and coverage is what MindSpore
+    replayed."""
+    requests, settings = replays_here
+    settings["mindspore_without_tanh"] = True
+    impact = _measure(tmp_path)
+    timed = {r["framework"]: r for r in requests if r["kind"] == "time"}
+    assert timed["torch"]["skip"] == [2]               # Bilinear: torch cannot run it either
+    assert timed["mindspore"]["skip"] == [2, 3]        # and tanh, which MindSpore cannot
+    assert impact.status["torch"][3].ok and impact.status["mindspore"][3].stand_in
+    assert impact.covered == [True, True, False, False, True]
+    assert impact.coverage == pytest.approx(500 / 700)
+    # torch's step holds its tanh: 3e-4 + 1e-4 + 1e-4 + 1e-4
+    assert impact.step_time["torch"].value == pytest.approx(6e-4, rel=1e-4)
+    assert impact.own_traced_s("torch") == pytest.approx(impact.steps * 600e-6)
+    assert impact.self_check == pytest.approx(0.0, abs=1e-3)
+    assert [row["api"] for row in impact.uncovered] == ["torch.nn.Bilinear", "torch.tanh"]
+
+
+def test_replay_skips_leave_the_traced_framework_only_its_own_failures():
+    def status(*ok):
+        return [CallStatus(i, "api", flag, stand_in=not flag) for i, flag in enumerate(ok)]
+    skips = impact_module.replay_skips({"torch": status(True, False, True, True),
+                                        "mindspore": status(False, True, True, False)},
+                                       "torch", "mindspore")
+    assert skips == {"torch": [1], "mindspore": [0, 1, 3]}
+
+
+def test_the_stand_in_share_is_the_stand_ins_part_of_the_replayed_step():
+    status = [CallStatus(0, "a", True), CallStatus(1, "b", False, stand_in=True),
+              CallStatus(2, "c", True)]
+    assert impact_module.stand_in_share([3e-3, 1e-3, 6e-3], status) == pytest.approx(0.1)
+    assert impact_module.stand_in_share([0.0, 0.0, 0.0], status) == 0.0
+
+
+def test_the_record_says_each_frameworks_stand_in_share(replays_here, tmp_path):
+    record = impact_json(_measure(tmp_path))
+    jsonschema.Draft202012Validator(model_schema()).validate({"model": record})
+    assert set(record["stand_in_share"]) == {"torch", "mindspore"}
+    assert ModelRecord.from_json(record).stand_in_share == record["stand_in_share"]
+
+
+def test_an_adam_updates_tolerance_lets_weights_moved_apart_by_rounding_agree():
+    a = {"shape": [2], "n": 2, "mean": 0.0, "mean_abs": 0.01, "points": [0.01, -0.01]}
+    b = {"shape": [2], "n": 2, "mean": 0.0, "mean_abs": 0.01, "points": [-0.01, 0.01]}
+    assert impact_module._compare(a, b) is not None
+    assert impact_module._compare(a, b, atol=0.02) is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from opbench.model.optimizer_fold import adam_folds, sgd_momentum_folds
+from opbench.model.optimizer_fold import adam_folds, adam_update_tolerances, sgd_momentum_folds
 from opbench.model.program import Call, Ext, Lit, Ref
 
 GRAD, PARAM, BUF = Ext(1), Ext(2), Ext(3)
@@ -80,9 +80,11 @@ def _adam_calls(rows=TORCH_ADAMW) -> list[Call]:
     return [_call(i, api, args, kwargs) for i, (api, args, kwargs) in enumerate(rows)]
 
 
-def test_an_adamw_update_folds_its_seven_calls_and_keeps_the_counter_and_decay():
+def test_an_adamw_update_folds_its_calls_and_its_decay_and_keeps_the_counter():
+    """The decay folds as nn.AdamWeightDecay runs it (AdamWeightDecay kernel)."""
     (fold,) = adam_folds(_adam_calls())
-    assert fold.folded == (3, 4, 5, 7, 8, 9) and fold.update == 10
+    assert fold.folded == (1, 3, 4, 5, 7, 8, 9) and fold.update == 10
+    assert fold.decay_factor == 0.99999
     assert (fold.param, fold.m, fold.v, fold.grad) == (PARAM, M, V, GRAD)
     assert fold.step_size == 0.0019 and fold.eps == 1e-8
     assert abs(fold.beta1 - 0.9) < 1e-12 and fold.beta2 == 0.999
@@ -98,3 +100,35 @@ def test_adam_does_not_fold_when_a_step_reads_its_denominator_or_the_moments_dif
     wrong_share = list(TORCH_ADAMW)
     wrong_share[5] = ("torch.Tensor.addcmul_", (Ref(4), GRAD, GRAD), (("value", Lit(0.5)),))
     assert adam_folds(_adam_calls(wrong_share)) == []
+
+
+def test_adam_without_decay_folds_its_update_alone():
+    without_decay = list(TORCH_ADAMW)
+    without_decay[1] = ("torch.is_complex", (PARAM,), ())          # Adam: no decay call
+    (fold,) = adam_folds(_adam_calls(without_decay))
+    assert fold.decay_factor == 1.0 and len(fold.folded) == 6
+
+
+def test_a_scaling_of_the_weight_whose_result_is_read_is_not_a_decay():
+    read = _adam_calls() + [_call(11, "torch.Tensor.sum", (Ref(1),))]
+    (fold,) = adam_folds(read)
+    assert fold.decay_factor == 1.0 and 1 not in fold.folded
+
+
+def test_adam_updates_may_differ_by_twice_their_step_size_between_frameworks():
+    """A weight whose gradient is 0 up to rounding moves by the step size either way."""
+    calls = _adam_calls()
+    assert adam_update_tolerances(calls) == {10: 2 * 0.0019}
+    ms_adam = replace(_call(0, "mindspore.nn.Adam", (Ext(1),)),
+                      init=(("learning_rate", 0.01), ("beta1", 0.9)))
+    assert adam_update_tolerances([ms_adam]) == {0: 0.02}
+
+
+def test_an_adamw_decay_the_update_reads_the_weight_from_folds():
+    """As torch 2.13 records it: the weight after mul_ is mul_'s output (read by the update
+    and by an is_complex check)."""
+    rows = list(TORCH_ADAMW)
+    rows[2] = ("torch.is_complex", (Ref(1),), ())
+    rows[10] = ("torch.Tensor.addcdiv_", (Ref(1), Ref(3), Ref(9)), (("value", Lit(-0.0019)),))
+    (fold,) = adam_folds(_adam_calls(rows))
+    assert fold.decay_factor == 0.99999 and fold.folded[0] == 1 and fold.param == Ref(1)

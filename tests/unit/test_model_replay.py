@@ -7,6 +7,7 @@ counts and sums, and the output fingerprints the frameworks are compared by
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 import types
 
 import numpy as np
@@ -17,8 +18,9 @@ from opbench.frameworks.apimap import ApiMapping, MappingEntry
 from opbench.model.impact import _compare
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf)
-from opbench.model.replay import (FINGERPRINT_POINTS, Replayer, external_array, fingerprint,
-                                  stand_in_arrays)
+from opbench.model.replay import (FINGERPRINT_POINTS, Replayer, clearing_grads,
+                                  external_array, fingerprint, stand_in_arrays,
+                                  stand_in_function)
 from opbench.model.steady import StepProgram
 
 HIDDEN = ("tensor", (4, 8), "float32")
@@ -311,12 +313,94 @@ def test_time_calls_returns_each_calls_latency_per_pass_and_they_add_up_to_the_s
         assert sum(t[p] for t in times) == pytest.approx(step, abs=10 * TICK)
 
 
-def test_stand_ins_read_zero_in_the_per_call_pass_and_cost_nothing_in_a_step():
+def test_a_stand_in_costs_only_its_own_work_in_the_per_call_pass_and_in_a_step():
+    """A stand-in runs no framework API (numpy here: no fake cost): the skipped matmul's
+    3e-4 s is not in the step, and the stand-in reads what it took (0 on the fake clock)."""
     replayer = _replayer(_mlp_step(), _torch(), skip=[0])
     replayer.probe()
     times = replayer.time_calls(2)
-    assert times[0] == [0.0, 0.0]
+    assert times[0] == pytest.approx([0.0, 0.0], abs=3 * TICK)
     assert replayer.time_step(1)[0] == pytest.approx(1e-4 + 2e-4, abs=3 * TICK)
+
+
+class _Tracked(np.ndarray):
+    """An array that counts how often its mean is taken (a stand-in reading its input)."""
+    means = 0
+
+    def mean(self, *args, **kwargs):
+        _Tracked.means += 1
+        return np.asarray(self).mean(*args, **kwargs)
+
+
+def test_a_stand_in_keeps_its_drawn_values_and_depends_on_its_floating_inputs():
+    constant = stand_in_arrays(("tensor", (2, 3), "float32"), 7)
+    stand_in = stand_in_function(constant, "fake")
+    _Tracked.means = 0
+    floats = np.ones((4, 4), np.float32).view(_Tracked)
+    ints = np.arange(4).view(_Tracked)
+    out = stand_in(floats, ints, 2.5)
+    np.testing.assert_array_equal(out, constant)      # plus s - stop_gradient(s) == 0
+    assert _Tracked.means == 1                        # the float input, not the ids
+    # an input that is NaN reaches the output: the output is computed from the inputs
+    assert np.isnan(stand_in(np.full((2,), np.nan, np.float32))).all()
+
+
+def test_a_stand_in_for_integers_or_nothing_is_its_drawn_value():
+    ids = stand_in_arrays(("tensor", (6,), "int64", 0.0, 3.0), 1)
+    np.testing.assert_array_equal(stand_in_function(ids, "fake")(np.ones(3, np.float32)), ids)
+    assert stand_in_function(None, "fake")(np.ones(3, np.float32)) is None
+
+
+def _stand_in_step(backward: bool) -> StepProgram:
+    """matmul -> (a call with no route: a stand-in) -> relu -> sum [-> backward of the sum]"""
+    calls = [_call(0, "torch.matmul", Ext(0), Ext(1)),
+             _call(1, "torch.unmappable", Ref(0), replay_api=None, problem="no"),
+             _call(2, "torch.relu", Ref(1)),
+             _call(3, "torch.Tensor.sum", Ref(2), outputs=("tensor", (), "float32"))]
+    if backward:
+        calls.append(replace(_call(4, "torch.Tensor.backward", Ref(3), outputs=("none",)),
+                             backward=True))
+    data = (ExternalTensor(0, (4, 16), "float32", "input"),
+            ExternalTensor(1, (16, 8), "float32", "input"))
+    return _step(*calls, externals=data)
+
+
+def _rerun_with_nan_input(replayer: Replayer) -> np.ndarray:
+    replayer._results[0] = np.full((4, 8), np.nan, np.float32)
+    replayer._plan[0] = None                          # keep the NaN input for this run
+    replayer._run()
+    return replayer._results[1]
+
+
+def test_a_stand_in_a_loss_depends_on_runs_in_every_step_from_its_inputs():
+    """So a backward through it reaches the calls before it (MindSpore's value_and_grad
+    differentiates the plan's forward calls: a stand-in without a plan entry stopped it)."""
+    adapter = _torch(functions={"Tensor.backward": lambda loss: None})
+    replayer = _replayer(_stand_in_step(backward=True), adapter)
+    replayer.probe()
+    assert replayer.status[1].stand_in and replayer._plan[1] is not None
+    assert all(s.ok for i, s in enumerate(replayer.status) if i != 1)
+    np.testing.assert_allclose(replayer._results[1], stand_in_arrays(HIDDEN, 1))
+    assert np.isnan(_rerun_with_nan_input(replayer)).all()     # recomputed from its input
+
+
+def test_a_stand_in_no_loss_depends_on_is_its_drawn_values_alone():
+    """No gradient reaches it: it adds no ops (each costs ~1 ms in MindSpore's queue)."""
+    replayer = _replayer(_stand_in_step(backward=False), _torch())
+    replayer.probe()
+    drawn = stand_in_arrays(HIDDEN, 1)
+    np.testing.assert_array_equal(replayer._results[1], drawn)
+    np.testing.assert_array_equal(_rerun_with_nan_input(replayer), drawn)
+
+
+def test_torch_backward_in_its_own_replay_clears_the_weights_gradients_first():
+    class Weight:
+        grad = "last step's"
+    weights = [Weight(), Weight()]
+    seen = []
+    backward = clearing_grads(lambda loss: seen.append([w.grad for w in weights]), weights)
+    backward("loss")
+    assert seen == [[None, None]]
 
 
 def test_warm_up_runs_until_both_its_minimum_runs_and_time_are_reached():

@@ -620,3 +620,90 @@ def test_a_note_that_is_not_a_signature_clause_keeps_keywords_out():
     uneven = keyword_rule("argument names differ: torch (input, align_to_window) vs "
                           "MindSpore (x)")
     assert uneven.renames == () and uneven.lacking == {"input", "align_to_window"}
+
+
+@pytest.mark.parametrize("api", ["torch.Tensor.__isub__", "torch.Tensor.add_"])
+def test_in_place_updates_are_written_back_in_mindspore(api):
+    """`p -= lr * g` (a hand-written update): MindSpore 2.10's Tensor.__isub__, like add_,
+    returns a new tensor and leaves the Parameter as it was; the route writes it back."""
+    other = api.replace("torch.", "mindspore.", 1)
+    mapping = ApiMapping([MappingEntry(api, other, "method", "same")])
+    route = route_for(_call(api, (W, X)), "mindspore", mapping)
+    assert route.api == f"{other} + assign (in place, as torch)"
+
+
+def test_out_of_place_operators_are_not_written_back():
+    mapping = ApiMapping([MappingEntry("torch.Tensor.__sub__", "mindspore.Tensor.__sub__",
+                                       "method", "same")])
+    route = route_for(_call("torch.Tensor.__sub__", (W, X)), "mindspore", mapping)
+    assert route.api == "mindspore.Tensor.__sub__"
+
+
+# -- torch's training utilities in MindSpore (training_routes.py) ---------------------------
+
+def test_foreach_norm_is_each_tensors_vector_norm_in_mindspore():
+    """ops.norm of the flattened tensor: of a matrix with ord 2 it would be the spectral
+    norm, and MindSpore 2.10's CPU build has no LinalgVectorNorm kernel."""
+    grads = Seq("list", (Ref(1), Ref(2)))
+    route = route_for(_call("torch._foreach_norm", (grads, Lit(2.0))), "mindspore",
+                      SMALL_MAPPING)
+    resolve = Resolver({"mindspore.ops.norm": lambda t, order: np.linalg.norm(t, order)})
+    fn = route.make(resolve)
+    matrix, vector = np.arange(6.0).reshape(2, 3), np.array([3.0, 4.0])
+    norms = fn([matrix, vector])
+    assert norms == pytest.approx((np.sqrt(55.0), 5.0))
+    assert route.args == (grads,)
+
+
+def test_foreach_norm_with_an_ord_that_is_not_a_number_says_why():
+    call = _call("torch._foreach_norm", (Seq("list", (Ref(1),)), Ext(4)))
+    found = route_for(call, "mindspore", SMALL_MAPPING)
+    assert isinstance(found, Unmapped) and "ord" in found.reason
+
+
+@pytest.mark.parametrize("other, expected", [(Lit(0.5), [[1.0, 2.0], [3.0]]),
+                                             (Seq("list", (Lit(1.0), Lit(2.0))),
+                                              [[2.0, 4.0], [12.0]])])
+def test_foreach_mul_applies_its_operand_to_each_tensor(other, expected):
+    route = route_for(_call("torch._foreach_mul", (Seq("list", (Ref(1), Ref(2))), other)),
+                      "mindspore", SMALL_MAPPING)
+    fn = route.make(Resolver({"mindspore.ops.mul": np.multiply}))
+    operand = other.value if isinstance(other, Lit) else [o.value for o in other.items]
+    found = fn([np.array([2.0, 4.0]), np.array([6.0])], operand)
+    assert [list(f) for f in found] == expected
+    assert route.api == "mindspore.ops.mul per tensor (as torch._foreach_mul)"
+
+
+def test_foreach_in_place_is_written_back_and_zero_is_zeros_like_written_back():
+    route = route_for(_call("torch._foreach_add_", (Seq("list", (Ref(1),)), Lit(1.0))),
+                      "mindspore", SMALL_MAPPING)
+    assert route.api == "mindspore.ops.add per tensor + assign (as torch._foreach_add_)"
+    zero = route_for(_call("torch.Tensor.zero_", (Ref(1),)), "mindspore", SMALL_MAPPING)
+    assert zero.api == "mindspore.ops.zeros_like + assign (as Tensor.zero_)"
+    assert _resolved_name(zero) == "mindspore.ops.zeros_like"
+
+
+def test_foreach_with_alpha_is_not_replayed():
+    call = _call("torch._foreach_add_", (Seq("list", (Ref(1),)), Seq("list", (Ref(2),))),
+                 kwargs=(("alpha", Lit(-0.1)),))
+    assert isinstance(route_for(call, "mindspore", SMALL_MAPPING), Unmapped)
+
+
+@pytest.mark.parametrize("api, combine, expected", [
+    ("torch.Tensor.addcmul_", "mindspore.ops.mul", 1.0 + 0.5 * 6.0 * 2.0),
+    ("torch.Tensor.addcdiv_", "mindspore.ops.div", 1.0 + 0.5 * 6.0 / 2.0)])
+def test_rmsprop_and_adagrads_addc_updates_are_composed_in_mindspore(monkeypatch, api, combine,
+                                                                     expected):
+    """No mapping for addcmul_ / addcdiv_: x + value * t1 (*|/) t2, written back."""
+    import opbench.model.training_routes as training_routes
+    monkeypatch.setattr(training_routes, "write_back", lambda receiver, result: result)
+    call = _call(api, (Ext(1), Ref(2), Ref(3)), kwargs=(("value", Lit(0.5)),))
+    route = route_for(call, "mindspore", SMALL_MAPPING)
+    fn = route.make(Resolver({combine: np.multiply if combine.endswith("mul") else np.divide}))
+    assert fn(np.array([1.0]), np.array([6.0]), np.array([2.0])) == pytest.approx([expected])
+    assert route.api.endswith("+ assign (as Tensor." + api.rsplit(".", 1)[-1] + ")")
+
+
+def test_an_addc_update_with_a_tensor_value_is_not_replayed():
+    call = _call("torch.Tensor.addcmul_", (Ext(1), Ref(2), Ref(3)), kwargs=(("value", Ext(4)),))
+    assert isinstance(route_for(call, "mindspore", SMALL_MAPPING), Unmapped)

@@ -1,0 +1,142 @@
+"""`opbench model` on training steps as people write them, with real torch and MindSpore: leaf
+weights made with `requires_grad_()`, functional calls, a hand-written update under
+`torch.no_grad()`; the traced framework replays every call of its own (its backward
+included) and the other stands in, keeping the gradient chain, for what it cannot run.
+Each script is tiny and replayed in one process per framework (--processes 1 --budget 0)."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("mindspore")
+
+from test_model_real import _projected, _script  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+# A functional step whose loss goes through a call MindSpore has no mapping for
+# (pairwise_distance): before, that call was left out of both frameworks, so torch's own
+# loss.backward() had nothing to differentiate ("element 0 of tensors does not require grad")
+# and the backward was projected in neither.
+FUNCTIONAL = """
+import torch
+import torch.nn.functional as F
+torch.manual_seed(0)
+torch.set_num_threads(1)
+w1 = (torch.randn(32, 16) / 4).requires_grad_()
+b1 = torch.zeros(32).requires_grad_()
+w2 = (torch.randn(8, 32) / 6).requires_grad_()
+x, target = torch.randn(16, 16), torch.randn(16, 8)
+for _ in range(6):
+    h = F.relu(F.linear(x, w1, b1))
+    y = F.linear(h, w2)
+    loss = F.pairwise_distance(y, target).mean()
+    loss.backward()
+    with torch.no_grad():
+        for p in (w1, b1, w2):
+            p -= 0.05 * p.grad
+            p.grad = None
+print(float(loss))
+"""
+
+
+def test_a_hand_written_training_step_replays_whole_in_torch_and_through_stand_ins_in_mindspore(
+        tmp_path):
+    model, done = _projected(tmp_path, _script(tmp_path, "functional.py", FUNCTIONAL))
+    assert model["errors"] == [] and model["mismatches"] == [], model
+    # torch's own replay ran every call, its backward included
+    assert model["stand_in_share"]["torch"] == 0.0
+    assert model["training"]["covered"] is True
+    (left_out,) = model["not_covered"]
+    assert left_out["api"] == "torch.nn.functional.pairwise_distance"
+    # MindSpore stood in for it and still differentiated the forward through the stand-in
+    assert 0 < model["stand_in_share"]["mindspore"] < 0.5
+    rows = {row["api"]: row for row in model["apis"]}
+    backward = rows["torch.Tensor.backward"]
+    assert backward["reference_s"] > 0 and backward["target_s"] > 0
+    # the update's `p -= ...` is written back in MindSpore (its __isub__ returns a new tensor)
+    assert rows["torch.Tensor.__isub__"]["mapped_api"].endswith("+ assign (in place, as torch)")
+    assert model["self_check"] is not None
+
+
+# Leaf weights trained by torch.optim, the loss written out by hand.
+OPTIMIZED = """
+import torch
+import torch.nn.functional as F
+torch.manual_seed(0)
+torch.set_num_threads(1)
+w1 = (torch.randn(32, 16) / 4).requires_grad_()
+b1 = torch.zeros(32).requires_grad_()
+w2 = (torch.randn(4, 32) / 6).requires_grad_()
+x, target = torch.randn(16, 16), torch.randn(16, 4)
+params = [w1, b1, w2]
+opt = torch.optim.OPTIMIZER
+for _ in range(6):
+    opt.zero_grad()
+    loss = ((F.linear(F.relu(F.linear(x, w1, b1)), w2) - target) ** 2).mean()
+    loss.backward()
+    opt.step()
+print(float(loss))
+"""
+
+
+@pytest.mark.parametrize("optimizer, update, replayed_as", [
+    ("AdamW(params, lr=1e-3, weight_decay=0.01)", "torch.Tensor.addcdiv_",
+     "mindspore.ops.AdamWeightDecay (as nn.AdamWeightDecay's update)"),
+    ("RMSprop(params, lr=1e-3)", "torch.Tensor.addcmul_",
+     "mindspore mul, add + assign (as Tensor.addcmul_)"),
+    ("Adagrad(params, lr=1e-2)", "torch.Tensor.addcdiv_",
+     "mindspore div, add + assign (as Tensor.addcdiv_)")])
+def test_torch_optimizers_on_leaf_weights_replay_in_mindspore(tmp_path, optimizer, update,
+                                                              replayed_as):
+    """AdamW's decay folds into MindSpore's AdamWeightDecay kernel (nn.AdamWeightDecay's);
+    RMSprop's and Adagrad's addcmul_ / addcdiv_ (no mapping) are composed and written back;
+    the updated weights agree between the frameworks (the probe compares them)."""
+    script = _script(tmp_path, "optimized.py", OPTIMIZED.replace("OPTIMIZER", optimizer))
+    model, done = _projected(tmp_path, script)
+    assert model["errors"] == [] and model["mismatches"] == [], model["mismatches"]
+    assert model["training"]["covered"] is True
+    assert model["coverage"] > 0.95, model["not_covered"]
+    mapped = {(row["api"], row["mapped_api"]) for row in model["signatures"]}
+    assert (update, replayed_as) in mapped, mapped
+    if optimizer.startswith("AdamW"):
+        assert ("torch.Tensor.mul_", "(folded into the optimizer update after it)") in mapped
+
+
+# clip_grad_norm_ (torch._foreach_norm, _foreach_mul_), gradients zeroed in place, a
+# boolean-mask write and an in-place sub_ on leaf weights.
+CLIPPED = """
+import torch
+import torch.nn.functional as F
+torch.manual_seed(0)
+torch.set_num_threads(1)
+w1 = (torch.randn(32, 16) / 4).requires_grad_()
+w2 = (torch.randn(4, 32) / 6).requires_grad_()
+x, target = torch.randn(16, 16), torch.randn(16, 4)
+params = [w1, w2]
+for p in params:
+    p.grad = torch.zeros_like(p)
+for _ in range(6):
+    for p in params:
+        p.grad.zero_()
+    loss = ((F.linear(F.relu(F.linear(x, w1)), w2) - target) ** 2).mean()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    with torch.no_grad():
+        for p in params:
+            g = p.grad
+            g[g.abs() > 0.01] = 0
+            p.sub_(0.05 * g)
+print(float(loss))
+"""
+
+
+def test_clipping_masked_writes_and_zeroed_gradients_replay_in_both(tmp_path):
+    model, done = _projected(tmp_path, _script(tmp_path, "clipped.py", CLIPPED))
+    assert model["errors"] == [] and model["mismatches"] == [], model["mismatches"]
+    assert model["training"]["covered"] is True
+    assert model["not_covered"] == [], model["not_covered"]
+    assert model["stand_in_share"] == {"torch": 0.0, "mindspore": 0.0}
+    mapped = {row["api"]: row["mapped_api"] for row in model["apis"]}
+    assert mapped["torch._foreach_norm"].startswith("mindspore.ops.norm per tensor")
+    assert mapped["torch.Tensor.zero_"].startswith("mindspore.ops.zeros_like + assign")
