@@ -14,6 +14,8 @@ process (session.py) or in worker processes (workers.py), the two behind one Pro
                (signal 11)`, `exited with status 3`
   injection    SELF-TEST FACILITY - never active unless the environment variable below is set
   inputs       Seeded input arrays and comparison tolerances for case instances
+  machine_facts  Per-call floors and ceilings measured once and kept in a user cache directory,
+               keyed by machine, builds, interpreter, threads and pinning
   measure      Timing protocol: warm-up, one shared loop count, interleaved rounds, serial or
                async
   memory       Peak memory of one operator call, per framework, with the best measure the device
