@@ -250,6 +250,10 @@ class RunConfig:
     # Sequential stopping (`opbench run` / `compare` without --rounds, --processes or
     # --passes): None is the fixed protocol, every instance in every process.
     sequential: Sequential | None = None
+    # `--remeasure-machine`: measure the per-call floors and ceilings now even when the
+    # machine-facts cache (runner/machine_facts.py) holds them for this machine and build.
+    # Not recorded in `config`: the record's `machine_facts` says where its figures came from.
+    remeasure_machine: bool = False
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
@@ -323,6 +327,7 @@ class RunConfig:
                 del d[key]
         if self.sequential is None:
             del d["sequential"]
+        del d["remeasure_machine"]
         if self.worker is None:
             del d["worker"]
         else:

@@ -170,6 +170,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "sequential stopping, the default of `opbench run` and `compare` (--rounds, "
                "--processes or --passes fix the protocol instead). Default: none.",
                metavar="DURATION", recorded_as="sequential.time_budget_s", inherited=False),
+    # Not inherited and not recorded: it changes where the floors and ceilings come from,
+    # not what they are (the record's `machine_facts` says which).
+    OptionSpec("remeasure_machine", "remeasure-machine", bool,
+               "Measure the machine facts (each side's per-call floors, the memory and "
+               "FLOP/s ceilings) now, even when the cache holds them for this machine, "
+               "these framework builds and threads (kept for 7 days in $OPBENCH_CACHE_DIR, "
+               "else $XDG_CACHE_HOME/opbench or ~/.cache/opbench).",
+               inherited=False),
     OptionSpec("no_backward", "no-backward", bool, "Skip forward+backward timing.",
                recorded_as="backward", from_recorded=_negated),
     # Not inherited: a threshold moves only the cross-framework verdict, not what a sample
@@ -303,6 +311,7 @@ class RunOptions:
     max_time_s: float | None = None
     no_backward: bool | None = None
     time_budget: str | None = None
+    remeasure_machine: bool | None = None
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any]) -> "RunOptions":
@@ -379,6 +388,7 @@ class RunOptions:
                 threshold=DEFAULT_THRESHOLD if self.threshold is None else self.threshold,
                 backward=not self.no_backward, timing=timing,
                 settings=MeasureSettings(**settings_kw),
-                sequential=self._sequential(timing, sequential))
+                sequential=self._sequential(timing, sequential),
+                remeasure_machine=bool(self.remeasure_machine))
         except ValueError as exc:
             raise OptionError(str(exc)) from None

@@ -3,8 +3,9 @@
 Each SLOW measurement gets one main cause:
   - threading or launch: its views disagree (SLOW in one mode, PASS in the other), so
     how the calls are launched or waited for decides the verdict, not the op;
-  - per-call overhead: the target's time is within DISPATCH_BOUND_FACTOR of its trivial-op
-    floor, or its sweep fit puts most of the gap in the fixed cost;
+  - per-call overhead: the target's time is below its trivial-op floor (no kernel is
+    launched: a view or metadata change) or within DISPATCH_BOUND_FACTOR of it, or its sweep
+    fit puts most of the gap in the fixed cost;
   - kernel throughput: its sweep fit puts most of the gap in the cost per unit of work;
   - without a usable sweep fit, the gap at the one size is split by the two sides'
     trivial-op floors (their fixed costs): per-call overhead when the floors' difference is
@@ -25,7 +26,7 @@ from typing import Sequence
 
 from opbench.gapmap.sweep import OK, OVERHEAD_BOUND, Sweep, by_instance
 from opbench.results.records import InstanceRecord, Measurement, Overhead, RunRecord
-from opbench.verdicts.explain import DISPATCH_BOUND_FACTOR
+from opbench.verdicts.explain import DISPATCH_BOUND_FACTOR, NO_KERNEL, below_floor
 
 OVERHEAD = "per-call overhead"
 KERNEL = "kernel throughput"
@@ -109,6 +110,10 @@ def _attribute_one(inst: InstanceRecord, key: str, m: Measurement, sweep: Sweep 
                                                 f"cost per call", share)
     floor_s = overhead.floor_s(key)
     median_s = m.summary[target].median_s
+    if below_floor(median_s, floor_s):
+        return Attribution(iid, key, OVERHEAD, f"below {target}'s per-call floor "
+                                               f"({median_s * 1e6:.3g} us against "
+                                               f"{floor_s * 1e6:.3g} us): {NO_KERNEL}")
     if floor_s and median_s < DISPATCH_BOUND_FACTOR * floor_s:
         return Attribution(iid, key, OVERHEAD, f"within {DISPATCH_BOUND_FACTOR:g}x of "
                                                f"{target}'s per-call floor")
@@ -164,9 +169,10 @@ def stored_attributions(record: RunRecord) -> list[Attribution] | None:
 
 
 
-def near_floor(record: RunRecord, attributions: Sequence[Attribution]) -> int:
+def near_floor(record: RunRecord, attributions: Sequence[Attribution],
+               below: bool = False) -> int:
     """How many of the SLOW measurements run within DISPATCH_BOUND_FACTOR of the target's
-    per-call floor in their mode."""
+    per-call floor in their mode (with `below`: how many under the floor itself)."""
     target = record.config.target
     overhead = _target_overhead(record)
     by_id = {inst.id: inst for inst in record.instances}
@@ -174,7 +180,8 @@ def near_floor(record: RunRecord, attributions: Sequence[Attribution]) -> int:
     for a in attributions:
         floor_s = overhead.floor_s(a.key)
         median_s = by_id[a.instance_id].measurements[a.key].summary[target].median_s
-        count += bool(floor_s) and median_s < DISPATCH_BOUND_FACTOR * floor_s
+        count += (below_floor(median_s, floor_s) if below
+                  else bool(floor_s) and median_s < DISPATCH_BOUND_FACTOR * floor_s)
     return count
 
 
@@ -190,9 +197,11 @@ def headlines(record: RunRecord, attributions: Sequence[Attribution]) -> list[st
              for cause, n in counts.most_common()]
     floor = _target_overhead(record).dispatch_floor_serial_s
     if floor:
+        below = near_floor(record, attributions, below=True)
         lines.append(f"{near_floor(record, attributions)} of {total} SLOW measurements are "
                      f"within {DISPATCH_BOUND_FACTOR:g}x of {target}'s per-call floor "
-                     f"({floor * 1e6:.3g} us serial)")
+                     f"({floor * 1e6:.3g} us serial)"
+                     + (f"; {below} of them below it ({NO_KERNEL})" if below else ""))
     return lines
 
 
@@ -209,6 +218,7 @@ _CAUSE_MEANING = {
 SHARED_NOTE_FAMILIES = {
     "is dispatch-bound here": "a side ran within {factor}x of its trivial-op floor "
                               "(per-call overhead more than kernel)",
+    "runs below its per-call floor": "a side ran below its trivial-op floor: " + NO_KERNEL,
     "loop count held at": "the loop count was held by the time budget because one side is "
                           "much slower per call (the faster side's samples are shorter)",
     "rounds cut from": "rounds were cut to stay within the time budget",

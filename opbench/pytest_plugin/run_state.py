@@ -16,6 +16,7 @@ from opbench.cases.case_files import CaseInstance
 from opbench.config import RunConfig
 from opbench.pytest_plugin.options import PluginOptions
 from opbench.results.recorded_run import measure_everywhere, open_session
+from opbench.runner.machine_facts import FactsCache, obtain_machine_facts
 from opbench.runner.raw_records import instance_header
 from opbench.runner.session import Session
 from opbench.verdicts.rules import Verdict
@@ -65,7 +66,10 @@ class RunState:
                 else:
                     session.open()
                 if self.run_config.timing:
-                    session.measure_overheads()
+                    # the floors from the machine-facts cache when it holds them (else
+                    # measured and kept), as `opbench run` does
+                    obtain_machine_facts(session, self.run_config,
+                                         FactsCache.from_environment())
             except Exception as exc:  # FrameworkUnavailable, DeviceUnavailable, a crash
                 self._setup_error = (f"cannot set up {' and '.join(self.run_config.frameworks)}"
                                      f" on {self.run_config.device}: {short_error(exc)}")

@@ -162,8 +162,30 @@ def header_text(record: RunRecord) -> str:
     parts = [f"{side_identity(n, i)} on {i.device} ({i.threads} threads"
              f"{', ' + i.launch + ' launches' if i.launch else ''})"
              for n, i in record.frameworks.items()]
+    facts = machine_facts_text(record)
     return (f"opbench {env.opbench} | " + " vs ".join(parts) + f" | {env.cpu_model}"
-            f" ({env.cpu_count} cores) | {view_text(record.config)}")
+            f" ({env.cpu_count} cores) | {view_text(record.config)}"
+            + (f" | {facts}" if facts else ""))
+
+
+def machine_facts_text(record: RunRecord) -> str | None:
+    """Where the per-call floors and ceilings came from (runner/machine_facts.py): measured
+    in this run, or read from the cache, and when; None for a file from before the cache
+    (they were measured in the run)."""
+    facts = record.machine_facts
+    if facts is None:
+        return None
+    if facts.cached:
+        return (f"machine facts (per-call floors, ceilings) read from the cache, measured "
+                f"{facts.measured_utc.replace('T', ' ').replace('+00:00', ' UTC')} "
+                f"(--remeasure-machine measures them again)")
+    return "machine facts (per-call floors, ceilings) measured in this run"
+
+
+def machine_facts_warnings(record: RunRecord) -> list[str]:
+    """A cache file that could not be used or written: the run measured instead."""
+    facts = record.machine_facts
+    return [f"warning: {w}" for w in facts.warnings] if facts is not None else []
 
 
 # What each mode measures, for the line that says which view the verdicts are about.
@@ -289,7 +311,8 @@ def core_use_lines(record: RunRecord) -> list[str]:
 
 def run_notes(record: RunRecord) -> list[str]:
     """Notes about the whole run's statistics, and where a merged record's parts ran."""
-    notes = (merge_notes(record) + timing_notes(record) + sequential_notes(record)
+    notes = (machine_facts_warnings(record) + merge_notes(record) + timing_notes(record)
+             + sequential_notes(record)
              + core_use_lines(record) + settle_lines(record))
     notes += aa_lines(record)
     prior = record.between_process_prior
@@ -395,7 +418,15 @@ def timing_notes(record: RunRecord) -> list[str]:
         return lines
     if record.setup_s is None or record.merged_from:
         return []
-    return [f"time: {record.setup_s:.1f} s set-up ({who}; per-call floors), "
+    if cfg.sequential is not None and processes > 1:
+        # workers.py: a sequential run starts its first process alone, the others when an
+        # instance is still undecided
+        who = ("1 process pair, one process per side" if split
+               else "1 worker process importing both frameworks") + ", more when needed"
+    facts = record.machine_facts
+    what = ("machine facts from the cache" if facts is not None and facts.cached
+            else "per-call floors and ceilings measured")
+    return [f"time: {record.setup_s:.1f} s set-up ({who}; {what}), "
             f"{record.measuring_s:.1f} s measuring {len(record.instances)} instances"]
 
 

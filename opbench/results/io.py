@@ -26,7 +26,8 @@ reading every older version):
      worst_index, grad_check's too (absent: the values agree, or the file is older and
      only the detail text says where); sequential.stopped null (the instance was still
      measured when the file was written: a run in progress or killed; older readers
-     refused such a file).
+     refused such a file); machine_facts (absent: overhead and ceilings were measured in
+     the run).
 
 The JSON Schema of this format is opbench/schema/results.schema.json; writers validate
 against it in tests, the loader (records.load_results) uses it to reject foreign files with

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import replace
+from datetime import datetime
 from typing import Any, Callable, Sequence
 
 from opbench.cases.case_files import CaseInstance
@@ -27,6 +28,7 @@ from opbench.results.sequential_run import (
 )
 from opbench.runner.measure import Clock
 from opbench.runner.injection import Injection, InjectingSession
+from opbench.runner.machine_facts import FactsCache, obtain_machine_facts
 from opbench.runner.protocol import MeasuringSession
 from opbench.runner.session import ApiError, Session
 from opbench.runner.workers import worker_pool
@@ -60,6 +62,9 @@ def measure_everywhere(session: MeasuringSession, instance: CaseInstance) -> dic
 
 InstanceCallback = Callable[[int, int, CaseInstance, "dict[str, Any] | None"], None]
 
+# run()'s default: the machine-facts cache of the environment (machine_facts.cache_dir).
+FROM_ENVIRONMENT = "environment"
+
 
 # on_pass(pass_index, passes, measured, decided): before each later pass, how many instances
 # it measures again and how many an early stop has already settled (0 without one).
@@ -73,7 +78,8 @@ def run(instances: Sequence[CaseInstance], config: RunConfig, *,
         clock: Clock = time.perf_counter,
         on_pass: PassCallback | None = None,
         on_look: LookCallback | None = None,
-        early_stop: EarlyStop | None = None) -> RunRecord:
+        early_stop: EarlyStop | None = None,
+        facts_cache: "FactsCache | None | str" = FROM_ENVIRONMENT) -> RunRecord:
     """Run every instance and return the record. With json_path the record is rewritten
     atomically after every instance (and every pass), so an interrupt or crash keeps what
     was measured. on_progress(i, n, instance, record_or_None) is called before (None) and
@@ -82,14 +88,18 @@ def run(instances: Sequence[CaseInstance], config: RunConfig, *,
     or under sequential stopping (config.sequential) on_look(process, max_processes,
     undecided, decided, eta_s) before each process after the first (sequential_run.py).
     early_stop: the fixed protocol's instances stop at a process's end once its rule says
-    they are decided (run_passes). Raises ApiError before timing anything if an API does
-    not resolve."""
+    they are decided (run_passes). facts_cache: where the per-call floors and ceilings are
+    kept between runs (runner/machine_facts.py; default: the user's cache directory, None:
+    measured every run). Raises ApiError before timing anything if an API does not
+    resolve."""
     owned = session is None
     if session is None:
         session = open_session(config, clock)
     try:
+        cache = FactsCache.from_environment() if facts_cache == FROM_ENVIRONMENT \
+            else facts_cache
         return _run_opened(session, instances, config, json_path, on_progress, on_pass,
-                           on_look, early_stop)
+                           on_look, early_stop, cache)
     finally:
         if owned:
             session.close()
@@ -116,15 +126,21 @@ def open_session(config: RunConfig, clock: Clock = time.perf_counter,
 
 
 def _run_opened(session, instances, config, json_path, on_progress, on_pass, on_look=None,
-                early_stop=None):
+                early_stop=None, facts_cache=None):
     problems = session.check_apis(instances)
     if problems:
         raise ApiError("\n".join(problems))
     started = time.perf_counter()
-    overhead = session.measure_overheads() if config.timing else {}
-    record = new_record(config.as_dict(), session.framework_info(), overhead)
-    if config.timing:
-        record["ceilings"] = session.measure_ceilings()
+    # the floors and ceilings: from the cache when it holds them for this machine and these
+    # builds, else measured now (and kept); the record keeps the figures and their source
+    facts = (obtain_machine_facts(session, config, facts_cache,
+                                  now=lambda: datetime.fromisoformat(utc_now()))
+             if config.timing else None)
+    record = new_record(config.as_dict(), session.framework_info(),
+                        dict(facts.overhead) if facts else {})
+    if facts is not None:
+        record["ceilings"] = dict(facts.ceilings)
+        record["machine_facts"] = facts.provenance()
     # Wall time before the first instance: it does not shrink with workers or shorter
     # selections, and the report says so (report.timing_notes).
     if getattr(session, "setup_s", None) is not None:

@@ -43,7 +43,7 @@ from opbench.verdicts.rules import Verdict
 
 __all__ = ["Ceilings", "Check", "DeclaredWork", "Environment", "FrameworkInfo", "InputSpec",
            "InstanceRecord", "Interference", "Interval", "MIGRATIONS", "Measurement",
-           "MergedPart", "Overhead", "PeakMemory", "ProcessPrior", "RecordError",
+           "MachineFactsSource", "MergedPart", "Overhead", "PeakMemory", "ProcessPrior", "RecordError",
            "RecordedConfig", "RecordedSettings", "RunRecord", "ShardRecord", "SideSummary",
            "WorkerRecord", "as_plain", "load_results", "migrate", "write_results",
            "write_run_dict"]
@@ -552,6 +552,19 @@ class Ceilings(_Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class MachineFactsSource(_Record):
+    """Where a run's overhead and ceilings came from (runner/machine_facts.py)."""
+
+    source: str = _key()                 # "measured" (in this run) or "cache"
+    measured_utc: str = _key()
+    warnings: tuple[str, ...] = _key(())
+
+    @property
+    def cached(self) -> bool:
+        return self.source == "cache"
+
+
+@dataclass(frozen=True, kw_only=True)
 class ProcessPrior(_Record):
     """The run's typical SD of a log ratio between worker processes."""
 
@@ -588,6 +601,8 @@ class RunRecord(_Record):
     overhead: Mapping[str, Overhead] = _key(_EMPTY, _by_name(Overhead))
     instances: tuple[InstanceRecord, ...] = _key(codec=_each(InstanceRecord))
     ceilings: Mapping[str, Ceilings] = _key(_EMPTY, _by_name(Ceilings))
+    # absent in older files: overhead and ceilings measured in the run
+    machine_facts: MachineFactsSource | None = _key(None, _one(MachineFactsSource))
     setup_s: float | None = _key(None)
     between_process_prior: ProcessPrior | None = _key(None, _one(ProcessPrior))
     finished_utc: str | None = _key(None)

@@ -16,6 +16,8 @@ process (session.py) or in worker processes (workers.py), the two behind one Pro
   inputs       Seeded input arrays and comparison tolerances for case instances
   ipc          What a parent and its worker processes say: one frozen record per request, the
                replies, their one serialisation and the one dispatcher
+  machine_facts  Per-call floors and ceilings measured once and kept in a user cache directory,
+               keyed by machine, builds, interpreter, threads and pinning
   measure      Timing protocol: warm-up, one shared loop count, interleaved rounds, serial or
                async
   memory       Peak memory of one operator call, per framework, with the best measure the device

@@ -182,6 +182,18 @@ class Session:
             # threads a framework started at import, before the mask was set on its parent
             self.pinned_cpus = self.pin_cores(self.config.threads)
         self.quiescer = self.make_quiescer()
+        self._first_kernel()
+
+    def _first_kernel(self) -> None:
+        """One trivial op per framework, so the process has launched a kernel before its
+        first sample. MindSpore 2.10 on the CPU, until then, takes ~730 us per call of an op
+        that launches none (reshape 8x16, a view: its sync), for seconds, and 4.4 us after a
+        single 1-element add (measured here, 3 s of calls each way). The per-call floors,
+        measured first in every process before the machine-facts cache, hid that; a run
+        reading them from the cache measured reshape at 693 us."""
+        for adapter in self.adapters.values():
+            adapter.trivial_op()()
+            adapter.sync()
 
     def make_quiescer(self) -> Quiescer | None:
         """The pre-sample wait, when asked for and the kernel shows per-thread CPU time."""

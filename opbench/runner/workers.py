@@ -28,7 +28,9 @@ lie a pass apart: the ratio drifts ~10% over seconds to minutes here (host load,
 sibling's neighbour: a plain torch process ran softmax 4x64 at 1.9 us or 3.6 us for
 stretches of seconds), and shares back to back would all fall in one stretch. All workers
 start together (their imports measure nothing); one measures at a time while the others
-wait on their socket, and every worker's pre-sample quiesce watches its siblings too. A
+wait on their socket, and every worker's pre-sample quiesce watches its siblings too.
+Under sequential stopping process 1 starts alone and the others when an instance is still
+undecided after it (first_batch, batch_of below). A
 worker that dies (a crashing operator) is recorded against that instance, with its signal
 or exit status (`worker process 1 (mindspore) was killed by SIGSEGV (signal 11) while
 running exp[...]`), and replaced by a fresh one; the run goes on.
@@ -201,6 +203,32 @@ def spawn_worker(index: int, side: str | None = None, python: str | None = None)
 Spawner = Callable[[int, str, "str | None"], Worker]
 
 
+# -- which processes a pool starts, and when (both pools) ------------------------------------
+# A sequential run (config.sequential) starts process 1 alone: its first look often decides
+# every instance (`opbench compare reshape -k 8x16`: both after process 1), and two more
+# processes importing both frameworks on this 2-core machine made its set-up ~3x one
+# process's (docs/measurement.md). The others start in a batch when the first look leaves an
+# instance undecided (ensure_process), together, as the fixed protocol's do at open().
+# Not started early, while process 1 measures: their imports would burn the cores process
+# 1's samples run on, and the batch's start at the look costs about what starting it at
+# open() did (imports in parallel on the same cores).
+
+def first_batch(config: RunConfig) -> range:
+    """The process numbers open() starts: 1 alone under sequential stopping, else all."""
+    return range(1, 2 if config.sequential is not None else config.processes + 1)
+
+
+def batch_of(index: int, config: RunConfig) -> range:
+    """The process numbers started together with process `index` (>= 2) when it is first
+    needed: the rest of its batch of config.processes (2..3, then 4..6 with 3), never past a
+    sequential run's cap."""
+    size = config.processes
+    end = ((index - 1) // size + 1) * size
+    if config.sequential is not None:
+        end = min(end, config.sequential.max_processes)
+    return range(index, max(end, index) + 1)
+
+
 # -- the parent's half of a split measurement ------------------------------------------------
 # RemoteSession is a Session whose sides live in worker processes, one per framework
 # (side_server.py answers there): the same check, calibration, interleaved rounds, settle and
@@ -316,9 +344,15 @@ class WorkerPool:
         """Start every worker and set its frameworks up. The imports run in parallel (they
         measure nothing); a failure closes the pool and raises WorkerError with the
         worker's message (a missing framework, a bad device)."""
+        self._info = self._open_workers(first_batch(self.config))
+
+    def _open_workers(self, numbers: Sequence[int]) -> dict[str, Any]:
+        """Workers `numbers` started together and their frameworks set up (each told its
+        siblings, for the settle); the first one's framework info. Closes the pool and
+        raises on any failure."""
         try:
-            for i in range(self.config.processes):
-                self.workers.append(self._start(i + 1))
+            for number in numbers:
+                self.workers.append(self._start(number))
             pids = [w.pid for w in self.workers]
             for w in self.workers:
                 w.send(ipc.Open(self.config, tuple(pids), w.index))
@@ -326,7 +360,7 @@ class WorkerPool:
         except BaseException:
             self.close()
             raise
-        self._info = infos[0]
+        return infos[0]
 
     def _start(self, index: int) -> Worker:
         try:
@@ -347,28 +381,13 @@ class WorkerPool:
 
     def ensure_process(self, index: int) -> None:
         """Worker process `index` ready to measure: when the pool holds none by that number,
-        fresh workers replace the pool's, numbered from `index` (as many as the pool
-        holds): a sequential run's processes beyond config.processes. Their imports run in
-        parallel, as at open(); each measures its own per-call floors."""
+        fresh workers replace the pool's, its batch (batch_of) started together, as at
+        open(). They measure no per-call floors: the run's are process 1's (or the cache's),
+        and only explanations read them (machine_facts.py)."""
         if any(w.index == index for w in self.workers):
             return
-        for w in self.workers:
-            w.close()
-        count = len(self.workers) or self.config.processes
-        self.workers = []
-        try:
-            for number in range(index, index + count):
-                self.workers.append(self._start(number))
-            pids = [w.pid for w in self.workers]
-            for w in self.workers:
-                w.send(ipc.Open(self.config, tuple(pids), w.index))
-            for w in self.workers:
-                w.receive()
-            for w in self.workers:
-                w.call(ipc.Overheads())
-        except BaseException:
-            self.close()
-            raise
+        self.close()
+        self._open_workers(batch_of(index, self.config))
 
     def _replace(self, position: int, reason: str) -> None:
         """A fresh worker in place of a dead or hung one, told about its siblings. If even
@@ -397,12 +416,10 @@ class WorkerPool:
         return info
 
     def measure_overheads(self) -> dict[str, dict[str, float]]:
-        """Each worker measures its own (it explains its own samples); the record keeps
-        worker 1's. One at a time: a floor measured while a sibling works is no floor."""
-        for w in self.workers:
-            found = w.call(ipc.Overheads())
-            if w.index == 1:
-                self.overhead = found
+        """Worker 1's floors, the run's (its siblings idle: a floor measured while a sibling
+        works is no floor). Only explanations and the report read them, from the parent
+        (machine_facts.py), so the siblings' own were never used and are not measured."""
+        self.overhead = self.workers[0].call(ipc.Overheads())
         return self.overhead
 
     def measure_ceilings(self) -> dict[str, dict[str, Any]]:
@@ -487,7 +504,7 @@ class SideWorkerPool:
                     self._check_interpreter(python, self.config.framework_of(name))
                 except InterpreterError as exc:
                     raise WorkerError(str(exc)) from None
-        self.sessions = self._open_processes(range(1, self.config.processes + 1))
+        self.sessions = self._open_processes(first_batch(self.config))
 
     def _open_processes(self, numbers: Sequence[int]) -> list[RemoteSession]:
         """A pair of side workers (one per framework) for each process number, started
@@ -534,16 +551,12 @@ class SideWorkerPool:
 
     def ensure_process(self, index: int) -> None:
         """Process `index` ready to measure: when the pool holds none by that number, fresh
-        side workers replace the pool's, numbered from `index` (as many processes as the pool
-        holds): a sequential run's processes beyond config.processes. Their imports run in
-        parallel, as at open(); each process measures its own per-call floors."""
+        side workers replace the pool's, its batch (batch_of) started together, as at
+        open(); no per-call floors measured (WorkerPool.ensure_process says why)."""
         if any(s.process_index == index for s in self.sessions):
             return
-        count = len(self.sessions) or self.config.processes
         self.close()
-        self.sessions = self._open_processes(range(index, index + count))
-        for session in self.sessions:
-            session.measure_overheads()
+        self.sessions = self._open_processes(batch_of(index, self.config))
 
     def _replace_lost(self, position: int, reason: str) -> None:
         """A fresh process in place of each of process `position`'s side workers that died
@@ -581,12 +594,8 @@ class SideWorkerPool:
         return info
 
     def measure_overheads(self) -> dict[str, dict[str, float]]:
-        """Each process measures its own (it explains its own samples); the record keeps
-        process 1's. One at a time: a floor measured while a sibling works is no floor."""
-        for session in self.sessions:
-            found = session.measure_overheads()
-            if session.process_index == 1:
-                self.overhead = found
+        """Process 1's floors, the run's (WorkerPool.measure_overheads says why only its)."""
+        self.overhead = self.sessions[0].measure_overheads()
         return self.overhead
 
     def measure_ceilings(self) -> dict[str, dict[str, Any]]:

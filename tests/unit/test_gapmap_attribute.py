@@ -13,6 +13,7 @@ from opbench.gapmap.attribute import (
 )
 from opbench.gapmap.decompose import sweeps
 from opbench.results.records import RunRecord
+from opbench.verdicts.explain import explain_measurement
 
 ELEMS = (1024, 98304, 4194304)
 OVERHEADS = {"torch": {"dispatch_floor_serial_s": 2e-6, "dispatch_floor_async_s": 1e-6},
@@ -100,9 +101,10 @@ def test_headlines_state_each_cause_once_with_its_count_and_the_floor_line():
     assert lines[0].startswith("3 of 6 SLOW measurements: ")
     assert sum(line.startswith("3 of 6") for line in lines) == 2
     # add at 300 us + a little against a 30 us floor: none is within 3x of it; mul at the
-    # smallest size (3 us + 12 kB / 1 GB/s = 15 us) is
+    # smallest size (3 us + 12 kB / 1 GB/s = 15 us) is, and below the floor itself
     assert lines[-1] == ("1 of 6 SLOW measurements are within 3x of mindspore's per-call "
-                         "floor (30 us serial)")
+                         "floor (30 us serial); 1 of them below it (no kernel is launched: "
+                         "a view or metadata change)")
 
 
 def test_no_slow_measurement_no_headline():
@@ -118,3 +120,29 @@ def test_shared_notes_are_counted_once_per_family():
     assert lines[0].startswith("2 measurements: a side ran within 3x of its trivial-op floor")
     assert lines[1].startswith("1 measurements: the loop count was held")
     assert len(lines) == 2
+
+
+def test_a_call_below_the_floor_launches_no_kernel_in_the_note_and_the_cause():
+    """MindSpore's reshape of 8x16 ran 4.9 us against its 32 us serial floor (a view): it
+    was explained as "within 3x of the floor"; it is below it, and no kernel runs."""
+    view = instance("reshape", 128, (summary([0.84e-6] * 5), summary([4.9e-6] * 5)))
+    rec = typed([view], OVERHEADS)
+    [found] = attribute(rec, sweeps(rec))
+    assert found.cause == OVERHEAD
+    assert found.basis == ("below mindspore's per-call floor (4.9 us against 30 us): no "
+                           "kernel is launched: a view or metadata change")
+    notes = explain_measurement("serial", {"torch": 0.84e-6, "mindspore": 4.9e-6},
+                                OVERHEADS)
+    assert notes == [
+        "torch runs below its per-call floor: 0.84 us per call against a 2 us trivial-op "
+        "floor (serial): no kernel is launched: a view or metadata change; the ratio "
+        "compares the frameworks' call paths, not kernels",
+        "mindspore runs below its per-call floor: 4.9 us per call against a 30 us trivial-op "
+        "floor (serial): no kernel is launched: a view or metadata change; the ratio "
+        "compares the frameworks' call paths, not kernels"]
+    assert shared_note_lines(notes) == [
+        "2 measurements: a side ran below its trivial-op floor: no kernel is launched: a "
+        "view or metadata change"]
+    # at the floor and above it, up to 3x: dispatch-bound, as before
+    assert explain_measurement("serial", {"mindspore": 31e-6}, OVERHEADS)[0].startswith(
+        "mindspore is dispatch-bound here")

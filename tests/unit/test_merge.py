@@ -277,7 +277,7 @@ def test_a_single_run_says_its_set_up_and_measuring_time():
         inst["duration_s"] = 1.5
     assert timing_notes(typed(run)) == [
         "time: 8.8 s set-up (3 processes, each importing both frameworks; per-call "
-        "floors), 6.0 s measuring 4 instances"]
+        "floors and ceilings measured), 6.0 s measuring 4 instances"]
     validate_record(run)
 
 

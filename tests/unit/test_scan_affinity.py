@@ -232,6 +232,10 @@ EXAMPLES_EXPECTED = [
     ("cnn/mindspore_model.py", 60, 60, "mindspore.tensor_creation_in_loop"),
     ("cnn/run_mindspore.py", 79, 79, "mindspore.host_sync_in_loop"),
     ("cnn/run_torch.py", 63, 63, "torch.host_sync_in_loop"),
+    # the functional CNN's hand-written SGD (a per-weight loop: torch.optim.SGD's foreach
+    # kernel is its fused form) and its loss.item() ending the step
+    ("functional_cnn/run_torch.py", 75, 77, "torch.optimizer_loop"),
+    ("functional_cnn/run_torch.py", 78, 78, "torch.host_sync_in_loop"),
     ("nanogpt/run_torch.py", 60, 62, "torch.attention_composed"),
     ("nanogpt/run_torch.py", 163, 163, "torch.host_sync_in_loop"),
     ("resnet/run_torch.py", 107, 107, "torch.host_sync_in_loop"),
