@@ -16,6 +16,7 @@ import weakref
 from dataclasses import replace
 from typing import Any, Callable
 
+from opbench.config.vocabulary import CASE_DTYPES, INTEGER_DTYPES
 from opbench.model.lowering import Lowered, lower, primitive_init
 from opbench.model.ms_backward import BACKWARD_API
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Marker, Opaque,
@@ -34,13 +35,14 @@ MAX_SEQUENCE_ITEMS = 64
 # The automatic step count looks every this many calls (one look over 8,192 calls took
 # 1.4 ms here at most: under 6 us a call).
 TAIL_CHECK_EVERY = 256
-_INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "bool")
-# The dtypes a replay can make a tensor of (frameworks/dtypes.py NUMPY_CARRIERS, checked
-# equal by tests/unit/test_model_capture.py; not imported: the capture runs in the script's
-# interpreter with few imports). A tensor of another dtype (complex64 from torch.fft.rfft2,
+_INTEGER_DTYPES = (*INTEGER_DTYPES, "bool")
+# The dtypes a replay can make a tensor of: the case library's dtypes (the vocabulary's
+# CASE_DTYPES; frameworks/dtypes.py NUMPY_CARRIERS, checked equal by
+# tests/unit/test_model_capture.py, is not imported: the capture runs in the script's
+# interpreter with few imports, and config/vocabulary.py imports nothing). A tensor of another dtype (complex64 from torch.fft.rfft2,
 # uint8) is an argument no replay can rebuild, and the call returning it is not covered:
 # before, the replay's set-up died on it ("KeyError: 'complex64'") and took the run along.
-REPLAYABLE_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool")
+REPLAYABLE_DTYPES = CASE_DTYPES
 
 
 class _Tensors:

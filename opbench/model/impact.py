@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from opbench.config.vocabulary import FRAMEWORKS
 from opbench.model.capture import DEFAULT_MAX_CALLS
 from opbench.model.optimizer_fold import adam_update_tolerances
 from opbench.model.processes import (Interpreter, ModelError, check_interpreter, run_capture,
@@ -35,7 +36,6 @@ from opbench.trace.signature import SHORT_DTYPES
 
 __all__ = ["ModelOptions", "ModelImpact", "measure_model", "ModelError"]
 
-FRAMEWORKS = ("torch", "mindspore")
 DEFAULT_LAUNCH = {"torch": "blocking", "mindspore": "queued"}
 # Replay processes per framework: MindSpore's speed differs up to 3x between them here (and
 # switches modes within one), so the process is the unit of the projection (project.py). 6

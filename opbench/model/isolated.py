@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 import yaml
 
+from opbench.config.vocabulary import INTEGER_DTYPES
 from opbench.cases.case_files import expand, load_cases
 from opbench.config import DEFAULT_PROCESSES, RunConfig
 from opbench.frameworks.apimap import load_mapping
@@ -52,7 +53,7 @@ CONTEXT_FACTOR_BOUND = 1.5
 # measured on this machine class (docs/figures.md): ~13 s per worker, ~1.5 s per instance.
 SETUP_ESTIMATE_S = 15.0
 INSTANCE_ESTIMATE_S = 2.5
-INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
+INT_DTYPES = INTEGER_DTYPES   # any integer width a model hands over
 # A route a case file can name: a dotted path, not a composition or a primitive built from
 # the call's arguments (those are measured alone through the replay: alone_replay.py).
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")

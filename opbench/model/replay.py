@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from opbench.config.vocabulary import FLOAT_DTYPES
 from opbench.frameworks.apimap import ApiMapping
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf, exts_in, refs_in)
@@ -43,7 +44,6 @@ __all__ = ["Replayer", "CallStatus", "fingerprint", "FINGERPRINT_POINTS"]
 # Values compared per output across the frameworks: a few fixed positions and two moments
 # catch a wrong transpose, a wrong axis or a wrong formula without shipping whole tensors.
 FINGERPRINT_POINTS = 32
-FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
 @dataclass(frozen=True)

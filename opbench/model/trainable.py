@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from opbench.config.vocabulary import FLOAT_DTYPES
 from opbench.model.program import Call, Ext, Ref, Seq, exts_in, refs_in
 
 __all__ = ["IN_PLACE_OPERATORS", "AUTOGRAD_GRAD", "is_in_place", "loss_calls",
@@ -29,7 +30,7 @@ __all__ = ["IN_PLACE_OPERATORS", "AUTOGRAD_GRAD", "is_in_place", "loss_calls",
 # returns a new tensor and leaves the receiver as it was; routes.py writes it back).
 IN_PLACE_OPERATORS = frozenset({"__iadd__", "__isub__", "__imul__", "__itruediv__"})
 AUTOGRAD_GRAD = "torch.autograd.grad"
-_FLOATS = ("float16", "bfloat16", "float32", "float64")
+_FLOATS = FLOAT_DTYPES
 
 
 def is_in_place(api: str) -> bool:

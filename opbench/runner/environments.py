@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from opbench.config.vocabulary import FRAMEWORKS
 from opbench.runner.interpreters import InterpreterError, check_interpreter
 
 __all__ = ["EnvCreateError", "EnvironmentPlan", "plan_environment", "create_environment",
            "applicable_constraints", "requirement_name"]
 
-SIDE_FRAMEWORKS = ("torch", "mindspore")
+SIDE_FRAMEWORKS = FRAMEWORKS
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # MindSpore 2.x is built against numpy 1.x (pyproject.toml says the same of opbench).
 NUMPY_PIN = "numpy<2"
