@@ -35,10 +35,11 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "conformance"
 MANIFEST = CORPUS / "manifest.yaml"
 # The small settings: one replay process per framework, no alone measurements. Measured
-# 2026-11-27: the corpus in ~15 minutes with these (docs/model.md, "Conformance corpus").
+# 2026-11-27: 522 s of `opbench model` over the 33 scripts, 11-27 s each (docs/model.md,
+# "Conformance corpus").
 SMALL_SETTINGS = ("--processes", "1", "--budget", "0", "--quiet")
 # A script whose `opbench model` run takes longer than this is a hang (the slowest of the
-# corpus took under 2 minutes on 2026-11-27, on a shared 2-core machine).
+# corpus took 27 s on 2026-11-27: 20x that is room for a loaded machine, not a slow run).
 TIMEOUT_S = 600
 # A traceback that passes through opbench's own package is a crash; a script's own noise at
 # exit (MindSpore's Cell.__del__ "Exception ignored") is not.
