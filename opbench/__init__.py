@@ -20,7 +20,7 @@ from opbench.cases.case_files import CaseError, expand, load_cases, select
 from opbench.config import OPBENCH_VERSION as __version__
 from opbench.config import RunConfig
 from opbench.results.records import RunRecord, load_results
-from opbench.results.recorded_run import run
+from opbench.runloop.recorded_run import run
 from opbench.runner.session import Session
 
 # The trace() function deliberately shadows the opbench.trace subpackage as an attribute:

@@ -52,7 +52,7 @@ def step_ms(script: Path, steps: int) -> tuple[float, float]:
 
 def mean_interval(values: list[float]) -> tuple[float, float, float]:
     """Mean with a 95% t interval: opbench's own step estimate, each run a process."""
-    from opbench.model.project import step_time
+    from opbench.model.impact.project import step_time
 
     found = step_time([[v] for v in values])
     return found.value, found.low, found.high

@@ -1,5 +1,5 @@
 """`opbench bisect ENV_0 ... ENV_N-1`: where each operator slower in the last environment
-than in the first got slower (wiring only: results/bisect.py searches, report/bisect.py
+than in the first got slower (wiring only: runloop/bisect.py searches, report/bisect.py
 says it; each probe is one run of ENV_k against ENV_0, as `opbench run` measures)."""
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def bisect_command(environments, keyword, ops, tags, cases_paths, out_dir, min_s
     from opbench.cli.common import run_and_record
     from opbench.report.bisect import bisect_lines
     from opbench.report.text import side_identity
-    from opbench.results.bisect import bisect_environments, estimates_of
+    from opbench.runloop.bisect import bisect_environments, estimates_of
 
     if len(environments) < 2:
         fail("bisect needs at least two environments, oldest first")

@@ -262,10 +262,10 @@ def run_and_record(instances, config, json_path, *, quiet=False, stage="", injec
     device and an unknown API are usage errors before anything is timed; an interrupt says
     what was saved and exits 130/143. When the finished record cannot be saved,
     on_not_saved(ResultsNotSaved) decides (default: a usage error). early_stop: the gate's
-    rule that stops decided instances at a worker process's end (gate/early_stop.py)."""
+    rule that stops decided instances at a worker process's end (runloop/gate_early_stop.py)."""
     from opbench.frameworks import DeviceUnavailable, FrameworkUnavailable
     from opbench.report.progress import RunProgress
-    from opbench.results.recorded_run import open_session, run
+    from opbench.runloop.recorded_run import open_session, run
     from opbench.results.safe_write import ResultsNotSaved
     from opbench.runner.session import ApiError
     from opbench.runner.workers import WorkerError

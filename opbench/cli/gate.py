@@ -200,7 +200,7 @@ def gate_command(paths, baseline_paths, keyword, ops, tags, min_effect, min_effe
     and other framework versions are listed in every output. (The Markdown file is the
     gate's summary, fit for a CI job summary.)"""
     from opbench.gate.evaluate import GateSettings
-    from opbench.gate.run_gate import GateRequest, GateSetupError, run_gate
+    from opbench.runloop.gate_run import GateRequest, GateSetupError, run_gate
 
     baseline = _read_baselines(baseline_paths)
     case_paths = [os.path.abspath(p) for p in paths or [default_cases_path()]]
@@ -244,7 +244,7 @@ class _GateConsole:
         self.in_stage2 = False
 
     def hooks(self):
-        from opbench.gate.run_gate import GateHooks
+        from opbench.runloop.gate_run import GateHooks
 
         return GateHooks(measure=self.measure, inherited=self.inherited,
                          stage2_starting=self.stage2_starting,

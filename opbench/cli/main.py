@@ -160,7 +160,7 @@ def list_cases(paths, keyword, ops, tags, show_instances):
 def report(results, markdown_path, html_path, worst_first):
     """Show a saved results file (and write Markdown / HTML). A model record (`opbench
     model --json`) shows as `opbench model` showed it, its APIs by time lost."""
-    from opbench.model.record import is_model_file
+    from opbench.model.impact.record import is_model_file
 
     if is_model_file(results):
         _report_model(results, markdown_path, html_path)
@@ -183,7 +183,7 @@ def report(results, markdown_path, html_path, worst_first):
 
 
 def _report_model(path: str, markdown_path: str | None, html_path: str | None) -> None:
-    from opbench.model.record import ModelRecordError, load_model_record
+    from opbench.model.impact.record import ModelRecordError, load_model_record
     from opbench.report.model import (render_model_html, render_model_markdown,
                                       render_model_terminal)
 
@@ -204,7 +204,7 @@ def schema(which):
     """Print the JSON Schema of case files (for editors), of results files or of the model
     records `opbench model --json` writes."""
     from opbench.cases.case_files import load_schema
-    from opbench.model.record import model_schema
+    from opbench.model.impact.record import model_schema
     from opbench.results.io import results_schema
 
     found = {"case": load_schema, "results": results_schema, "model": model_schema}[which]()

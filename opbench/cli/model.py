@@ -11,11 +11,11 @@ from rich.markup import escape
 
 from opbench.cli.common import err, fail, out
 from opbench.config.options import OptionError, parse_duration
-from opbench.model.impact import (DEFAULT_MAX_PROCESSES, DEFAULT_PROCESSES, FRAMEWORKS,
+from opbench.model.impact.pipeline import (DEFAULT_MAX_PROCESSES, DEFAULT_PROCESSES, FRAMEWORKS,
                                   ModelError, ModelOptions, measure_model)
-from opbench.model.project import MODES_APART
+from opbench.model.impact.project import MODES_APART
 from opbench.model.steady import DEFAULT_CAPTURE_STEPS
-from opbench.model.record import ModelRecord, impact_json
+from opbench.model.impact.record import ModelRecord, impact_json
 from opbench.report.model import (DEFAULT_TOP, render_model_html, render_model_markdown,
                                   render_model_terminal)
 from opbench.results.io import write_json_atomic

@@ -95,7 +95,7 @@ DEFAULT_MAX_PROCESSES = 6
 
 @dataclass(frozen=True)
 class Sequential:
-    """Sequential stopping on the verdict (verdicts/sequential.py, results/sequential_run.py):
+    """Sequential stopping on the verdict (verdicts/sequential.py, runloop/sequential_run.py):
     an instance is measured one process at a time and stops as soon as its interval,
     corrected for the looks, decides PASS or SLOW; the undecided ones get more processes,
     up to max_processes, within time_budget_s (None: no budget but the cap)."""

@@ -170,7 +170,7 @@ class GateResult:
     same_machine: bool
     settings: GateSettings = field(default_factory=GateSettings)
     # each interval's confidence: 95%, or a share of it per planned look when the stages
-    # stopped instances early (gate/early_stop.py)
+    # stopped instances early (runloop/gate_early_stop.py)
     confidence: float = DEFAULT_CONFIDENCE
 
     @property
@@ -313,7 +313,7 @@ def _decide_keys(pair: Pair, second: InstanceRecord | None, reference: str, targ
 
 
 def _confidence_of(stage: InstanceRecord | None, confidence: float) -> float:
-    """An instance a stage stopped early (gate/early_stop.py) is judged at the confidence of
+    """An instance a stage stopped early (runloop/gate_early_stop.py) is judged at the confidence of
     the look that stopped it, as its record says; the others at the stage's last look's."""
     course = stage.sequential if stage is not None else None
     if course is not None and course.look_confidence is not None:

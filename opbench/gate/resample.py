@@ -1,5 +1,5 @@
 """The gate resampled over recorded processes: how often would it fail or stall on this
-runner? (Named apart from the model's replay, model/replay.py, which re-executes a user's
+runner? (Named apart from the model's replay, model/replay/executor.py, which re-executes a user's
 calls: nothing is executed here, the gate's decision is taken again on resampled records.)
 
 Given N `--for-gate` runs of the same code, each its own process, every resampled gate draws

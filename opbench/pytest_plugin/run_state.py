@@ -15,7 +15,7 @@ import pytest
 from opbench.cases.case_files import CaseInstance
 from opbench.config import RunConfig
 from opbench.pytest_plugin.options import PluginOptions
-from opbench.results.recorded_run import measure_everywhere, open_session
+from opbench.runloop.recorded_run import measure_everywhere, open_session
 from opbench.runner.machine_facts import FactsCache, obtain_machine_facts
 from opbench.runner.raw_records import instance_header
 from opbench.runner.session import Session

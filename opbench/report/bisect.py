@@ -1,10 +1,10 @@
-"""The lines `opbench bisect` prints (results/bisect.py BisectResult): what was probed,
+"""The lines `opbench bisect` prints (runloop/bisect.py BisectResult): what was probed,
 then each regression with where it got slower and the intervals that say so."""
 from __future__ import annotations
 
 from typing import Mapping
 
-from opbench.results.bisect import BisectResult, Estimate, Regression
+from opbench.runloop.bisect import BisectResult, Estimate, Regression
 
 __all__ = ["bisect_lines"]
 

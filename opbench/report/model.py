@@ -1,4 +1,4 @@
-"""Views of a `model` record (opbench/model/record.py ModelRecord): which APIs cost the model
+"""Views of a `model` record (opbench/model/impact/record.py ModelRecord): which APIs cost the model
 how much of its step time. Terminal (rich), Markdown and one offline HTML page with a bar
 chart of the time lost per API and the projected against the traced totals (inline SVG)."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import io
 from rich.console import Console
 from rich.text import Text
 
-from opbench.model.project import MODES_APART
-from opbench.model.record import LostRow, ModelRecord
+from opbench.model.impact.project import MODES_APART
+from opbench.model.impact.record import LostRow, ModelRecord
 from opbench.report.text import fmt_time
 
 __all__ = ["model_lines", "render_model_terminal", "render_model_markdown",

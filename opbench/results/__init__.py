@@ -1,6 +1,6 @@
 """Results records: the JSON file (versioned, schema-checked, written atomically) and its
-typed records, the recorded run (the one execute-and-record path every front door uses),
-merging shards, the run history database, reproducibility across runs.
+typed records, merging shards, the run history database, reproducibility across runs. No
+measuring: the run loop that fills a record is opbench/runloop/.
 
   history          The run history: every recorded run in one SQLite file, queried per operator
   io               The results file's version, its JSON Schema, the facts of the machine a record
@@ -10,10 +10,6 @@ merging shards, the run history database, reproducibility across runs.
                    the workers of `pytest -n N`
   records          The results file as typed, frozen records (RunRecord and its parts), the one
                    loader (load_results: read, migrate, schema-check) and the one writer
-  recorded_run     A run recorded: every instance measured through a session (this process or
-                   worker processes), judged, and kept in a results record that is rewritten
-                   atomically after every instance and every pass, so an interrupt or a crash
-                   keeps what was measured
   reproducibility  How well N independent runs of one selection agree: the check of a
                    measurement protocol
   safe_write       Results files that cannot be written must not cost the measurements

@@ -17,7 +17,7 @@ params, a measurement's calibration, unknown keys) is frozen too: mappings becom
 mappings, arrays tuples; to_dict gives plain dicts and lists again.
 
 The run builds its record as plain dicts while it measures (runner/, verdicts/conclusions.py,
-results/recorded_run.py; worker processes pickle dicts); every save goes through
+runloop/recorded_run.py; worker processes pickle dicts); every save goes through
 write_run_dict, which writes `RunRecord.from_dict(d).to_dict()`: what is written is what this
 model reads. Records compare equal when their keys, values and key order are.
 """
@@ -360,7 +360,7 @@ class PeakMemory(_Record):
 
 @dataclass(frozen=True, kw_only=True)
 class InstanceSequence(_Record):
-    """An instance's course under sequential stopping (results/sequential_run.py): the
+    """An instance's course under sequential stopping (runloop/sequential_run.py): the
     processes it was measured in, why it stopped (decided, cap, budget, failed; None while
     it is still measured: the file of a run in progress, or of one killed) and the
     confidence of the look that settled it."""

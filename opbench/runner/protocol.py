@@ -1,6 +1,6 @@
 """The one interface of the two ways of measuring: a Session in this process
 (session.py) and a pool of worker processes that each hold one (workers.py). Whoever
-drives a run (opbench/results/recorded_run.py, the pytest front door, the gate) takes a
+drives a run (opbench/runloop/recorded_run.py, the pytest front door, the gate) takes a
 MeasuringSession and never asks which kind it holds."""
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ compared, then timed.
 The Session wires the protocol's parts (inputs, check, measure, quiesce) to the framework
 adapters and records what happened: the check, the raw rounds, any error. It judges
 nothing: statistics and verdicts are opbench/verdicts/conclusions.py's, applied by whoever
-drives it (opbench/results/recorded_run.py). It never prints.
+drives it (opbench/runloop/recorded_run.py). It never prints.
 """
 from __future__ import annotations
 

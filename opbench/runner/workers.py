@@ -20,7 +20,7 @@ offset is inside the data and the statistics treat the process as the unit
 (stats.ratio_estimate with groups).
 
 The pool and runner.session.Session are the two MeasuringSessions (protocol.py), so
-results/recorded_run.py drives either unchanged. Worker
+runloop/recorded_run.py drives either unchanged. Worker
 1 makes pass 1 through the selection: it checks each instance's outputs, calibrates and
 takes the first share of its rounds. Then worker 1's further passes, then worker 2's, and so
 on: each checks again and adds its share at the same loop count. So an instance's shares

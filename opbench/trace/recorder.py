@@ -43,7 +43,7 @@ Clock = Callable[[], int]
 
 class CallObserver(Protocol):
     """Sees every recorded call that returned, with its arguments and result, right after it
-    finished and outside its timing (opbench/model/capture.py follows the data flow with
+    finished and outside its timing (opbench/model/capture/observer.py follows the data flow with
     it). Framework calls it makes are not recorded."""
 
     def on_call(self, index: int, site: CallSite, args: tuple, kwargs: dict,

@@ -70,7 +70,7 @@ class Tracer:
         self.frameworks = names
         self.max_events = max_events
         self.calibrate_overhead = calibrate_overhead
-        # sees each recorded call's arguments and result (opbench/model/capture.py)
+        # sees each recorded call's arguments and result (opbench/model/capture/observer.py)
         self.observer = observer
         self._recorder: Recorder | None = None
         self._interceptors: dict[str, Any] = {}

@@ -4,7 +4,7 @@ between-process prior applied once every process has measured.
 
 The runner records what happened (outputs checked, raw rounds, errors); this module judges
 it. Pure: records (dicts) in, the same records completed in place. Shared by every path
-that measures (opbench/results/recorded_run.py, the pytest front door, the gate's pooled
+that measures (opbench/runloop/recorded_run.py, the pytest front door, the gate's pooled
 baselines).
 """
 from __future__ import annotations
@@ -140,7 +140,7 @@ def run_between_process_prior(records: Sequence[dict[str, Any]], config: RunConf
                               ) -> BetweenProcessPrior | None:
     """The run's typical between-process spread from every measurement made in several
     processes so far (stats.run_spread_prior); None with too few. A sequential run asks
-    for it at every instance it judges (results/sequential_run.py), over every record so
+    for it at every instance it judges (runloop/sequential_run.py), over every record so
     far: each measurement's excess is remembered by its rounds (_excess_of), so only the
     measurements that gained rounds since the last call are computed again."""
     excesses = []

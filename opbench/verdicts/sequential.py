@@ -1,7 +1,7 @@
 """Sequential stopping on the verdict: the rule that says, after each process, whether an
 instance's evidence already decides PASS or SLOW, with the error rate held over the looks.
 
-A run under sequential stopping (results/sequential_run.py) measures every instance in one
+A run under sequential stopping (runloop/sequential_run.py) measures every instance in one
 worker process, looks, and measures only the undecided ones again in the next process, up
 to a cap of K processes. Looking after every process and stopping at the first interval
 wholly on one side of the threshold would raise the false verdict rate above the interval's
@@ -57,7 +57,7 @@ def look_confidences(looks: int, confidence: float = DEFAULT_CONFIDENCE,
     """Each planned look's confidence, the looks together spending 1 - confidence (the same
     union bound as look_confidence): equal shares when last_share is None, else the last
     look spends last_share of it and the earlier ones share the rest equally. A rule whose
-    last look must stay close to the fixed protocol's (the gate: gate/early_stop.py) keeps
+    last look must stay close to the fixed protocol's (the gate: runloop/gate_early_stop.py) keeps
     most of the error rate for it, so that only clear cases stop early."""
     if looks < 1:
         raise ValueError(f"looks must be >= 1, not {looks!r}")

@@ -115,7 +115,7 @@ def test_a_a_gate_passes(baseline):
     (inst,) = report["instances"]
     assert inst["id"] == INSTANCE and inst["verdict"] == "PASS"
     # the interval held the processes: 8 pooled baseline processes against this run's 4,
-    # or the processes after which the gate's early stop decided it (gate/early_stop.py)
+    # or the processes after which the gate's early stop decided it (runloop/gate_early_stop.py)
     ratio = inst["measurements"][0]["stage1"]["ratio"]
     (measured,) = current["instances"]
     course = measured.get("sequential")

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("mindspore")
 
-from opbench.model.record import model_schema  # noqa: E402
+from opbench.model.impact.record import model_schema  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ import pytest
 
 from opbench.cases.case_files import expand, load_cases
 from opbench.config import MeasureSettings, RunConfig
-from opbench.results.recorded_run import open_session, run
+from opbench.runloop.recorded_run import open_session, run
 from opbench.runner.core_use import CORES_TOLERANCE
 from opbench.runner.workers import WorkerError
 

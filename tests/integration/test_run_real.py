@@ -17,7 +17,7 @@ from opbench.config import MIN_ROUNDS, MeasureSettings, RunConfig
 from opbench.frameworks import FrameworkUnavailable
 from opbench.results.io import validate_record
 from opbench.results.records import load_results
-from opbench.results.recorded_run import run
+from opbench.runloop.recorded_run import run
 from opbench.runner.session import Session
 
 pytestmark = pytest.mark.integration

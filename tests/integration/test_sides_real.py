@@ -13,7 +13,7 @@ import pytest
 from opbench.cases.case_files import expand, load_cases
 from opbench.config import MeasureSettings, RunConfig
 from opbench.frameworks.mindspore_adapter import read_commit_id
-from opbench.results.recorded_run import run
+from opbench.runloop.recorded_run import run
 from opbench.runner.workers import SideWorkerPool
 
 pytestmark = pytest.mark.integration

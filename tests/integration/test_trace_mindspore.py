@@ -15,7 +15,7 @@ from mindspore import Tensor, mint, nn, ops  # noqa: E402
 from opbench.cases.case_files import expand, load_cases
 from opbench.config import RunConfig
 from opbench.frameworks import get_adapter
-from opbench.results.recorded_run import check_only, run
+from opbench.runloop.recorded_run import check_only, run
 from opbench.trace import trace
 from opbench.trace.events import SCOPE
 from opbench.trace.mindspore_intercept import FUNCTION_NAMESPACES

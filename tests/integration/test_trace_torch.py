@@ -16,7 +16,7 @@ from opbench.cases.case_files import expand, load_cases
 from opbench.cli.trace import trace_command
 from opbench.config import RunConfig
 from opbench.frameworks import get_adapter
-from opbench.results.recorded_run import check_only, run
+from opbench.runloop.recorded_run import check_only, run
 from opbench.trace import trace
 from opbench.trace.events import SCOPE
 

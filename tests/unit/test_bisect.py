@@ -1,9 +1,9 @@
-"""opbench bisect's search (results/bisect.py) on fake probes: 16 environments."""
+"""opbench bisect's search (runloop/bisect.py) on fake probes: 16 environments."""
 from __future__ import annotations
 
 import pytest
 
-from opbench.results.bisect import (
+from opbench.runloop.bisect import (
     BETWEEN,
     LIKE_FIRST,
     LIKE_LAST,

@@ -15,7 +15,7 @@ from opbench.cases.case_files import load_schema
 from opbench.cli.main import cli
 from opbench.results.io import results_schema
 from opbench.results.records import load_results, write_results
-from opbench.results.recorded_run import run
+from opbench.runloop.recorded_run import run
 
 SWEEP_CASE = """
   - name: add
@@ -206,7 +206,7 @@ def fake_frameworks(monkeypatch):
     target_options: dict = {}
     FakeSession = fake_session_class(target_options)
     # in-process runs (--processes 1) and worker processes (threads here) alike
-    monkeypatch.setattr("opbench.results.recorded_run.Session", FakeSession)
+    monkeypatch.setattr("opbench.runloop.recorded_run.Session", FakeSession)
     monkeypatch.setattr("opbench.runner.workers.spawn_worker", Spawner(FakeSession))
     return target_options
 

@@ -320,7 +320,7 @@ def process_gate_rates(seed: int, *, stage2_fresh: bool, baseline_processes: int
 
 
 def test_a_stage_2_in_the_same_process_shares_its_offset_and_false_alarms_follow():
-    """Why stage 2 runs in a fresh process (gate/fresh_stage.py): with one baseline process,
+    """Why stage 2 runs in a fresh process (runloop/gate_fresh_stage.py): with one baseline process,
     a same-process stage 2 confirms most of stage 1's false alarms (2.7% of gates at this
     seed); a fresh one needs a second unlucky process (0.6%)."""
     same = process_gate_rates(110, stage2_fresh=False)

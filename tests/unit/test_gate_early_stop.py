@@ -1,4 +1,4 @@
-"""The gate's early stop (gate/early_stop.py): a stage stops measuring an instance at the end
+"""The gate's early stop (runloop/gate_early_stop.py): a stage stops measuring an instance at the end
 of the worker process after which the gate's own rules decide it, with the error rate
 spent over the planned looks (verdicts/sequential.look_confidences).
 
@@ -21,7 +21,7 @@ from test_gate_processes import pooled, simulated_run
 from worker_fakes import Spawner
 
 from opbench.gate.decision import GateVerdict, RunSamples, decide, path_priors, staged
-from opbench.gate.early_stop import (
+from opbench.runloop.gate_early_stop import (
     KIND_EARLY_STOP,
     LAST_LOOK_SHARE,
     confidences,
@@ -30,9 +30,9 @@ from opbench.gate.early_stop import (
     stops_early,
 )
 from opbench.gate.evaluate import GateSettings, evaluate
-from opbench.gate.run_gate import GateHooks, GateRequest, run_gate
+from opbench.runloop.gate_run import GateHooks, GateRequest, run_gate
 from opbench.gate.serialize import result_as_dict
-from opbench.results.recorded_run import run
+from opbench.runloop.recorded_run import run
 from opbench.runner.workers import WorkerPool
 from opbench.verdicts.rules import DEFAULT_MIN_EFFECT
 from opbench.verdicts.sequential import look_confidences

@@ -1,4 +1,4 @@
-"""The gate's second stage in fresh worker processes (opbench/gate/fresh_stage.py) on fake
+"""The gate's second stage in fresh worker processes (opbench/runloop/gate_fresh_stage.py) on fake
 workers: only the ids asked for, every process and pass, a fresh pool each time, and the
 errors a parent must turn into a fallback. One test starts a real worker process."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from runner_fakes import binary_case, case_file, fake_config, fake_session_class, load_instances
 from worker_fakes import Spawner
 
-from opbench.gate.fresh_stage import FreshStageError, remeasure_in_fresh_processes
+from opbench.runloop.gate_fresh_stage import FreshStageError, remeasure_in_fresh_processes
 from opbench.runner.workers import WorkerError, WorkerPool, spawn_worker
 
 FakeOpeningSession = fake_session_class()

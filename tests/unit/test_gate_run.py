@@ -1,4 +1,4 @@
-"""A whole gate as one library call (gate/run_gate.py), on fake frameworks in this process
+"""A whole gate as one library call (runloop/gate_run.py), on fake frameworks in this process
 and without click: the options completed from the baseline, the set-up checks before
 anything is measured, stage 1 through the front door's run path, stage 2 in this process
 when fresh processes fail, and the history recorded after the verdict."""
@@ -9,10 +9,10 @@ from runner_fakes import binary_case, case_file, fake_config, fake_session, load
 
 from opbench.gate.baseline import KIND_STAGE2
 from opbench.gate.evaluate import GateSettings
-from opbench.gate.fresh_stage import FreshStageError
-from opbench.gate.run_gate import GateHooks, GateRequest, GateSetupError, gate_config, run_gate
+from opbench.runloop.gate_fresh_stage import FreshStageError
+from opbench.runloop.gate_run import GateHooks, GateRequest, GateSetupError, gate_config, run_gate
 from opbench.results.history import HistoryStore
-from opbench.results.recorded_run import run
+from opbench.runloop.recorded_run import run
 from opbench.results.records import RecordedConfig
 from opbench.runner.injection import INJECT_ENV
 from opbench.verdicts.rules import EXIT_OK, EXIT_SLOW
@@ -99,9 +99,9 @@ def test_when_fresh_processes_fail_stage_2_runs_here_and_says_so(baseline, insta
     def no_processes(*args, **kwargs):
         raise FreshStageError("cannot start worker process 1")
 
-    monkeypatch.setattr("opbench.gate.run_gate.remeasure_in_fresh_processes", no_processes)
+    monkeypatch.setattr("opbench.runloop.gate_run.remeasure_in_fresh_processes", no_processes)
     opened = []
-    monkeypatch.setattr("opbench.gate.run_gate.open_session",
+    monkeypatch.setattr("opbench.runloop.gate_run.open_session",
                         lambda config, injection=None: opened.append(config) or fake_session(
                             config, cost_s=2e-4))
     door = FrontDoor(cost_s=2e-4)     # the target now does twice the work

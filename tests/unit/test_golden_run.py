@@ -18,12 +18,12 @@ from runner_fakes import (FAST_SETTINGS, FakeClock, binary_case, case_file, fake
 from worker_fakes import Spawner
 
 import opbench.results.io as results_io
-import opbench.results.recorded_run as recorded_run
+import opbench.runloop.recorded_run as recorded_run
 import opbench.runner.session as session_mod
 import opbench.runner.side_server as side_server
 from opbench.config import RunConfig
 from opbench.report.markdown import render_markdown
-from opbench.results.recorded_run import run
+from opbench.runloop.recorded_run import run
 from opbench.runner.workers import SideWorkerPool, WorkerPool
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"

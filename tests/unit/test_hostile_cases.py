@@ -186,7 +186,7 @@ def fake_frameworks(monkeypatch):
     from worker_fakes import Spawner
 
     FakeSession = fake_session_class({})
-    monkeypatch.setattr("opbench.results.recorded_run.Session", FakeSession)
+    monkeypatch.setattr("opbench.runloop.recorded_run.Session", FakeSession)
     monkeypatch.setattr("opbench.runner.workers.spawn_worker", Spawner(FakeSession))
 
 

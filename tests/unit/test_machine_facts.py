@@ -16,7 +16,7 @@ import opbench.runner.session as session_mod
 from opbench.config import Sequential
 from opbench.config.options import OPTIONS, RunOptions
 from opbench.report.text import header_text, run_notes
-from opbench.results.recorded_run import run
+from opbench.runloop.recorded_run import run
 from opbench.runner.machine_facts import (
     CACHE_DIR_ENV,
     CACHED,

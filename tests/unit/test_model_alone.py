@@ -1,4 +1,4 @@
-"""Calls measured alone through the replay (opbench/model/alone_replay.py): each call of a
+"""Calls measured alone through the replay (opbench/model/impact/alone_programs.py): each call of a
 step taken out with its own external tensors, and the ratio and verdict from per-call
 medians. Framework-free: replay processes are stood in for."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 
 from test_model_steady import ProgramBuilder
 
-from opbench.model import alone_replay
+from opbench.model.impact import alone_programs as alone_replay
 from opbench.model.program import Ext, Ref
-from opbench.model.replay import CallStatus
+from opbench.model.replay.executor import CallStatus
 from opbench.model.steady import find_region, step_program
 
 
@@ -78,7 +78,7 @@ def test_a_call_that_did_not_run_alone_says_so(monkeypatch, tmp_path):
 def test_the_apis_that_lose_most_are_measured_alone_first():
     from types import SimpleNamespace as Row
 
-    from opbench.model.isolated import measuring_order
+    from opbench.model.impact.alone_cases import measuring_order
 
     rows = [Row(api="linear", mapped_api="m.linear", lost_s=5.0, traced_s=9.0),
             Row(api="linear", mapped_api="m.linear", lost_s=1.0, traced_s=8.0),

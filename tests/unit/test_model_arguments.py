@@ -14,7 +14,7 @@ import pytest
 
 from opbench.frameworks.apimap import load_mapping
 from opbench.model.program import Call, Ext, Lit
-from opbench.model.routes import Route, Unmapped, route_for
+from opbench.model.replay.routes import Route, Unmapped, route_for
 from opbench.trace.recorder import without_defaults as as_written
 
 SIGNATURES = json.loads((Path(__file__).parent / "fixtures" / "api_signatures.json")

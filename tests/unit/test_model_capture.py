@@ -1,8 +1,8 @@
-"""The capture observer (opbench/model/capture.py) fed by hand, as the tracer feeds it, with
+"""The capture observer (opbench/model/capture/observer.py) fed by hand, as the tracer feeds it, with
 a FAKE `torch` module in sys.modules (a Tensor class, an nn.Parameter subclass, a dtype
 class; never the real torch): where each tensor argument came from, which tensors are
 externals and what they record, tensors forgotten when the script drops them, layers
-lowered to functions (opbench/model/lowering.py), what makes a call unreplayable, the call
+lowered to functions (opbench/model/capture/lowering.py), what makes a call unreplayable, the call
 cap, markers and the tracer's durations."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from opbench.model import markers
-from opbench.model.capture import Capture
+from opbench.model.capture.observer import Capture
 from opbench.model.program import Dtype, Ext, Lit, Marker, Opaque, Ref, Seq, SliceOf
 from opbench.trace.events import (FUNCTION, MODULE, PRIMITIVE, SCOPE, TENSOR_METHOD,
                                   CallEvent, CallSite)
@@ -598,7 +598,7 @@ def test_a_tuple_result_with_an_unreplayable_dtype_is_not_covered(torch):
 
 def test_the_replayable_dtypes_are_the_ones_the_frameworks_carry():
     from opbench.frameworks.dtypes import NUMPY_CARRIERS
-    from opbench.model.capture import REPLAYABLE_DTYPES
+    from opbench.model.capture.observer import REPLAYABLE_DTYPES
     assert set(REPLAYABLE_DTYPES) == set(NUMPY_CARRIERS)
 
 
@@ -654,7 +654,7 @@ def test_after_the_end_every_call_and_mark_ends_it_again(torch):
 def test_without_marks_the_repeated_calls_end_the_capture(torch, monkeypatch):
     """A set-up, then the same two-call step for ever: the capture ends once the last calls
     repeat (checked every TAIL_CHECK_EVERY calls over at least TAIL_MIN_WINDOW)."""
-    from opbench.model import capture as capture_module
+    from opbench.model.capture import observer as capture_module
     from opbench.model import steady
     monkeypatch.setattr(capture_module, "TAIL_CHECK_EVERY", 8)
     monkeypatch.setattr(capture_module, "repeated_tail",

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from opbench.cli.main import cli
-from opbench.model.record import MODEL_FORMAT, model_schema
-from opbench.model.record import ModelRecord
+from opbench.model.impact.record import MODEL_FORMAT, model_schema
+from opbench.model.impact.record import ModelRecord
 from opbench.report.model import (model_lines, render_model_html, render_model_markdown,
                                   render_model_terminal)
 

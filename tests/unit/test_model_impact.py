@@ -15,14 +15,14 @@ import pytest
 from runner_fakes import FakeAdapter, FakeClock
 
 import opbench.frameworks
-import opbench.model.impact as impact_module
-import opbench.model.replay as replay_module
-from opbench.model.impact import ModelError, ModelOptions, measure_program
-from opbench.model.processes import Interpreter
+import opbench.model.impact.pipeline as impact_module
+import opbench.model.replay.executor as replay_module
+from opbench.model.impact.pipeline import ModelError, ModelOptions, measure_program
+from opbench.model.impact.processes import Interpreter
 from opbench.model.program import Call, Ext, ExternalTensor, Lit, Program, Ref, Seq
-from opbench.model.record import ModelRecord, impact_json, model_schema
-from opbench.model.replay import CallStatus
-from opbench.model.replay_main import serve_request
+from opbench.model.impact.record import ModelRecord, impact_json, model_schema
+from opbench.model.replay.executor import CallStatus
+from opbench.model.replay.main import serve_request
 from opbench.report.model import render_model_html, render_model_markdown
 
 HIDDEN = ("tensor", (4, 8), "float32")

@@ -1,4 +1,4 @@
-"""MindSpore layers as the function or primitive call they perform (opbench/model/lowering.py),
+"""MindSpore layers as the function or primitive call they perform (opbench/model/capture/lowering.py),
 read from the layer's own attributes, so a MindSpore script replays in torch. The layers are
 stand-ins with MindSpore's attribute names (checked against MindSpore 2.10's classes)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from opbench.model.lowering import Lowered, lower, primitive_init
+from opbench.model.capture.lowering import Lowered, lower, primitive_init
 
 X = object()          # the layer's input tensor (passed through untouched)
 

@@ -1,6 +1,6 @@
 """A MindSpore training step's own parts, framework-free: the value_and_grad wrapper the
-capture installs (opbench/model/ms_backward.py) on a FAKE `mindspore` module, and the routes
-of the backward and the optimizer Cell (opbench/model/training_routes.py) on fake tensors and
+capture installs (opbench/model/capture/ms_backward.py) on a FAKE `mindspore` module, and the routes
+of the backward and the optimizer Cell (opbench/model/replay/training_routes.py) on fake tensors and
 optimizers."""
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import types
 
 import pytest
 
-from opbench.model.ms_backward import MindSporeBackward
+from opbench.model.capture.ms_backward import MindSporeBackward
 from opbench.model.program import Call, Ref, Seq
-from opbench.model.route import Route, Unmapped
-from opbench.model.training_routes import optimizer_route, torch_backward
+from opbench.model.replay.route import Route, Unmapped
+from opbench.model.replay.training_routes import optimizer_route, torch_backward
 
 
 class Recorder:

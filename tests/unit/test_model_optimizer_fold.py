@@ -1,10 +1,10 @@
 """torch SGD's and Adam's per-weight updates found in a step so the other framework
-replays it as one fused kernel (opbench/model/optimizer_fold.py); nothing else folds."""
+replays it as one fused kernel (opbench/model/replay/optimizer_fold.py); nothing else folds."""
 from __future__ import annotations
 
 from dataclasses import replace
 
-from opbench.model.optimizer_fold import adam_folds, adam_update_tolerances, sgd_momentum_folds
+from opbench.model.replay.optimizer_fold import adam_folds, adam_update_tolerances, sgd_momentum_folds
 from opbench.model.program import Call, Ext, Lit, Ref
 
 GRAD, PARAM, BUF = Ext(1), Ext(2), Ext(3)

@@ -1,4 +1,4 @@
-"""From replay timings to what a model loses (opbench/model/project.py): times with the
+"""From replay timings to what a model loses (opbench/model/impact/project.py): times with the
 process as the unit (one process: min..max, flagged; several: per call the median process
 with an order-statistic interval, per step the mean of the process means with a t interval,
 both coverages checked by simulation), in-context call times scaled to the step, lost time per
@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from opbench.model.project import (CallTimes, FrameworkTiming, api_rows, call_times,
+from opbench.model.impact.project import (CallTimes, FrameworkTiming, api_rows, call_times,
                                    estimate_time, processes_split, signature_rows, step_ratio,
                                    step_time)
 

@@ -1,9 +1,9 @@
-"""Replaying one step (opbench/model/replay.py) with numpy fake adapters (runner_fakes.py:
+"""Replaying one step (opbench/model/replay/executor.py) with numpy fake adapters (runner_fakes.py:
 names resolve to numpy functions, each call advances a fake clock by its cost): external
 tensors are the same everywhere, the probe keeps the first route that runs, what cannot run
 is stood in for so the rest still runs, skipped calls and aliases, the timing passes'
 counts and sums, and the output fingerprints the frameworks are compared by
-(opbench/model/impact.py _compare)."""
+(opbench/model/impact/pipeline.py _compare)."""
 from __future__ import annotations
 
 import sys
@@ -15,10 +15,10 @@ import pytest
 from runner_fakes import FakeAdapter, FakeClock
 
 from opbench.frameworks.apimap import ApiMapping, MappingEntry
-from opbench.model.impact import _compare
+from opbench.model.impact.pipeline import _compare
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf)
-from opbench.model.replay import (FINGERPRINT_POINTS, Replayer, clearing_grads,
+from opbench.model.replay.executor import (FINGERPRINT_POINTS, Replayer, clearing_grads,
                                   external_array, fingerprint, stand_in_arrays,
                                   stand_in_function)
 from opbench.model.steady import StepProgram

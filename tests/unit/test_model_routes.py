@@ -1,4 +1,4 @@
-"""How a captured call replays in each framework (opbench/model/routes.py): the call itself
+"""How a captured call replays in each framework (opbench/model/replay/routes.py): the call itself
 in the framework it was traced in; in MindSpore, the explicit rules for the calls models
 are made of (arguments rewritten, primitives built, attention composed) and otherwise the
 API mapping with its alternatives as fallbacks; what cannot be replayed says why.
@@ -16,7 +16,7 @@ import pytest
 
 from opbench.frameworks.apimap import ApiMapping, MappingEntry, load_mapping
 from opbench.model.program import Call, Dtype, Ext, Lit, Ref, Seq
-from opbench.model.routes import Route, Unmapped, route_for
+from opbench.model.replay.routes import Route, Unmapped, route_for
 
 X, W, B, IDS = Ref(0), Ext(1), Ext(2), Ext(3)
 
@@ -612,7 +612,7 @@ def test_a_keyword_mindspore_lacks_is_refused_naming_it_and_others_pass():
 
 
 def test_a_note_that_is_not_a_signature_clause_keeps_keywords_out():
-    from opbench.model.routes import keyword_rule
+    from opbench.model.replay.routes import keyword_rule
     assert not keyword_rule("the method's argument is `axis`").understood
     rule = keyword_rule("MindSpore lacks torch argument(s): inplace; no CPU kernel in "
                         "MindSpore 2.10; CPU route: mindspore.ops.relu")
@@ -695,7 +695,7 @@ def test_foreach_with_alpha_is_not_replayed():
 def test_rmsprop_and_adagrads_addc_updates_are_composed_in_mindspore(monkeypatch, api, combine,
                                                                      expected):
     """No mapping for addcmul_ / addcdiv_: x + value * t1 (*|/) t2, written back."""
-    import opbench.model.training_routes as training_routes
+    import opbench.model.replay.training_routes as training_routes
     monkeypatch.setattr(training_routes, "write_back", lambda receiver, result: result)
     call = _call(api, (Ext(1), Ref(2), Ref(3)), kwargs=(("value", Lit(0.5)),))
     route = route_for(call, "mindspore", SMALL_MAPPING)

@@ -1,11 +1,11 @@
-"""Which external tensors a training step trains (opbench/model/trainable.py): weights held as
+"""Which external tensors a training step trains (opbench/model/replay/trainable.py): weights held as
 plain leaf tensors and updated by hand are found by what the step does to them (written in
 place with grad mode off, read by the loss), or by `torch.autograd.grad` naming them; the
 script's data and an optimizer's buffers are not trained."""
 from __future__ import annotations
 
 from opbench.model.program import Call, Ext, Lit, Ref, Seq
-from opbench.model.trainable import is_in_place, loss_calls, trainable_externals
+from opbench.model.replay.trainable import is_in_place, loss_calls, trainable_externals
 
 IMAGES, WEIGHT, BIAS, GRAD_W, BUFFER = 0, 1, 2, 3, 4
 FLOATS = {IMAGES, WEIGHT, BIAS, GRAD_W, BUFFER}
@@ -79,7 +79,7 @@ def test_in_place_calls_are_trailing_underscore_methods_and_augmented_assignment
 
 
 def test_the_calls_a_loss_depends_on_are_those_of_every_backward_and_autograd_grad():
-    from opbench.model.trainable import loss_dependencies
+    from opbench.model.replay.trainable import loss_dependencies
     calls = _hand_written_sgd_step()
     assert loss_dependencies(calls) == {0, 1}
     assert loss_dependencies([c for c in calls if not c.backward]) == set()

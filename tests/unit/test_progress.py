@@ -136,7 +136,7 @@ def test_cli_run_says_what_start_up_does(monkeypatch, tmp_path):
 
     from opbench.cli.main import cli
 
-    monkeypatch.setattr("opbench.results.recorded_run.Session", fake_session_class({}))
+    monkeypatch.setattr("opbench.runloop.recorded_run.Session", fake_session_class({}))
     path = case_file(tmp_path, binary_case("add"))
     result = CliRunner().invoke(cli, ["run", str(path), "--rounds", "6", "--min-sample-time",
                                       "0.002", "--processes", "1",

@@ -14,7 +14,7 @@ from opbench.report.markdown import render_markdown
 from opbench.report.terminal import render_terminal
 from opbench.report.text import fmt_time, summary_line
 from opbench.results.records import load_results, write_results
-from opbench.results.recorded_run import run
+from opbench.runloop.recorded_run import run
 from opbench.verdicts.explain import explain_measurement, explain_modes
 
 UNARY = """

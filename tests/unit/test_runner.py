@@ -11,7 +11,7 @@ from runner_fakes import binary_case, case_file, fake_config, fake_session, load
 from opbench.config import RunConfig
 from opbench.results.io import validate_record
 from opbench.results.records import load_results
-from opbench.results.recorded_run import check_only, run
+from opbench.runloop.recorded_run import check_only, run
 from opbench.runner.raw_records import instance_header
 from opbench.runner.session import ApiError
 

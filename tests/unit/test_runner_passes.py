@@ -22,7 +22,7 @@ from opbench.config import MeasureSettings, RunConfig
 from opbench.report.text import header_text, notes_lines
 from opbench.results.io import validate_record
 from opbench.results.records import RunRecord
-from opbench.results.recorded_run import run
+from opbench.runloop.recorded_run import run
 from opbench.runner import session as runner
 from opbench.runner.measure import Side, more_rounds
 from opbench.runner.session import Session

@@ -16,9 +16,9 @@ from opbench.config import Sequential
 from opbench.config.options import OptionError, RunOptions, parse_duration
 from opbench.report.text import run_notes
 from opbench.results.io import validate_record
-from opbench.results.recorded_run import run
+from opbench.runloop.recorded_run import run
 from opbench.results.records import load_results
-from opbench.results.sequential_run import run_sequential, settled
+from opbench.runloop.sequential_run import run_sequential, settled
 from opbench.runner.workers import WorkerPool
 from opbench.verdicts.rules import Verdict, ratio_verdict
 from opbench.verdicts.sequential import PLANNING_SD, look_confidence, look_for

@@ -101,7 +101,7 @@ def test_the_selection_digest_changes_with_the_cases(tmp_path):
 @pytest.fixture
 def fake_frameworks(monkeypatch):
     FakeSession = fake_session_class({})
-    monkeypatch.setattr("opbench.results.recorded_run.Session", FakeSession)
+    monkeypatch.setattr("opbench.runloop.recorded_run.Session", FakeSession)
     monkeypatch.setattr("opbench.runner.workers.spawn_worker", Spawner(FakeSession))
 
 

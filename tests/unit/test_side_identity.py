@@ -24,7 +24,7 @@ from opbench.report.terminal import render_terminal
 from opbench.report.text import header_text
 from opbench.results.io import validate_record
 from opbench.results.records import load_results, write_results
-from opbench.results.recorded_run import run
+from opbench.runloop.recorded_run import run
 from opbench.runner.workers import SideWorkerPool
 
 # The .commit_id files of the MindSpore wheels on PyPI (2.8.0, 2.9.0, 2.10.0), verbatim.

@@ -16,7 +16,7 @@ from opbench.config import OPBENCH_VERSION
 from opbench.config.options import OptionError, RunOptions
 from opbench.runner.measure import WarmUp
 from opbench.config.sides import SideSpec, SideSpecError, load_environments, parse_side
-from opbench.results.recorded_run import run
+from opbench.runloop.recorded_run import run
 from opbench.runner.interpreters import InterpreterError, check_interpreter
 from opbench.runner.ipc import wire_fingerprint
 from opbench.runner.workers import SideWorkerPool

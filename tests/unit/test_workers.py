@@ -13,7 +13,7 @@ from worker_fakes import Spawner
 
 from opbench.report.text import problem_lines
 from opbench.results.io import validate_record
-from opbench.results.recorded_run import run
+from opbench.runloop.recorded_run import run
 from opbench.runner import ipc
 from opbench.runner.exits import describe_exit
 from opbench.runner.workers import WorkerError, WorkerPool

@@ -4,7 +4,7 @@ measured through the front door's run path, the evaluation, stage 2 for what did
 (in fresh processes, or in this one when they fail), and the run recorded in the history.
 
 No printing and no click: the front door hands in its stage-1 run path (which opens the
-session and runs through results/recorded_run.py with its own progress and error display)
+session and runs through runloop/recorded_run.py with its own progress and error display)
 and its progress callbacks (GateHooks), and shows the GateRun it gets back. A set-up problem
 is a GateSetupError whose message is fit for the user.
 """
@@ -23,14 +23,14 @@ from opbench.gate.baseline import (
     match_instances,
     select_records,
 )
-from opbench.gate.early_stop import early_stop_note, stage1_stop, stage2_stop, stops_early
+from opbench.runloop.gate_early_stop import early_stop_note, stage1_stop, stage2_stop, stops_early
 from opbench.gate.evaluate import GateResult, GateSettings, evaluate
-from opbench.gate.fresh_stage import FreshStageError, remeasure_in_fresh_processes
+from opbench.runloop.gate_fresh_stage import FreshStageError, remeasure_in_fresh_processes
 from opbench.gate.settings import GATE_RUN_SETTINGS
 from opbench.results.history import HistoryError, HistoryStore
 from opbench.results.records import InstanceRecord, RecordedConfig, RunRecord
-from opbench.results.sequential_run import EarlyStop
-from opbench.results.recorded_run import InstanceCallback, PassCallback, open_session, run_passes
+from opbench.runloop.sequential_run import EarlyStop
+from opbench.runloop.recorded_run import InstanceCallback, PassCallback, open_session, run_passes
 from opbench.runner.injection import Injection, injection_from_env
 from opbench.runner.raw_records import instance_header
 from opbench.verdicts.stats import DEFAULT_CONFIDENCE
@@ -136,7 +136,7 @@ def run_gate(request: GateRequest, hooks: GateHooks) -> GateRun:
         _check_history(request.history_db)     # before measuring: a bad database costs no run
     _check_baseline_covers(request, config)
 
-    # instances stop once the gate's rules decide them (gate/early_stop.py), each look's
+    # instances stop once the gate's rules decide them (runloop/gate_early_stop.py), each look's
     # intervals at its share of the error rate, the final evaluation's too
     early = (stage1_stop(request.baseline, config, request.settings)
              if stops_early(request.options, request.settings, config) else None)
@@ -174,7 +174,7 @@ def run_gate(request: GateRequest, hooks: GateHooks) -> GateRun:
 def _remeasure(instances: Sequence[CaseInstance], ids: Sequence[str], config: RunConfig,
                injection: Injection | None, hooks: GateHooks, early_stop: EarlyStop | None
                ) -> tuple[dict[str, InstanceRecord], tuple[HygieneNote, ...]]:
-    """Stage 2 in fresh worker processes (gate/fresh_stage.py says why), each instance until
+    """Stage 2 in fresh worker processes (runloop/gate_fresh_stage.py says why), each instance until
     early_stop's rule decides it, or, when they fail, in this process (one process: no
     look before its end), with a note saying so: (records by id, extra notes)."""
     try:

@@ -90,7 +90,7 @@ def run_capture(interpreter: Interpreter, words: Sequence[str], out: Path,
     status (the program file is written whatever it was, unless the capture itself died).
     `steps`: steady steps recorded before the capture ends the script (None: no limit), or
     with `run_on` lets it run on untraced."""
-    command = [interpreter.path, "-m", "opbench.model.capture_main", "--out", str(out),
+    command = [interpreter.path, "-m", "opbench.model.capture.main", "--out", str(out),
                "--max-calls", str(max_calls), "--steps", str(steps or 0),
                *(["--run-on"] if run_on else []), "--", *words]
     try:
@@ -108,7 +108,7 @@ def run_replay(interpreter: Interpreter, request: dict[str, Any], workdir: Path)
     with open(request_path, "wb") as f:
         pickle.dump(request, f)
     try:
-        done = subprocess.run([interpreter.path, "-m", "opbench.model.replay_main",
+        done = subprocess.run([interpreter.path, "-m", "opbench.model.replay.main",
                                request_path, result_path], env=_env(), capture_output=True,
                               text=True, timeout=PROCESS_TIMEOUT_S)
     except subprocess.TimeoutExpired:

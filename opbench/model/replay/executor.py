@@ -32,10 +32,10 @@ from opbench.config.vocabulary import FLOAT_DTYPES
 from opbench.frameworks.apimap import ApiMapping
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf, exts_in, refs_in)
-from opbench.model.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
-from opbench.model.trainable import (AUTOGRAD_GRAD, loss_calls, loss_dependencies,
+from opbench.model.replay.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
+from opbench.model.replay.trainable import (AUTOGRAD_GRAD, loss_calls, loss_dependencies,
                                      trainable_externals)
-from opbench.model.routes import (Route, Unmapped, fused_adam_route, fused_momentum_route,
+from opbench.model.replay.routes import (Route, Unmapped, fused_adam_route, fused_momentum_route,
                                   route_for)
 from opbench.model.steady import StepProgram
 

@@ -22,11 +22,11 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
-from opbench.model.optimizer_fold import AdamFold, MomentumFold
+from opbench.model.replay.optimizer_fold import AdamFold, MomentumFold
 from opbench.model.program import Call, Dtype, Lit, Seq
-from opbench.model.route import Maker, Route, Unmapped
-from opbench.model.trainable import is_in_place
-from opbench.model.training_routes import (OPTIMIZER_APIS, TRAINING_TORCH_TO_MINDSPORE,
+from opbench.model.replay.route import Maker, Route, Unmapped
+from opbench.model.replay.trainable import is_in_place
+from opbench.model.replay.training_routes import (OPTIMIZER_APIS, TRAINING_TORCH_TO_MINDSPORE,
                                            optimizer_route, torch_backward, write_back)
 
 __all__ = ["Route", "Unmapped", "route_for", "fused_momentum_route", "fused_adam_route",

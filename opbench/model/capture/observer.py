@@ -17,8 +17,8 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from opbench.config.vocabulary import CASE_DTYPES, INTEGER_DTYPES
-from opbench.model.lowering import Lowered, lower, primitive_init
-from opbench.model.ms_backward import BACKWARD_API
+from opbench.model.capture.lowering import Lowered, lower, primitive_init
+from opbench.model.capture.ms_backward import BACKWARD_API
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Marker, Opaque,
                                    Ref, Seq, SliceOf, output_at, walk_args)
 from opbench.model.steady import call_key, repeated_tail

@@ -33,11 +33,11 @@ from opbench.config.vocabulary import INTEGER_DTYPES
 from opbench.cases.case_files import expand, load_cases
 from opbench.config import DEFAULT_PROCESSES, RunConfig
 from opbench.frameworks.apimap import load_mapping
-from opbench.model.alone_replay import replay_alone
-from opbench.model.processes import Interpreter
+from opbench.model.impact.alone_programs import replay_alone
+from opbench.model.impact.processes import Interpreter
 from opbench.model.program import Dtype, Ext, Lit, Opaque, Ref, Seq, SliceOf, output_at
-from opbench.model.routes import Route, Unmapped, case_spelling, route_for
-from opbench.results.recorded_run import run
+from opbench.model.replay.routes import Route, Unmapped, case_spelling, route_for
+from opbench.runloop.recorded_run import run
 from opbench.results.records import RunRecord
 
 __all__ = ["IsolatedRow", "measure_isolated", "case_for", "cause_of", "target_floor_s",

@@ -13,10 +13,10 @@ from pathlib import Path
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Mapping
 
-from opbench.model.project import modes_apart
+from opbench.model.impact.project import modes_apart
 
 if TYPE_CHECKING:      # the record reads the impact; nothing here runs it
-    from opbench.model.impact import ModelImpact
+    from opbench.model.impact.pipeline import ModelImpact
 
 __all__ = ["MODEL_FORMAT", "impact_json", "model_schema", "ModelRecord", "LostRow",
            "Projection", "ModelRecordError", "is_model_file", "load_model_record"]

@@ -39,7 +39,7 @@ from opbench.gate.decision import GateVerdict
 from opbench.gate.evaluate import GateSettings, InstanceResult, evaluate
 from opbench.results.io import new_record
 from opbench.results.records import InstanceRecord, RunRecord
-from opbench.results.sequential_run import EarlyStop
+from opbench.runloop.sequential_run import EarlyStop
 from opbench.verdicts.sequential import look_confidences
 
 __all__ = ["KIND_EARLY_STOP", "LAST_LOOK_SHARE", "confidences", "early_stop_note",

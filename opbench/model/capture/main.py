@@ -1,4 +1,4 @@
-"""The capture process: `python -m opbench.model.capture_main --out FILE -- script.py ARGS`,
+"""The capture process: `python -m opbench.model.capture.main --out FILE -- script.py ARGS`,
 started by `opbench model` in the interpreter its command names, so the script runs where
 its user runs it (that interpreter's packages, threads and launch mode).
 
@@ -17,8 +17,8 @@ import traceback
 from typing import Any
 
 from opbench.model import markers
-from opbench.model.capture import DEFAULT_MAX_CALLS, Capture
-from opbench.model.ms_backward import MindSporeBackward
+from opbench.model.capture.observer import DEFAULT_MAX_CALLS, Capture
+from opbench.model.capture.ms_backward import MindSporeBackward
 from opbench.model.program import Program
 from opbench.model.steady import DEFAULT_CAPTURE_STEPS
 from opbench.trace.events import SERIAL
@@ -193,7 +193,7 @@ def write_program(program: Program, path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m opbench.model.capture_main")
+    parser = argparse.ArgumentParser(prog="python -m opbench.model.capture.main")
     parser.add_argument("--out", required=True)
     parser.add_argument("--max-calls", type=int, default=DEFAULT_MAX_CALLS)
     parser.add_argument("--steps", type=int, default=DEFAULT_CAPTURE_STEPS,

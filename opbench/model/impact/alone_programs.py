@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from opbench.config import DEFAULT_THRESHOLD
-from opbench.model.processes import Interpreter, run_replay
+from opbench.model.impact.processes import Interpreter, run_replay
 from opbench.model.program import Ext, Ref, map_refs
-from opbench.model.project import estimate_time
+from opbench.model.impact.project import estimate_time
 from opbench.model.steady import StepProgram, external_from_output
 
 __all__ = ["lone_calls", "replay_alone"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from opbench.model.program import Call, Lit
-from opbench.model.route import Route, Unmapped
+from opbench.model.replay.route import Route, Unmapped
 
 __all__ = ["OPTIMIZER_APIS", "TRAINING_TORCH_TO_MINDSPORE", "optimizer_route",
            "torch_backward", "write_back"]

@@ -37,7 +37,7 @@ def remeasure_in_fresh_processes(instances: Sequence[CaseInstance], ids: Sequenc
     instance stops at the end of the process after which its rule decides it. Raises
     FreshStageError when an id is not among the instances or the workers cannot be
     started."""
-    from opbench.results.recorded_run import run_passes
+    from opbench.runloop.recorded_run import run_passes
     from opbench.runner.workers import WorkerError, worker_pool
     from opbench.verdicts.conclusions import apply_between_process_prior
 

@@ -45,7 +45,7 @@ class EarlyStop:
     """Early stopping inside a fixed protocol's passes (recorded_run.run_passes): at the end
     of each worker process but the last, `settled(processes, records)` names the instances
     (by id) whose verdict a rule above this layer already decides (the gate's evidence
-    rules: gate/early_stop.py), and they are measured no more. `confidences`: each planned
+    rules: runloop/gate_early_stop.py), and they are measured no more. `confidences`: each planned
     look's spent confidence (verdicts/sequential.look_confidences), one per process, the
     one a stopped instance was judged at recorded with it."""
 

@@ -1,4 +1,4 @@
-"""A replay process: `python -m opbench.model.replay_main REQUEST RESULT` (pickle files).
+"""A replay process: `python -m opbench.model.replay.main REQUEST RESULT` (pickle files).
 
 It imports one framework only, sets it up as asked (device, threads, launch mode), replays
 the step (replay.py) and writes what it found: in a probe, each call's status and output
@@ -21,7 +21,7 @@ PROBE, TIME = "probe", "time"
 def serve_request(request: dict[str, Any]) -> dict[str, Any]:
     from opbench.frameworks import get_adapter
     from opbench.frameworks.apimap import load_mapping
-    from opbench.model.replay import Replayer
+    from opbench.model.replay.executor import Replayer
 
     framework = request["framework"]
     cpus = request.get("cpus")

@@ -20,16 +20,16 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from opbench.config.vocabulary import FRAMEWORKS
-from opbench.model.capture import DEFAULT_MAX_CALLS
-from opbench.model.optimizer_fold import adam_update_tolerances
-from opbench.model.processes import (Interpreter, ModelError, check_interpreter, run_capture,
+from opbench.model.capture.observer import DEFAULT_MAX_CALLS
+from opbench.model.replay.optimizer_fold import adam_update_tolerances
+from opbench.model.impact.processes import (Interpreter, ModelError, check_interpreter, run_capture,
                                      run_replay, split_command)
 from opbench.model.program import (Dtype, Ext, Lit, Program, Ref, Seq, SliceOf, output_at,
                                    refs_in)
-from opbench.model.project import (MODES_APART, Estimate, FrameworkTiming, api_rows,
+from opbench.model.impact.project import (MODES_APART, Estimate, FrameworkTiming, api_rows,
                                    call_times, processes_split, signature_rows, step_ratio,
                                    step_time)
-from opbench.model.replay import CallStatus
+from opbench.model.replay.executor import CallStatus
 from opbench.model.steady import (DEFAULT_CAPTURE_STEPS, Region, RegionError, StepProgram,
                                   find_region, step_program)
 from opbench.trace.signature import SHORT_DTYPES
@@ -382,7 +382,7 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
 
 def _measure_alone(impact: ModelImpact, options: ModelOptions, work: Path,
                    on_progress: Progress) -> None:
-    from opbench.model.isolated import cause_of, measure_isolated, target_floor_s
+    from opbench.model.impact.alone_cases import cause_of, measure_isolated, target_floor_s
 
     started = time.perf_counter()
     try:

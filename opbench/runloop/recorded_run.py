@@ -20,7 +20,7 @@ from opbench.config import RunConfig
 from opbench.results.io import new_record, utc_now
 from opbench.results.records import RunRecord
 from opbench.results.safe_write import ResilientSaver
-from opbench.results.sequential_run import (
+from opbench.runloop.sequential_run import (
     EarlyStop,
     LookCallback,
     mark_decided,

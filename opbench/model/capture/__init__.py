@@ -1,0 +1,8 @@
+"""What runs in the user's own interpreter, beside their script: as few imports as possible
+(the tracer, the program's data model; never numpy-heavy analysis, never a replay).
+
+  observer     The tracer's observer that records each call's data flow (capture.py before)
+  main         `python -m opbench.model.capture.main`: runs the script under it, bounded steps
+  lowering     Framework layers turned into the functions (or primitives) they perform
+  ms_backward  MindSpore's value_and_grad wrapped so each grad call adds a backward call
+"""

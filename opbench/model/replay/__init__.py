@@ -1,0 +1,11 @@
+"""What runs in a replay process, one framework each: how a call replays (routes), and the
+replay of a step program, its output fingerprints and its timings.
+
+  executor         Replays a step program in one framework, checks and times it
+  main             `python -m opbench.model.replay.main`: one replay process
+  route            What a route is (a callable made from the call's arguments)
+  routes           How each call replays in each framework; arguments as written
+  training_routes  Training in the other framework: backward, optimizers, torch's utilities
+  optimizer_fold   Per-weight optimizer updates folded into a port's fused kernel
+  trainable        Which plain tensors are weights in a hand-written training step
+"""
