@@ -22,6 +22,7 @@ from opbench.report.console import console_width
 from opbench.verdicts.rules import EXIT_USAGE, Verdict, exit_code
 
 if TYPE_CHECKING:   # the records load with the first command that reads or writes one
+    from opbench.config import RunConfig
     from opbench.results.records import RunRecord
 
 EXIT_INTERRUPTED = 130
@@ -278,16 +279,14 @@ def run_and_record(instances, config, json_path, *, quiet=False, stage="", injec
     check_results_path(json_path)
     try:
         with progress.starting(f"setting up {config.reference} and {config.target}"
-                               + (f" in {config.processes} worker processes"
-                                  if config.processes > 1 else "")):
+                               + _processes_text(config, " in ")):
             session = open_session(config, injection=injection)
     except (FrameworkUnavailable, DeviceUnavailable, ValueError, WorkerError) as exc:
         fail(str(exc))
     if not quiet:
         err.print(f"[dim]{len(instances)} instances; {config.reference} vs {config.target} on "
                   f"{config.device}, {config.threads} threads, {config.launch} launches, "
-                  + (f"{config.processes} worker processes" if config.processes > 1
-                     else "in this process") +
+                  + (_processes_text(config, "") or "in this process") +
                   (f", each instance until its verdict is decided (up to "
                    f"{config.sequential.max_processes} processes)" if config.sequential
                    else "") +
@@ -425,3 +424,15 @@ def _count_saved(json_path: str) -> int:
         return 0
 
 
+def _processes_text(config: RunConfig, lead: str) -> str:
+    """The worker processes a run starts with, as the progress line says it: under
+    sequential stopping one starts first and more only for undecided instances
+    (runner/workers.py first_batch), so "3 worker processes" would be untrue."""
+    from opbench.runner.workers import first_batch   # lazily, as the rest of the run
+
+    if config.processes <= 1:
+        return ""
+    starting = len(first_batch(config))
+    if starting < config.processes:
+        return f"{lead}{starting} worker process at first (more when needed)"
+    return f"{lead}{config.processes} worker processes"

@@ -595,3 +595,16 @@ def test_resample_with_too_few_runs_says_how_many_it_needs(fake_frameworks, case
     runs = _three_runs(cases_dir, tmp_path)
     assert_user_error(invoke("resample", *runs, "-m", "2"),
                       "3 runs given; a resampled gate draws 4")
+
+
+def test_the_set_up_line_says_how_many_processes_start_first():
+    """A sequential run starts one worker process and more only for undecided instances: the
+    progress line said "in 3 worker processes" (issue 35's note)."""
+    from opbench.cli.common import _processes_text
+    from opbench.config.options import RunOptions
+
+    sequential = RunOptions().to_config(sequential=True)
+    fixed = RunOptions.from_mapping({"processes": 3}).to_config()
+    assert sequential.sequential is not None and fixed.sequential is None
+    assert _processes_text(sequential, " in ") == " in 1 worker process at first (more when needed)"
+    assert _processes_text(fixed, "") == "3 worker processes"
