@@ -15,22 +15,22 @@ from typing import Any, Mapping, Sequence
 
 from opbench.cases.case_errors import CaseContext, CaseError, short, suggestion
 from opbench.cases.case_model import (
-    ESCAPE,
-    Case,
-    CaseInstance,
-    FrameworkCall,
-    InputSpec,
-    Location,
-    Ref,
-    ref_name,
-)
+                                      ESCAPE,
+                                      Case,
+                                      CaseInstance,
+                                      FrameworkCall,
+                                      InputSpec,
+                                      Location,
+                                      Ref,
+                                      ref_name,
+                                      )
 from opbench.config import limits
 from opbench.config.vocabulary import (
-    CASE_DTYPES,
-    ADAPTER_FRAMEWORKS,
-    CASE_INT_DTYPES,
-    FLOAT_DTYPES,
-)
+                                       CASE_DTYPES,
+                                       ADAPTER_FRAMEWORKS,
+                                       CASE_INT_DTYPES,
+                                       FLOAT_DTYPES,
+                                       )
 
 __all__ = ["DEFAULT_DIST_FOR", "DEFAULT_DTYPE", "DISTRIBUTIONS", "DIST_OPTIONS", "DTYPES",
            "FLOAT_ONLY_DISTS", "INT_RANGES", "instances_of"]

@@ -21,23 +21,23 @@ from typing import Any, Iterable
 from opbench.cases.case_errors import CaseError, case_error, raise_if_any, raise_sorted
 from opbench.cases.case_expansion import DISTRIBUTIONS, DTYPES, instances_of
 from opbench.cases.case_model import (
-    CASE_FILE_SUFFIXES,
-    SCHEMA_PATH,
-    Case,
-    CaseInstance,
-    FrameworkCall,
-    InputSpec,
-    Location,
-    Ref,
-)
+                                      CASE_FILE_SUFFIXES,
+                                      SCHEMA_PATH,
+                                      Case,
+                                      CaseInstance,
+                                      FrameworkCall,
+                                      InputSpec,
+                                      Location,
+                                      Ref,
+                                      )
 from opbench.cases.case_validation import (
-    API_PREFIXES,
-    PATTERN_HINTS,
-    case_file_paths,
-    parse_case_file,
-    schema,
-    static_problems,
-)
+                                           API_PREFIXES,
+                                           PATTERN_HINTS,
+                                           case_file_paths,
+                                           parse_case_file,
+                                           schema,
+                                           static_problems,
+                                           )
 from opbench.cases.selection import Selection, as_tuple
 from opbench.config.vocabulary import ADAPTER_FRAMEWORKS, CASE_INT_DTYPES, FLOAT_DTYPES
 

@@ -27,13 +27,13 @@ import yaml
 from opbench.cases.api_guard import UnknownAPI, check_path_text, check_tensor_method
 from opbench.cases.case_errors import CaseContext, CaseError, raise_sorted, short, suggestion
 from opbench.cases.case_model import (
-    CASE_FILE_SUFFIXES,
-    REF_PATTERN,
-    SCHEMA_PATH,
-    Case,
-    DocPath,
-    ref_name,
-)
+                                      CASE_FILE_SUFFIXES,
+                                      REF_PATTERN,
+                                      SCHEMA_PATH,
+                                      Case,
+                                      DocPath,
+                                      ref_name,
+                                      )
 from opbench.cases.yaml_source import RECURSIVE_ALIAS, YamlDocument, YamlLimitError, read_yaml
 from opbench.config.vocabulary import ADAPTER_FRAMEWORKS
 

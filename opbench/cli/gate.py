@@ -17,18 +17,18 @@ from rich.markup import escape
 from rich.table import Table
 
 from opbench.cli.common import (
-    default_cases_path,
-    default_json_path,
-    err,
-    exit_status,
-    fail,
-    load_instances,
-    out,
-    pass_printer,
-    run_and_record,
-    signal_name_of,
-    timing_options,
-)
+                                default_cases_path,
+                                default_json_path,
+                                err,
+                                exit_status,
+                                fail,
+                                load_instances,
+                                out,
+                                pass_printer,
+                                run_and_record,
+                                signal_name_of,
+                                timing_options,
+                                )
 from opbench.cli.selection_options import selection_options
 from opbench.gate.settings import GATE_DEFAULT_ROUNDS   # named here by older scripts and tests
 from opbench.verdicts.rules import DEFAULT_MIN_EFFECT, EXIT_USAGE

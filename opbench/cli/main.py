@@ -9,21 +9,21 @@ from typing import Sequence
 import click
 
 from opbench.cli.common import (
-    apply_limits,
-    build_config,
-    check_options,
-    default_cases_path,
-    execute,
-    execute_in_workers,
-    fail,
-    limit_options,
-    load_instances,
-    out,
-    parse_shard,
-    shard_option,
-    take_shard,
-    timing_options,
-)
+                                apply_limits,
+                                build_config,
+                                check_options,
+                                default_cases_path,
+                                execute,
+                                execute_in_workers,
+                                fail,
+                                limit_options,
+                                load_instances,
+                                out,
+                                parse_shard,
+                                shard_option,
+                                take_shard,
+                                timing_options,
+                                )
 from opbench.cli.bisect import bisect_command
 from opbench.cli.env import env_command
 from opbench.cli.gate import gate_command, history_command

@@ -12,7 +12,7 @@ from rich.markup import escape
 from opbench.cli.common import err, fail, out
 from opbench.config.options import OptionError, parse_duration
 from opbench.model.impact.pipeline import (DEFAULT_MAX_PROCESSES, DEFAULT_PROCESSES, FRAMEWORKS,
-                                  ModelError, ModelOptions, measure_model)
+                                           ModelError, ModelOptions, measure_model)
 from opbench.model.impact.project import MODES_APART
 from opbench.model.steady import DEFAULT_CAPTURE_STEPS
 from opbench.model.impact.record import ModelRecord, impact_json

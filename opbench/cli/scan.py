@@ -18,19 +18,19 @@ from opbench.scan.affinity import find_affinity
 from opbench.scan.annotate import annotate
 from opbench.scan.coverage import default_cases_dir, load_covered_apis
 from opbench.scan.output import (
-    GROUP_API,
-    GROUP_AUTO,
-    GROUP_CALL,
-    affinity_summary_line,
-    render_affinity_table,
-    render_errors,
-    render_table,
-    summary_lines,
-    write_affinity_csv,
-    write_affinity_json,
-    write_csv,
-    write_json,
-)
+                                 GROUP_API,
+                                 GROUP_AUTO,
+                                 GROUP_CALL,
+                                 affinity_summary_line,
+                                 render_affinity_table,
+                                 render_errors,
+                                 render_table,
+                                 summary_lines,
+                                 write_affinity_csv,
+                                 write_affinity_json,
+                                 write_csv,
+                                 write_json,
+                                 )
 from opbench.scan.results_join import ResultsIndex
 from opbench.scan.rows import summarize
 from opbench.scan.scanner import discover_files, scan_paths

@@ -20,15 +20,15 @@ from typing import Any, Mapping
 # The names of the timing and launch modes, and why each exists, are the vocabulary's
 # (re-exported here, where the run configuration uses them).
 from opbench.config.vocabulary import (
-    ASYNC,
-    LAUNCH_BLOCKING,
-    LAUNCH_MODES,
-    LAUNCH_QUEUED,
-    MINDSPORE,
-    MODES,
-    SERIAL,
-    TORCH,
-)
+                                       ASYNC,
+                                       LAUNCH_BLOCKING,
+                                       LAUNCH_MODES,
+                                       LAUNCH_QUEUED,
+                                       MINDSPORE,
+                                       MODES,
+                                       SERIAL,
+                                       TORCH,
+                                       )
 
 __all__ = ["ASYNC", "DEFAULT_MAX_TIME_S", "DEFAULT_MIN_SAMPLE_TIME_S", "DEFAULT_PROCESSES",
            "DEFAULT_ROUNDS", "DEFAULT_THRESHOLD", "DEFAULT_WARMUP_TIME_S", "LAUNCH_BLOCKING",

@@ -22,28 +22,28 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from opbench.config import (
-    ASYNC,
-    DEFAULT_MAX_TIME_S,
-    DEFAULT_MIN_SAMPLE_TIME_S,
-    DEFAULT_PROCESSES,
-    DEFAULT_ROUNDS,
-    DEFAULT_THRESHOLD,
-    LAUNCH_BLOCKING,
-    LAUNCH_MODES,
-    LAUNCH_QUEUED,
-    SERIAL,
-    MeasureSettings,
-    RunConfig,
-    Sequential,
-    default_threads,
-)
+                            ASYNC,
+                            DEFAULT_MAX_TIME_S,
+                            DEFAULT_MIN_SAMPLE_TIME_S,
+                            DEFAULT_PROCESSES,
+                            DEFAULT_ROUNDS,
+                            DEFAULT_THRESHOLD,
+                            LAUNCH_BLOCKING,
+                            LAUNCH_MODES,
+                            LAUNCH_QUEUED,
+                            SERIAL,
+                            MeasureSettings,
+                            RunConfig,
+                            Sequential,
+                            default_threads,
+                            )
 from opbench.config.limits import (
-    DEFAULT_MAX_INSTANCES,
-    INPUT_BUDGET_ENV,
-    MAX_INSTANCES_ENV,
-    LimitError,
-    parse_size,
-)
+                                   DEFAULT_MAX_INSTANCES,
+                                   INPUT_BUDGET_ENV,
+                                   MAX_INSTANCES_ENV,
+                                   LimitError,
+                                   parse_size,
+                                   )
 from opbench.config.sides import SideSpecError, load_environments, parse_side, side_labels
 
 __all__ = ["BOTH_MODES", "CHECK_OPTIONS", "INPUT_BUDGET_OPTION", "LIMIT_OPTIONS",

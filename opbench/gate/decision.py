@@ -33,14 +33,14 @@ from typing import Mapping, Sequence
 
 from opbench.verdicts.rules import DEFAULT_MIN_EFFECT, ChangeVerdict, change_verdict
 from opbench.verdicts.stats import (
-    DEFAULT_CONFIDENCE,
-    BetweenProcessPrior,
-    ChangeEstimate,
-    change_estimate,
-    paired_ratios,
-    pooled_between_process_excess,
-    run_spread_prior,
-)
+                                    DEFAULT_CONFIDENCE,
+                                    BetweenProcessPrior,
+                                    ChangeEstimate,
+                                    change_estimate,
+                                    paired_ratios,
+                                    pooled_between_process_excess,
+                                    run_spread_prior,
+                                    )
 
 __all__ = [
     "PATH_RATIO",

@@ -12,26 +12,26 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from opbench.gate.baseline import (
-    KIND_NOISE,
-    HygieneNote,
-    Pair,
-    environment_notes,
-    is_measured,
-    match_instances,
-    same_machine,
-    select_records,
-)
+                                   KIND_NOISE,
+                                   HygieneNote,
+                                   Pair,
+                                   environment_notes,
+                                   is_measured,
+                                   match_instances,
+                                   same_machine,
+                                   select_records,
+                                   )
 from opbench.gate.decision import (
-    PATH_RATIO,
-    Decision,
-    GateVerdict,
-    RunSamples,
-    StagedDecision,
-    decide,
-    needs_remeasure,
-    path_priors,
-    staged,
-)
+                                   PATH_RATIO,
+                                   Decision,
+                                   GateVerdict,
+                                   RunSamples,
+                                   StagedDecision,
+                                   decide,
+                                   needs_remeasure,
+                                   path_priors,
+                                   staged,
+                                   )
 from opbench.gate.noise import NoiseProfile
 from opbench.results.records import InstanceRecord, Measurement, RunRecord
 from opbench.verdicts.rules import DEFAULT_MIN_EFFECT, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SLOW

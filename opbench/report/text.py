@@ -16,13 +16,13 @@ from opbench.gapmap.attribute import note_family
 from opbench.gapmap.sweep import Sweep
 from opbench.results.aa import aa_summary
 from opbench.results.records import (
-    FrameworkInfo,
-    InstanceRecord,
-    MergedPart,
-    Measurement,
-    RecordedConfig,
-    RunRecord,
-)
+                                     FrameworkInfo,
+                                     InstanceRecord,
+                                     MergedPart,
+                                     Measurement,
+                                     RecordedConfig,
+                                     RunRecord,
+                                     )
 
 VERDICT_STYLE = {"PASS": "green", "SLOW": "bold red", "INCONCLUSIVE": "yellow",
                  "MISMATCH": "bold magenta", "ERROR": "red"}

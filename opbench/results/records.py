@@ -33,17 +33,18 @@ from typing import Any, Callable, ClassVar, Iterator, Mapping, TypeVar
 
 from opbench.config import LAUNCH_QUEUED
 from opbench.results.io import (
-    SCHEMA_VERSION,
-    ResultsError,
-    validate_record,
-    write_json_atomic,
-)
+                                SCHEMA_VERSION,
+                                ResultsError,
+                                validate_record,
+                                write_json_atomic,
+                                )
 from opbench.verdicts.explain import floor_key
 from opbench.verdicts.rules import Verdict
 
 __all__ = ["Ceilings", "Check", "DeclaredWork", "Environment", "FrameworkInfo", "InputSpec",
            "InstanceRecord", "Interference", "Interval", "MIGRATIONS", "Measurement",
-           "MachineFactsSource", "MergedPart", "Overhead", "PeakMemory", "ProcessPrior", "RecordError",
+           "MachineFactsSource", "MergedPart", "Overhead", "PeakMemory", "ProcessPrior",
+           "RecordError",
            "RecordedConfig", "RecordedSettings", "RunRecord", "ShardRecord", "SideSummary",
            "WorkerRecord", "as_plain", "load_results", "migrate", "write_results",
            "write_run_dict"]

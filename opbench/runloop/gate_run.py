@@ -17,12 +17,12 @@ from opbench.cases.case_files import CaseInstance
 from opbench.config import RunConfig
 from opbench.config.options import OptionError, RunOptions
 from opbench.gate.baseline import (
-    KIND_STAGE2,
-    HygieneNote,
-    inherit_settings,
-    match_instances,
-    select_records,
-)
+                                   KIND_STAGE2,
+                                   HygieneNote,
+                                   inherit_settings,
+                                   match_instances,
+                                   select_records,
+                                   )
 from opbench.runloop.gate_early_stop import early_stop_note, stage1_stop, stage2_stop, stops_early
 from opbench.gate.evaluate import GateResult, GateSettings, evaluate
 from opbench.runloop.gate_fresh_stage import FreshStageError, remeasure_in_fresh_processes

@@ -21,11 +21,11 @@ from opbench.results.io import new_record, utc_now
 from opbench.results.records import RunRecord
 from opbench.results.safe_write import ResilientSaver
 from opbench.runloop.sequential_run import (
-    EarlyStop,
-    LookCallback,
-    mark_decided,
-    run_sequential,
-)
+                                            EarlyStop,
+                                            LookCallback,
+                                            mark_decided,
+                                            run_sequential,
+                                            )
 from opbench.runner.measure import Clock
 from opbench.runner.injection import Injection, InjectingSession
 from opbench.runner.machine_facts import FactsCache, obtain_machine_facts

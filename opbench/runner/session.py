@@ -28,14 +28,14 @@ from opbench.runner.memory import peak_memory
 from opbench.runner.pinning import current_cpus, pin_process, pin_run_cores
 from opbench.runner.quiesce import Quiescer, ThreadActivityProbe
 from opbench.runner.raw_records import (
-    BACKWARD_SUFFIX,
-    instance_header,
-    key_mode,
-    new_measurement,
-    output_shapes,
-    pool_rounds,
-    protocol_notes,
-)
+                                        BACKWARD_SUFFIX,
+                                        instance_header,
+                                        key_mode,
+                                        new_measurement,
+                                        output_shapes,
+                                        pool_rounds,
+                                        protocol_notes,
+                                        )
 
 # A share of a measurement (one pass in one process) takes at least this many rounds: one
 # round would always run the sides in the same order within that process.

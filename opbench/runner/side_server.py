@@ -28,14 +28,14 @@ from typing import Any
 from opbench.runner import inputs as inputs_mod
 from opbench.runner import ipc
 from opbench.runner.measure import (
-    Side,
-    WarmUp,
-    rewarm,
-    run_sample,
-    sample_with_cpu,
-    sync_cost_s,
-    warm_up,
-)
+                                    Side,
+                                    WarmUp,
+                                    rewarm,
+                                    run_sample,
+                                    sample_with_cpu,
+                                    sync_cost_s,
+                                    warm_up,
+                                    )
 from opbench.runner.memory import peak_memory
 from opbench.runner.protocol import BACKWARD, FORWARD
 from opbench.runner.session import Session, SideFailed

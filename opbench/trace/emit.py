@@ -16,18 +16,18 @@ from opbench.cases.case_files import DTYPES
 from opbench.config.vocabulary import FLOAT_DTYPES
 from opbench.frameworks.apimap import ApiMapping
 from opbench.trace.events import (
-    FUNCTION,
-    MODULE,
-    PRIMITIVE,
-    TENSOR_METHOD,
-    TIMING_NOTES,
-    CallStats,
-    Literal,
-    Sequence,
-    Signature,
-    StatsKey,
-    TensorSpec,
-)
+                                  FUNCTION,
+                                  MODULE,
+                                  PRIMITIVE,
+                                  TENSOR_METHOD,
+                                  TIMING_NOTES,
+                                  CallStats,
+                                  Literal,
+                                  Sequence,
+                                  Signature,
+                                  StatsKey,
+                                  TensorSpec,
+                                  )
 from opbench.trace.mapping_fit import call_fits
 from opbench.trace.recorder import TraceData
 from opbench.trace.signature import format_signature, opaque_in, tensors_in

@@ -24,17 +24,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
 from opbench.trace.events import (
-    ASYNC,
-    SCOPE,
-    SERIAL,
-    TIMINGS,
-    CallEvent,
-    CallSite,
-    CallStats,
-    Opaque,
-    Signature,
-    StatsKey,
-)
+                                  ASYNC,
+                                  SCOPE,
+                                  SERIAL,
+                                  TIMINGS,
+                                  CallEvent,
+                                  CallSite,
+                                  CallStats,
+                                  Opaque,
+                                  Signature,
+                                  StatsKey,
+                                  )
 from opbench.trace.overhead import Overhead
 from opbench.trace.signature import TensorDescriber, describe_call
 

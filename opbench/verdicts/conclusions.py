@@ -18,15 +18,15 @@ from opbench.verdicts.explain import explain_measurement, explain_modes
 from opbench.verdicts.interference import contaminated_versions, detect_interference
 from opbench.verdicts.rules import Verdict, ratio_verdict, worst
 from opbench.verdicts.stats import (
-    BetweenProcessPrior,
-    Look,
-    RatioEstimate,
-    between_process_excess,
-    look_estimate,
-    ratio_estimate,
-    run_spread_prior,
-    summarize,
-)
+                                    BetweenProcessPrior,
+                                    Look,
+                                    RatioEstimate,
+                                    between_process_excess,
+                                    look_estimate,
+                                    ratio_estimate,
+                                    run_spread_prior,
+                                    summarize,
+                                    )
 
 __all__ = ["apply_between_process_prior", "conclude", "judge_instance", "judge_measurement",
            "measurement_statistics", "run_between_process_prior", "share_of_round"]

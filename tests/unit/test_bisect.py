@@ -4,14 +4,14 @@ from __future__ import annotations
 import pytest
 
 from opbench.runloop.bisect import (
-    BETWEEN,
-    LIKE_FIRST,
-    LIKE_LAST,
-    UNCLEAR,
-    Estimate,
-    bisect_environments,
-    classify,
-)
+                                    BETWEEN,
+                                    LIKE_FIRST,
+                                    LIKE_LAST,
+                                    UNCLEAR,
+                                    Estimate,
+                                    bisect_environments,
+                                    classify,
+                                    )
 
 ENVS = tuple(f"ms-{k}" for k in range(16))
 

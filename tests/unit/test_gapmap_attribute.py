@@ -3,14 +3,14 @@ import pytest
 from gapmap_fakes import instance, record, summary
 
 from opbench.gapmap.attribute import (
-    KERNEL,
-    OVERHEAD,
-    THREADING,
-    UNKNOWN,
-    attribute,
-    headlines,
-    shared_note_lines,
-)
+                                      KERNEL,
+                                      OVERHEAD,
+                                      THREADING,
+                                      UNKNOWN,
+                                      attribute,
+                                      headlines,
+                                      shared_note_lines,
+                                      )
 from opbench.gapmap.decompose import sweeps
 from opbench.results.records import RunRecord
 from opbench.verdicts.explain import explain_measurement

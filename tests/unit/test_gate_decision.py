@@ -15,16 +15,16 @@ from timing_simulation import NOISY, SHARED_MACHINE, NoiseModel, simulate_runs
 
 from opbench.cli.gate import GATE_DEFAULT_ROUNDS
 from opbench.gate.decision import (
-    PATH_RATIO,
-    PATH_REFERENCE_TIME,
-    PATH_TARGET_TIME,
-    GateVerdict,
-    RunSamples,
-    combine_paths,
-    decide,
-    needs_remeasure,
-    staged,
-)
+                                   PATH_RATIO,
+                                   PATH_REFERENCE_TIME,
+                                   PATH_TARGET_TIME,
+                                   GateVerdict,
+                                   RunSamples,
+                                   combine_paths,
+                                   decide,
+                                   needs_remeasure,
+                                   staged,
+                                   )
 from opbench.verdicts.rules import ChangeVerdict
 
 U, R, I, N = (ChangeVerdict.UNCHANGED, ChangeVerdict.REGRESSION, ChangeVerdict.IMPROVEMENT,

@@ -1,5 +1,5 @@
-"""The gate's early stop (runloop/gate_early_stop.py): a stage stops measuring an instance at the end
-of the worker process after which the gate's own rules decide it, with the error rate
+"""The gate's early stop (runloop/gate_early_stop.py): a stage stops measuring an instance at
+the end of the worker process after which the gate's own rules decide it, with the error rate
 spent over the planned looks (verdicts/sequential.look_confidences).
 
 On fake workers and a fake clock: an instance decided at the first look stops there; one at
@@ -22,13 +22,13 @@ from worker_fakes import Spawner
 
 from opbench.gate.decision import GateVerdict, RunSamples, decide, path_priors, staged
 from opbench.runloop.gate_early_stop import (
-    KIND_EARLY_STOP,
-    LAST_LOOK_SHARE,
-    confidences,
-    stage1_stop,
-    stage2_stop,
-    stops_early,
-)
+                                             KIND_EARLY_STOP,
+                                             LAST_LOOK_SHARE,
+                                             confidences,
+                                             stage1_stop,
+                                             stage2_stop,
+                                             stops_early,
+                                             )
 from opbench.gate.evaluate import GateSettings, evaluate
 from opbench.runloop.gate_run import GateHooks, GateRequest, run_gate
 from opbench.gate.serialize import result_as_dict

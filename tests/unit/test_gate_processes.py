@@ -17,23 +17,23 @@ import numpy as np
 import pytest
 
 from opbench.gate.decision import (
-    PATH_RATIO,
-    PATH_TARGET_TIME,
-    GateVerdict,
-    RunSamples,
-    decide,
-    needs_remeasure,
-    path_priors,
-    staged,
-)
+                                   PATH_RATIO,
+                                   PATH_TARGET_TIME,
+                                   GateVerdict,
+                                   RunSamples,
+                                   decide,
+                                   needs_remeasure,
+                                   path_priors,
+                                   staged,
+                                   )
 from opbench.verdicts.stats import (
-    METHOD_CHANGE_PROCESSES,
-    METHOD_HODGES_LEHMANN,
-    change_estimate,
-    pooled_between_process_excess,
-    pooled_between_process_sd,
-    run_spread_prior,
-)
+                                    METHOD_CHANGE_PROCESSES,
+                                    METHOD_HODGES_LEHMANN,
+                                    change_estimate,
+                                    pooled_between_process_excess,
+                                    pooled_between_process_sd,
+                                    run_spread_prior,
+                                    )
 
 TRUE_RATIO = 0.3
 ROUNDS_PER_PROCESS = 10

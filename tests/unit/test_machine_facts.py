@@ -18,14 +18,14 @@ from opbench.config.options import OPTIONS, RunOptions
 from opbench.report.text import header_text, run_notes
 from opbench.runloop.recorded_run import run
 from opbench.runner.machine_facts import (
-    CACHE_DIR_ENV,
-    CACHED,
-    MAX_AGE,
-    MEASURED,
-    FactsCache,
-    cache_dir,
-    obtain_machine_facts,
-)
+                                          CACHE_DIR_ENV,
+                                          CACHED,
+                                          MAX_AGE,
+                                          MEASURED,
+                                          FactsCache,
+                                          cache_dir,
+                                          obtain_machine_facts,
+                                          )
 from opbench.runner.session import Session
 from opbench.runner.workers import SideWorkerPool, WorkerPool, batch_of, first_batch
 

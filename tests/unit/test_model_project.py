@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from opbench.model.impact.project import (CallTimes, FrameworkTiming, api_rows, call_times,
-                                   estimate_time, processes_split, signature_rows, step_ratio,
-                                   step_time)
+                                          estimate_time, processes_split, signature_rows,
+                                          step_ratio, step_time)
 
 # -- estimate_time ------------------------------------------------------------------------------
 

@@ -19,8 +19,8 @@ from opbench.model.impact.pipeline import _compare
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf)
 from opbench.model.replay.executor import (FINGERPRINT_POINTS, Replayer, clearing_grads,
-                                  external_array, fingerprint, stand_in_arrays,
-                                  stand_in_function)
+                                           external_array, fingerprint, stand_in_arrays,
+                                           stand_in_function)
 from opbench.model.steady import StepProgram
 
 HIDDEN = ("tensor", (4, 8), "float32")

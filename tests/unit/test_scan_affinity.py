@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from opbench.scan.affinity import (
-    AffinityHit,
-    CatalogueError,
-    find_affinity,
-    find_affinity_in_source,
-    load_families,
-    parse_families,
-)
+                                   AffinityHit,
+                                   CatalogueError,
+                                   find_affinity,
+                                   find_affinity_in_source,
+                                   load_families,
+                                   parse_families,
+                                   )
 from opbench.scan.affinity_match import EXPRESSION_KINDS
 
 TORCH_HEADER = "import math\nimport torch\nimport torch.nn.functional as F\n"

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from opbench.verdicts.stats import (
-    between_process_excess,
-    ratio_estimate,
-    run_spread_prior,
-    student_t_quantile,
-)
+                                    between_process_excess,
+                                    ratio_estimate,
+                                    run_spread_prior,
+                                    student_t_quantile,
+                                    )
 
 TRUE_RATIO = 0.5
 

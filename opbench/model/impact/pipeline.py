@@ -23,12 +23,12 @@ from opbench.config.vocabulary import FRAMEWORKS
 from opbench.model.capture.observer import DEFAULT_MAX_CALLS
 from opbench.model.replay.optimizer_fold import adam_update_tolerances
 from opbench.model.impact.processes import (Interpreter, ModelError, check_interpreter, run_capture,
-                                     run_replay, split_command)
+                                            run_replay, split_command)
 from opbench.model.program import (Dtype, Ext, Lit, Program, Ref, Seq, SliceOf, output_at,
                                    refs_in)
 from opbench.model.impact.project import (MODES_APART, Estimate, FrameworkTiming, api_rows,
-                                   call_times, processes_split, signature_rows, step_ratio,
-                                   step_time)
+                                          call_times, processes_split, signature_rows, step_ratio,
+                                          step_time)
 from opbench.model.replay.executor import CallStatus
 from opbench.model.steady import (DEFAULT_CAPTURE_STEPS, Region, RegionError, StepProgram,
                                   find_region, step_program)

@@ -34,9 +34,9 @@ from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque
                                    SliceOf, exts_in, refs_in)
 from opbench.model.replay.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
 from opbench.model.replay.trainable import (AUTOGRAD_GRAD, loss_calls, loss_dependencies,
-                                     trainable_externals)
+                                            trainable_externals)
 from opbench.model.replay.routes import (Route, Unmapped, fused_adam_route, fused_momentum_route,
-                                  route_for)
+                                         route_for)
 from opbench.model.steady import StepProgram
 
 __all__ = ["Replayer", "CallStatus", "fingerprint", "FINGERPRINT_POINTS"]

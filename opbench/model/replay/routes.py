@@ -27,7 +27,7 @@ from opbench.model.program import Call, Dtype, Lit, Seq
 from opbench.model.replay.route import Maker, Route, Unmapped
 from opbench.model.replay.trainable import is_in_place
 from opbench.model.replay.training_routes import (OPTIMIZER_APIS, TRAINING_TORCH_TO_MINDSPORE,
-                                           optimizer_route, torch_backward, write_back)
+                                                  optimizer_route, torch_backward, write_back)
 
 __all__ = ["Route", "Unmapped", "route_for", "fused_momentum_route", "fused_adam_route",
            "TENSOR_PREFIXES"]
@@ -65,10 +65,10 @@ def _lit(value: Any, default: Any = None) -> Any:
 
 
 # -- arguments across frameworks --------------------------------------------------------------
-# The capture keeps the keywords the script wrote (capture.py, by trace/recorder.py
-# without_defaults: a keyword equal to its signature's default is gone). Of those, what the other framework has no parameter for
-# and that does not change the work goes by rule, for every API alike, before the rules and
-# the mapping below see the call.
+# The capture keeps the keywords the script wrote (capture/observer.py, by
+# trace/recorder.py without_defaults: a keyword equal to its signature's default is gone).
+# Of those, what the other framework has no parameter for and that does not change the work
+# goes by rule, for every API alike, before the rules and the mapping below see the call.
 
 # torch placement and allocation keywords: the replay runs on one device, and MindSpore's
 # creation functions take none of them (mint.arange(n, device=...) raises a TypeError).
