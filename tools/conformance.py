@@ -72,15 +72,16 @@ class Entry:
         if self.interpreter and not Path(self.interpreter).exists():
             return f"its interpreter {self.interpreter} is absent (a pinned venv: see the manifest)"
         if self.interpreter:
-            # the check `opbench model` makes first (one interpreter check): a venv left on a
+            # the check `opbench model` makes first, called as it calls it: a venv left on a
             # machine without this opbench in it (a CI run on a developer's machine) is
             # skipped with the pip command, not failed
-            from opbench.runner.interpreters import InterpreterError, check_interpreter
-            for framework in ("torch", "mindspore"):
-                try:
-                    check_interpreter(self.interpreter, framework)
-                except InterpreterError as exc:
-                    return f"its interpreter cannot hold the run: {exc}"
+            from opbench.config.vocabulary import FRAMEWORKS
+            from opbench.model.impact.processes import (Interpreter, ModelError,
+                                                        check_interpreter)
+            try:
+                check_interpreter(Interpreter(self.interpreter, True), FRAMEWORKS)
+            except ModelError as exc:
+                return f"its interpreter cannot hold the run: {exc}"
         if not self.interpreter:
             for module in self.needs:
                 if importlib.util.find_spec(module) is None:
