@@ -301,3 +301,32 @@ def test_a_script_that_fails_after_its_steps_keeps_what_was_measured_with_keep_g
     assert model["script"]["status"] == 1 and "after the loop" in model["script"]["error"]
     assert model["coverage"] == pytest.approx(1.0)
     assert "exited with status 1" in done.stdout
+
+
+def test_capture_reads_the_range_of_a_mindspore_bool_tensor_without_a_failing_kernel():
+    """The capture reads an integer or bool tensor's range (a replay draws values from it).
+    On a MindSpore Bool tensor `min()` queues a Reduce the CPU has no kernel for, and the
+    error surfaced at the script's next sync (CI: a has_aux script crashed under the capture
+    on `(pred == y).astype(float32).mean()`)."""
+    import mindspore as ms
+
+    from opbench.frameworks.mindspore_adapter import find_pynative_executor
+    from opbench.model.capture.observer import _Tensors
+
+    mask = ms.Tensor(ms.numpy.arange(6) > 2)
+    assert _Tensors.value_range(mask) == (0.0, 1.0)
+    assert _Tensors.value_range(ms.Tensor([3, 7, 5], ms.int32)) == (3.0, 7.0)
+    executor, _ = find_pynative_executor()
+    executor.sync()         # raised "Reduce does not support this kernel data type" before
+    assert float((mask.astype(ms.float32)).mean().asnumpy()) == 0.5
+
+
+def test_mindspore_ops_zeros_like_and_ones_like_are_mapped_to_torch():
+    """`ops.zeros_like` (the CPU route beside mint's) had no mapping entry, so its calls were
+    never covered; coverage swung with its traced time (0.4% here, 15% in one CI run)."""
+    from opbench.frameworks.apimap import load_mapping
+
+    mapping = load_mapping()
+    for name in ("zeros_like", "ones_like"):
+        entry = mapping.lookup("mindspore", f"mindspore.ops.{name}")
+        assert entry is not None and entry.torch == f"torch.{name}"

@@ -87,6 +87,12 @@ class _Tensors:
         try:
             if int(getattr(value, "numel", lambda: value.size)()) == 0:
                 return None, None
+            if hasattr(value, "asnumpy"):
+                # MindSpore: read on the host. Its CPU Reduce has no Bool kernel, and
+                # `mask.min()` failed only at the next sync, in the script's own call (the
+                # capture of a has_aux training script crashed on `accuracy.mean()`, in CI).
+                host = value.asnumpy()
+                return float(host.min()), float(host.max())
             low, high = value.min(), value.max()
             return float(low.item()), float(high.item())
         except Exception:       # a tensor that cannot be read back (a device fault): no range
