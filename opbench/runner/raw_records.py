@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from opbench.cases.case_files import CaseInstance
-from opbench.runner.measure import ROUNDS_CUT_NOTE, Measurement, MoreRounds
+from opbench.runner.measure import ROUNDS_CUT_NOTE, MeasuredRounds, MoreRounds
 from opbench.runner.core_use import effective_cores, samples_over
 
 if TYPE_CHECKING:   # runner imports this module
@@ -29,7 +29,7 @@ __all__ = ["BACKWARD_SUFFIX", "add_core_use", "add_settled", "instance_header", 
 BACKWARD_SUFFIX = "+backward"
 
 
-def new_measurement(m: Measurement, mode: str, threshold: float, rounds_requested: int,
+def new_measurement(m: MeasuredRounds, mode: str, threshold: float, rounds_requested: int,
                     process_index: int, allowed_cores: int | None = None) -> dict[str, Any]:
     """A measurement's record from its first share (pass 1 in one process): raw rounds and
     where they came from; statistics are added by the caller (measurement_statistics plus
@@ -76,7 +76,7 @@ def pool_rounds(m: dict[str, Any], extra: MoreRounds, pass_index: int,
     m["rounds"] = len(m["order"])
 
 
-def protocol_notes(m: Measurement, config: "RunConfig") -> list[str]:
+def protocol_notes(m: MeasuredRounds, config: "RunConfig") -> list[str]:
     """measure()'s notes speak of the first pass's share; restate a cut in totals."""
     if config.shares == 1:
         return list(m.notes)
