@@ -85,7 +85,7 @@ def _pool_measurement(parts: Sequence[Measurement], reference: str,
               "process_of_round": process_of_round, "pass_of_round": pass_of_round}
     pooled.update(measurement_statistics(samples, reference, target, parts[0].threshold,
                                          order=order or None, groups=process_of_round,
-                                         shares=share_of_round(pooled)))
+                                         shares=share_of_round(pooled)).as_fields())
     return Measurement.from_dict(pooled)
 
 

@@ -54,5 +54,5 @@ def remeasure_in_fresh_processes(instances: Sequence[CaseInstance], ids: Sequenc
                                  early_stop=early_stop)
     except WorkerError as exc:
         raise FreshStageError(f"the stage-2 worker processes failed: {exc}") from None
-    apply_between_process_prior(records, config)
+    records, _ = apply_between_process_prior(records, config)
     return {inst.id: InstanceRecord.from_dict(record) for inst, record in zip(subset, records)}

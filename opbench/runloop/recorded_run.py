@@ -162,7 +162,7 @@ def _run_opened(session, instances, config, json_path, on_progress, on_pass, on_
         record["finished_utc"] = utc_now()
         save()
         raise
-    prior = apply_between_process_prior(record["instances"], config)
+    record["instances"], prior = apply_between_process_prior(record["instances"], config)
     if prior is not None:
         record["between_process_prior"] = {"sd": prior.sd, "df": prior.df,
                                            "instances": prior.instances}
