@@ -23,17 +23,16 @@ from opbench.frameworks import Adapter, get_adapter
 from opbench.runner import inputs as inputs_mod
 from opbench.runner.ceilings import cache_sizes, level_copy_bytes, measure_ceilings
 from opbench.runner.check import SHAPE, compare_outputs, select_outputs
-from opbench.runner.measure import Clock, MoreRounds, Side, measure, measure_overhead, more_rounds
+from opbench.runner.measure import Clock, Side, measure, measure_overhead, more_rounds
 from opbench.runner.memory import peak_memory
 from opbench.runner.pinning import current_cpus, pin_process, pin_run_cores
 from opbench.runner.quiesce import Quiescer, ThreadActivityProbe
 from opbench.runner.raw_records import (
                                         BACKWARD_SUFFIX,
+                                        RawMeasurement,
                                         instance_header,
                                         key_mode,
-                                        new_measurement,
                                         output_shapes,
-                                        pool_rounds,
                                         protocol_notes,
                                         )
 
@@ -325,29 +324,45 @@ class Session:
         """Pass `pass_index` of a measured instance (2, 3, ... in the process that measured it
         first; any pass in another worker process): fresh inputs and callables,
         the outputs checked again, then as many rounds per measurement as the first pass took,
-        at its loop count, pooled with the earlier rounds; statistics and verdict are redone.
-        A failure is noted in the record and keeps what earlier passes measured."""
+        at its loop count, pooled with the earlier rounds. Returns a new record (`record` is
+        left as it was) for the judge to redo statistics and verdict. A failure is noted in
+        it and keeps what earlier passes measured."""
         measurements = record.get("measurements")
         if not measurements:
             return record
         started = self.clock()
-        try:
-            self._extend_measurements(instance, record, measurements, pass_index)
-        finally:
-            record["duration_s"] = record.get("duration_s", 0.0) + self.clock() - started
-        return record
+        pooled = dict(measurements)
 
-    def _extend_measurements(self, instance: CaseInstance, record: dict[str, Any],
-                             measurements: dict[str, Any], pass_index: int) -> None:
+        def extended() -> dict[str, Any]:
+            return {**record, "measurements": pooled,
+                    "duration_s": record.get("duration_s", 0.0) + self.clock() - started}
+
+        try:
+            failed = self._extend_measurements(instance, pooled, pass_index)
+        except SideLost as lost:
+            # the pool notes the loss on the record it hands back (workers.py): what this
+            # pass pooled before it stays, as the rounds of the earlier passes do
+            lost.record = extended()
+            raise
+        if failed is None:
+            return extended()
+        return {**extended(), "pass_errors": list(record.get("pass_errors", [])) + [failed]}
+
+    def _extend_measurements(self, instance: CaseInstance, pooled: dict[str, Any],
+                             pass_index: int) -> str | None:
+        """A later share of each measurement's rounds, each pooled into `pooled` (this
+        pass's working copy of the measurements) as it is measured; the failure's line, or
+        None."""
         scratch = instance_header(instance, self.config)
         try:
             checked = self._checked_sides(instance, scratch)
             if checked is None:
                 raise RuntimeError(scratch.get("error") or "outputs no longer agree")
             timed = self._timed_sides(*checked)
-            for key, m in measurements.items():
+            for key in list(pooled):
                 if key not in timed:
                     continue
+                raw = RawMeasurement.of(pooled[key])
                 # The op was warmed up and calibrated in pass 1; the fresh tensors need only
                 # a few calls, so the passes share one warm-up budget between them.
                 # A later pass of this process warms up briefly (the op is warm); the
@@ -355,22 +370,19 @@ class Session:
                 warmup_s = self.config.settings.warmup_time_s
                 if instance.id in self._measured_here:
                     warmup_s /= self.config.passes
-                extra = more_rounds(timed[key], m["mode"], m["loops"], m["rounds_per_pass"],
+                extra = more_rounds(timed[key], raw.mode, raw.loops, raw.rounds_per_pass,
                                     self.clock, warmup_s,
-                                    settle=self._settle(), first_round=len(m["order"]),
+                                    settle=self._settle(), first_round=raw.rounds,
                                     cpu_clock=self.cpu_clock)
-                self._pool_rounds(m, extra, pass_index)
+                pooled[key] = raw.pooled(extra, pass_index, self.process_index,
+                                         self.allowed_cores).as_dict()
             self._measured_here.add(instance.id)
         except SideLost:
             raise
         except Exception as exc:
             where = (f"process {self.process_index}, " if self.config.processes > 1 else "")
-            record.setdefault("pass_errors", []).append(
-                f"{where}pass {pass_index}: {scratch.get('error') or _error_text(exc)}")
-            return
-
-    def _pool_rounds(self, m: dict[str, Any], extra: MoreRounds, pass_index: int) -> None:
-        pool_rounds(m, extra, pass_index, self.process_index, self.allowed_cores)
+            return f"{where}pass {pass_index}: {scratch.get('error') or _error_text(exc)}"
+        return None
 
     @property
     def allowed_cores(self) -> int | None:
@@ -524,10 +536,9 @@ class Session:
     def _measure(self, sides: Sequence[Side], mode: str, threshold: float) -> dict[str, Any]:
         m = measure(sides, self._pass_settings(mode), self.clock, settle=self._settle(),
                     cpu_clock=self.cpu_clock)
-        record = new_measurement(m, mode, threshold, self.config.settings.rounds,
-                                 self.process_index, self.allowed_cores)
-        record["protocol_notes"] = protocol_notes(m, self.config)
-        return record
+        return RawMeasurement.first(m, threshold, self.config.settings.rounds,
+                                    self.process_index, self.allowed_cores,
+                                    protocol_notes(m, self.config)).as_dict()
 
 
 __all__ = ["Session", "ApiError", "SideFailed", "SideLost", "substitute_refs"]

@@ -639,7 +639,9 @@ class SideWorkerPool:
         try:
             return self.sessions[position].extend_instance(instance, record, own_pass)
         except WorkerLost as exc:
-            # the message names the worker process and the instance
+            # the message names the worker process and the instance; the record as the
+            # session left it (Session.extend_instance: the rounds pooled before the loss)
+            record = getattr(exc, "record", record)
             record.setdefault("pass_errors", []).append(f"pass {own_pass}: {exc}")
             self._replace_lost(position, str(exc))
             return record
