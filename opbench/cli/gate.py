@@ -98,9 +98,9 @@ def progress_printer(quiet: bool, stage: str):
     def report(i, n, inst, result):
         if quiet or result is None:
             return
-        ms = result.get("measurements") or {}
-        ratios = " ".join(f"{k} {m['ratio']:.3g}" for k, m in ms.items())
-        err.print(f"[dim]{stage} \\[{i + 1}/{n}][/] {escape(inst.id)}: {result.get('verdict')} "
+        ratios = " ".join(f"{k} {m.ratio:.3g}" for k, m in result.measurements.items())
+        verdict = result.verdict.value if result.verdict else None
+        err.print(f"[dim]{stage} \\[{i + 1}/{n}][/] {escape(inst.id)}: {verdict} "
                   f"{ratios}",
                   highlight=False)
     return report

@@ -18,10 +18,11 @@ from typing import Any, Callable, Sequence
 from opbench.cases.case_files import CaseInstance
 from opbench.config import RunConfig
 from opbench.results.io import new_record, utc_now
-from opbench.results.records import RunRecord
+from opbench.results.records import InstanceRecord, RunRecord
 from opbench.results.safe_write import ResilientSaver
 from opbench.runloop.sequential_run import (
                                             EarlyStop,
+                                            InstanceCallback,
                                             LookCallback,
                                             mark_decided,
                                             run_sequential,
@@ -60,7 +61,6 @@ def measure_everywhere(session: MeasuringSession, instance: CaseInstance) -> dic
         record = extend_instance(session, instance, record, pass_index)
     return record
 
-InstanceCallback = Callable[[int, int, CaseInstance, "dict[str, Any] | None"], None]
 
 # run()'s default: the machine-facts cache of the environment (machine_facts.cache_dir).
 FROM_ENVIRONMENT = "environment"
@@ -195,13 +195,13 @@ def run_passes(session: MeasuringSession, instances: Sequence[CaseInstance],
         records.append(result)
         save()
         if on_progress:
-            on_progress(i, len(instances), inst, result)
+            on_progress(i, len(instances), inst, InstanceRecord.from_dict(result))
     passes = session.total_passes if session.config.timing else 1
     per_process = session.config.passes
     open_ = set(range(len(instances)))
     for pass_index in range(2, passes + 1):
         if early_stop is not None and (pass_index - 1) % per_process == 0:
-            _stop_decided(early_stop, (pass_index - 1) // per_process, records[first:], open_)
+            _stop_decided(early_stop, (pass_index - 1) // per_process, records, first, open_)
             if not open_:
                 break
         if on_pass:
@@ -209,7 +209,7 @@ def run_passes(session: MeasuringSession, instances: Sequence[CaseInstance],
         for offset, inst in enumerate(instances):
             if offset not in open_:
                 continue
-            # a worker pool hands back a new record; a Session extends this one in place
+            # a new record each pass (the session pools into a copy; the judge writes anew)
             records[first + offset] = extend_instance(session, inst, records[first + offset],
                                                       pass_index)
             save()
@@ -217,13 +217,14 @@ def run_passes(session: MeasuringSession, instances: Sequence[CaseInstance],
 
 
 def _stop_decided(early_stop: EarlyStop, processes: int, records: list[dict[str, Any]],
-                  open_: set[int]) -> None:
-    """The look after `processes` worker processes: the open instances its rule settles are
-    marked and leave `open_`."""
-    settled = set(early_stop.settled(processes, records))
+                  first: int, open_: set[int]) -> None:
+    """The look after `processes` worker processes: the open instances its rule settles
+    (among records[first:], this run's) are marked and leave `open_`."""
+    settled = set(early_stop.settled(processes, records[first:]))
     for offset in sorted(open_):
-        if records[offset].get("id") in settled:
-            mark_decided(records[offset], processes, early_stop.confidences[processes - 1])
+        if records[first + offset].get("id") in settled:
+            records[first + offset] = mark_decided(records[first + offset], processes,
+                                                   early_stop.confidences[processes - 1])
             open_.discard(offset)
 
 
