@@ -283,6 +283,13 @@ def judge_measurement(m: Mapping[str, Any], config: RunConfig,
     Redone after every share of rounds; the record keeps one key order (raw rounds,
     statistics, notes) however often. look: a sequential run's look
     (verdicts/sequential.py), whose confidence and prior the interval takes."""
+    return _judged_measurement(m, config, overhead, look)[0]
+
+
+def _judged_measurement(m: Mapping[str, Any], config: RunConfig,
+                        overhead: Mapping[str, Mapping[str, float]], look: Look | None
+                        ) -> tuple[dict[str, Any], MeasurementStatistics]:
+    """judge_measurement's record, and the statistics in it as a frozen value."""
     rounds = RawRounds.of(m)
     stats = measurement_statistics(rounds.sides(config.frameworks), config.reference,
                                    config.target, rounds.threshold, order=rounds.order,
@@ -295,7 +302,7 @@ def judge_measurement(m: Mapping[str, Any], config: RunConfig,
     judged["protocol_notes"] = list(rounds.protocol_notes)
     judged["notes"] = list(rounds.protocol_notes) + explain_measurement(rounds.mode, medians,
                                                                         overhead)
-    return judged
+    return judged, stats
 
 
 def _failed_check(check: Mapping[str, Any] | None) -> bool:
@@ -314,25 +321,26 @@ def judge_instance(record: Mapping[str, Any], config: RunConfig,
     if record.get("error"):
         return {**record, "verdict": Verdict.ERROR.value}
     if record.get("measurements"):
-        measurements = {key: judge_measurement(m, config, overhead, look)
-                        for key, m in record["measurements"].items()}
-        return _concluded({**record, "measurements": measurements}, config)
+        judged = {key: _judged_measurement(m, config, overhead, look)
+                  for key, m in record["measurements"].items()}
+        return _concluded({**record, "measurements": {k: m for k, (m, _) in judged.items()}},
+                          {k: stats for k, (_, stats) in judged.items()}, config)
     if not config.timing:
         return {**record, "verdict": Verdict.PASS.value}
     return dict(record)
 
 
-def _concluded(record: Mapping[str, Any], config: RunConfig) -> dict[str, Any]:
-    """An instance's explanation and verdict from its judged measurements; the first time,
-    the explanation stands before the instance's duration, as it always has."""
-    measurements = record["measurements"]
-    per_mode = {k: {n: m["summary"][n]["median_s"] for n in config.frameworks}
-                for k, m in measurements.items()}
+def _concluded(record: Mapping[str, Any], statistics: Mapping[str, MeasurementStatistics],
+               config: RunConfig) -> dict[str, Any]:
+    """An instance's explanation and verdict from its measurements' statistics; the first
+    time, the explanation stands before the instance's duration, as it always has."""
+    per_mode = {k: {n: s.median_s(n) for n in config.frameworks}
+                for k, s in statistics.items()}
     explanation = explain_modes(per_mode, config.launch, config.device, config.framework_of)
     moved = "explanation" not in record and "duration_s" in record
     out = {k: v for k, v in record.items() if not (moved and k == "duration_s")}
     out["explanation"] = explanation
-    out["verdict"] = _worst_of(measurements.values())
+    out["verdict"] = worst(s.verdict for s in statistics.values()).value
     if moved:
         out["duration_s"] = record["duration_s"]
     return out
