@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from opbench.cases.case_files import CaseInstance
+from opbench.runner.check import CheckResult
 from opbench.runner.measure import ROUNDS_CUT_NOTE, MeasuredRounds, MoreRounds
 from opbench.runner.core_use import effective_cores, samples_over
 
 if TYPE_CHECKING:   # runner imports this module
     from opbench.config import RunConfig
 
-__all__ = ["BACKWARD_SUFFIX", "RawMeasurement", "instance_header", "jsonable", "key_mode",
-           "output_shapes", "protocol_notes"]
+__all__ = ["BACKWARD_SUFFIX", "RawInstance", "RawMeasurement", "instance_header", "jsonable",
+           "key_mode", "output_shapes", "protocol_notes"]
 
 BACKWARD_SUFFIX = "+backward"
 
@@ -182,6 +183,47 @@ class RawMeasurement:
             fields["samples_over_cores"] = {n: samples_over(cpu[n], walls[n],
                                                             self.allowed_cores) for n in cpu}
         return fields
+
+
+@dataclass(frozen=True)
+class RawInstance:
+    """What the runner recorded for one instance, before anything is judged: what it is
+    (`header`, instance_header), how its outputs and gradients compared, each measurement's
+    raw rounds, each side's peak memory, what failed and how long it all took. A stage that
+    never ran stays None and writes no key; `as_dict` is the record in the order the results
+    file has always had it (the judge, verdicts/conclusions.py, makes a new one from it)."""
+
+    header: Mapping[str, Any]
+    check: CheckResult | None = None
+    output_shapes: Any = None                 # one shape, or one per output of a tuple
+    grad_check: CheckResult | None = None
+    threshold: float | None = None
+    measurements: Mapping[str, RawMeasurement] | None = None
+    peak_memory: Mapping[str, Any] | None = None
+    error: str | None = None
+    traceback: str | None = None
+    duration_s: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        record = dict(self.header)
+        if self.error is not None:
+            record["error"] = self.error          # the header's key: its place is kept
+        if self.check is not None:
+            record["check"] = self.check.as_dict()
+            record["output_shapes"] = self.output_shapes
+        if self.grad_check is not None:
+            record["grad_check"] = self.grad_check.as_dict()
+        if self.threshold is not None:
+            record["threshold"] = self.threshold
+        if self.measurements is not None:
+            record["measurements"] = {k: m.as_dict() for k, m in self.measurements.items()}
+        if self.peak_memory is not None:
+            record["peak_memory"] = self.peak_memory
+        if self.traceback is not None:
+            record["traceback"] = self.traceback
+        if self.duration_s is not None:
+            record["duration_s"] = self.duration_s
+        return record
 
 
 def protocol_notes(m: MeasuredRounds, config: "RunConfig") -> list[str]:

@@ -22,19 +22,35 @@ from opbench.config import LAUNCH_BLOCKING, MeasureSettings, RunConfig
 from opbench.frameworks import Adapter, get_adapter
 from opbench.runner import inputs as inputs_mod
 from opbench.runner.ceilings import cache_sizes, level_copy_bytes, measure_ceilings
-from opbench.runner.check import SHAPE, compare_outputs, select_outputs
+from opbench.runner.check import SHAPE, CheckResult, compare_outputs, select_outputs
 from opbench.runner.measure import Clock, Side, measure, measure_overhead, more_rounds
 from opbench.runner.memory import peak_memory
 from opbench.runner.pinning import current_cpus, pin_process, pin_run_cores
 from opbench.runner.quiesce import Quiescer, ThreadActivityProbe
 from opbench.runner.raw_records import (
                                         BACKWARD_SUFFIX,
+                                        RawInstance,
                                         RawMeasurement,
                                         instance_header,
                                         key_mode,
                                         output_shapes,
                                         protocol_notes,
                                         )
+
+@dataclass
+class _Found:
+    """What one instance's stages found so far, in this process (run_instance freezes it
+    into a RawInstance): an exception keeps what the stages before it found."""
+
+    check: CheckResult | None = None
+    output_shapes: Any = None
+    grad_check: CheckResult | None = None
+    threshold: float | None = None
+    measurements: dict[str, RawMeasurement] | None = None
+    peak_memory: dict[str, Any] | None = None
+    error: str | None = None
+    traceback: str | None = None
+
 
 # A share of a measurement (one pass in one process) takes at least this many rounds: one
 # round would always run the sides in the same order within that process.
@@ -280,20 +296,20 @@ class Session:
         """Inputs -> both frameworks -> outputs compared -> timed -> verdict. Never raises for
         an operator's failure: that becomes verdict ERROR with the message."""
         started = self.clock()
-        record = instance_header(instance, self.config)
+        found = _Found()
         try:
-            self._run_into(instance, record)
+            self._run_into(instance, found)
         except SideLost:
             raise
         except Exception as exc:  # a failing operator is recorded; the run goes on
-            record["error"] = record.get("error") or _error_text(exc)
-            record["traceback"] = traceback.format_exc(limit=8)
-        record["duration_s"] = self.clock() - started
-        return record
+            found.error = found.error or _error_text(exc)
+            found.traceback = traceback.format_exc(limit=8)
+        return RawInstance(instance_header(instance, self.config),
+                           duration_s=self.clock() - started, **vars(found)).as_dict()
 
-    def _run_into(self, instance: CaseInstance, record: dict[str, Any]) -> None:
+    def _run_into(self, instance: CaseInstance, found: "_Found") -> None:
         cfg = self.config
-        checked = self._checked_sides(instance, record)
+        checked = self._checked_sides(instance, found)
         if checked is None:
             return
         if not cfg.timing:
@@ -301,10 +317,10 @@ class Session:
 
         threshold = (instance.case.threshold if instance.case.threshold is not None
                      else cfg.threshold)
-        record["threshold"] = threshold
-        record["measurements"] = {key: self._measure(sides, key_mode(key), threshold)
-                                  for key, sides in self._timed_sides(*checked).items()}
-        record["peak_memory"] = self._peak_memory(checked[0])
+        found.threshold = threshold
+        found.measurements = {key: self._measure(sides, key_mode(key), threshold)
+                              for key, sides in self._timed_sides(*checked).items()}
+        found.peak_memory = self._peak_memory(checked[0])
         self._measured_here.add(instance.id)
 
     def _timed_sides(self, prepared: Mapping[str, Any],
@@ -353,11 +369,11 @@ class Session:
         """A later share of each measurement's rounds, each pooled into `pooled` (this
         pass's working copy of the measurements) as it is measured; the failure's line, or
         None."""
-        scratch = instance_header(instance, self.config)
+        scratch = _Found()
         try:
             checked = self._checked_sides(instance, scratch)
             if checked is None:
-                raise RuntimeError(scratch.get("error") or "outputs no longer agree")
+                raise RuntimeError(scratch.error or "outputs no longer agree")
             timed = self._timed_sides(*checked)
             for key in list(pooled):
                 if key not in timed:
@@ -381,7 +397,7 @@ class Session:
             raise
         except Exception as exc:
             where = (f"process {self.process_index}, " if self.config.processes > 1 else "")
-            return f"{where}pass {pass_index}: {scratch.get('error') or _error_text(exc)}"
+            return f"{where}pass {pass_index}: {scratch.error or _error_text(exc)}"
         return None
 
     @property
@@ -389,11 +405,11 @@ class Session:
         """The cores a side may use: the run's thread count, when CPU time is measured."""
         return self.config.threads if self.cpu_clock is not None else None
 
-    def _checked_sides(self, instance: CaseInstance, record: dict[str, Any]
+    def _checked_sides(self, instance: CaseInstance, found: "_Found"
                        ) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        """Inputs -> both frameworks -> outputs (and gradients) compared. Returns the prepared
-        forward calls and the forward+backward callables, or None when the outputs disagree
-        unexpectedly (the record then says MISMATCH and why)."""
+        """Inputs -> both frameworks -> outputs (and gradients) compared (into `found`).
+        Returns the prepared forward calls and the forward+backward callables, or None when
+        the outputs disagree unexpectedly (the judge then says MISMATCH and why)."""
         cfg = self.config
         arrays = inputs_mod.generate_inputs(instance)
         rtol, atol = inputs_mod.tolerance_for(instance)
@@ -403,21 +419,21 @@ class Session:
             try:
                 prepared[name], outputs[name] = self.forward_side(instance, arrays, name)
             except SideFailed as exc:
-                record["error"] = str(exc)
+                found.error = str(exc)
                 raise
         expected = instance.case.expect_mismatch
         check = compare_outputs(outputs[cfg.reference], outputs[cfg.target], rtol, atol,
                                 mode=SHAPE if instance.case.compare == SHAPE else "values"
                                 ).expected_by(expected)
-        record["check"] = check.as_dict()
-        record["output_shapes"] = output_shapes(outputs[cfg.reference])
+        found.check = check
+        found.output_shapes = output_shapes(outputs[cfg.reference])
         if not check.ok and not expected:
             return None         # MISMATCH (verdicts/conclusions.py): nothing to time
 
         grad_sides: dict[str, Any] = {}
         if cfg.backward and instance.case.backward:
             grad_sides, grad_check = self._backward_sides(instance, arrays, outputs, rtol,
-                                                          atol, record)
+                                                          atol, found)
             if not grad_check.ok and not expected:
                 return None
         return prepared, grad_sides
@@ -481,9 +497,9 @@ class Session:
         return peak_memory({n: call(prepared[n]) for n in self.config.frameworks},
                            self.config.device)
 
-    def _backward_sides(self, instance, arrays, outputs, rtol, atol, record):
+    def _backward_sides(self, instance, arrays, outputs, rtol, atol, found):
         """Forward+backward callables for both sides, and their gradients compared like
-        outputs (the comparison is also written into `record`)."""
+        outputs (the comparison is also kept in `found`)."""
         cfg = self.config
         grads: dict[str, Any] = {}
         sides: dict[str, Any] = {}
@@ -492,13 +508,13 @@ class Session:
                 sides[name], grads[name] = self.backward_side(instance, arrays, name,
                                                                outputs[cfg.reference])
             except SideFailed as exc:
-                record["error"] = str(exc)
+                found.error = str(exc)
                 raise
         check = compare_outputs(grads[cfg.reference], grads[cfg.target], rtol, atol
                                 ).expected_by(instance.case.expect_mismatch)
-        record["grad_check"] = check.as_dict()
+        found.grad_check = check
         if not check.ok and not instance.case.expect_mismatch:
-            record["error"] = f"gradients differ: {check.detail}"
+            found.error = f"gradients differ: {check.detail}"
         return sides, check
 
     def _grad_weights(self, instance: CaseInstance, reference_out: Any, p: _Prepared) -> Any:
@@ -533,12 +549,12 @@ class Session:
                        max_time_s=settings.max_time_s / cfg.shares,
                        min_rounds=math.ceil(settings.min_rounds / cfg.shares))
 
-    def _measure(self, sides: Sequence[Side], mode: str, threshold: float) -> dict[str, Any]:
+    def _measure(self, sides: Sequence[Side], mode: str, threshold: float) -> RawMeasurement:
         m = measure(sides, self._pass_settings(mode), self.clock, settle=self._settle(),
                     cpu_clock=self.cpu_clock)
         return RawMeasurement.first(m, threshold, self.config.settings.rounds,
                                     self.process_index, self.allowed_cores,
-                                    protocol_notes(m, self.config)).as_dict()
+                                    protocol_notes(m, self.config))
 
 
 __all__ = ["Session", "ApiError", "SideFailed", "SideLost", "substitute_refs"]
