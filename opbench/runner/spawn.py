@@ -29,10 +29,11 @@ def spawn_child(module: str, args: Sequence[str] = (), python: str | None = None
                 stdin: Any = subprocess.DEVNULL, stdout: IO[Any] | int | None = None,
                 stderr: IO[Any] | int | None = None) -> subprocess.Popen:
     """`python -m module args` started (this interpreter when `python` is None). The
-    environment is this process's (with `env_defaults` where it sets none), the current directory
-    kept off the child's sys.path, and this opbench first on its PYTHONPATH when
-    `this_opbench` (default: only for this interpreter, named or not; another keeps its own installed
-    opbench, which its interpreter check compared). stdout/stderr: inherited when None."""
+    environment is this process's (with `env_defaults` where it sets none), the current
+    directory kept off the child's sys.path, and this opbench first on its PYTHONPATH when
+    `this_opbench` (default: only for this interpreter, named or not; another keeps its own
+    installed opbench, which its interpreter check compared). stdout/stderr: inherited when
+    None; stdin: none unless given (None: this terminal's)."""
     if this_opbench is None:
         this_opbench = is_this_interpreter(python)
     env = child_environment(with_this_opbench=this_opbench)
