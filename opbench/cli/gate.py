@@ -387,7 +387,7 @@ def _trend_table(points, selector: str):
 
     names = short_ids(p.instance_id for p in points)
     machines = {p.machine_id or "-" for p in points}
-    versions = {f"{p.reference_version or '?'} / {p.target_version or '?'}" for p in points}
+    versions = {p.frameworks for p in points}
     per_run = [("machine", len(machines) > 1), ("versions", len(versions) > 1)]
     shared = [f"{name}: {next(iter(values))}" for (name, varies), values
               in zip(per_run, (machines, versions)) if not varies]
@@ -419,7 +419,7 @@ def _trend_table(points, selector: str):
             if per_run[0][1]:
                 cells.append(p.machine_id or "-")
             if per_run[1][1]:
-                cells.append(f"{p.reference_version or '?'} / {p.target_version or '?'}")
+                cells.append(p.frameworks)
             cells += [ratio, change, p.verdict or "-", _fmt_time(p.target_median_s)]
             table.add_row(*cells)
         blocks += [Text(""), table]

@@ -29,7 +29,7 @@ from opbench.runloop.sequential_run import (
                                             )
 from opbench.runner.measure import Clock
 from opbench.runner.injection import Injection, InjectingSession
-from opbench.runner.machine_facts import FactsCache, obtain_machine_facts
+from opbench.runner.machine_facts import FactsCache, MachineFacts, obtain_machine_facts
 from opbench.runner.protocol import MeasuringSession
 from opbench.runner.session import ApiError, Session
 from opbench.runner.workers import worker_pool
@@ -64,6 +64,18 @@ def measure_everywhere(session: MeasuringSession, instance: CaseInstance) -> dic
 
 # run()'s default: the machine-facts cache of the environment (machine_facts.cache_dir).
 FROM_ENVIRONMENT = "environment"
+
+
+def machine_facts(session: MeasuringSession, config: RunConfig,
+                  facts_cache: "FactsCache | None | str" = FROM_ENVIRONMENT) -> MachineFacts:
+    """The per-call floors and ceilings for an opened session (its `overhead` set), as every
+    run and gate stage gets them: from the machine-facts cache when it holds them for this
+    machine and these builds, else measured now and kept (runner/machine_facts.py).
+    facts_cache: FROM_ENVIRONMENT (the user's cache directory), a FactsCache, or None
+    (measured every time)."""
+    cache = FactsCache.from_environment() if facts_cache == FROM_ENVIRONMENT else facts_cache
+    return obtain_machine_facts(session, config, cache,
+                                now=lambda: datetime.fromisoformat(utc_now()))
 
 
 # on_pass(pass_index, passes, measured, decided): before each later pass, how many instances
@@ -133,9 +145,7 @@ def _run_opened(session, instances, config, json_path, on_progress, on_pass, on_
     started = time.perf_counter()
     # the floors and ceilings: from the cache when it holds them for this machine and these
     # builds, else measured now (and kept); the record keeps the figures and their source
-    facts = (obtain_machine_facts(session, config, facts_cache,
-                                  now=lambda: datetime.fromisoformat(utc_now()))
-             if config.timing else None)
+    facts = machine_facts(session, config, facts_cache) if config.timing else None
     record = new_record(config.as_dict(), session.framework_info(),
                         dict(facts.overhead) if facts else {})
     if facts is not None:

@@ -21,6 +21,7 @@ from opbench.cases.case_files import FLOAT_DTYPES, CaseInstance, FrameworkCall, 
 from opbench.config import LAUNCH_BLOCKING, MeasureSettings, RunConfig
 from opbench.frameworks import Adapter, get_adapter
 from opbench.runner import inputs as inputs_mod
+from opbench.runner.exits import SideLost
 from opbench.runner.ceilings import cache_sizes, level_copy_bytes, measure_ceilings
 from opbench.runner.check import SHAPE, CheckResult, compare_outputs, select_outputs
 from opbench.runner.measure import Clock, Side, measure, measure_overhead, more_rounds
@@ -59,12 +60,6 @@ MIN_ROUNDS_PER_SHARE = 2
 
 class ApiError(Exception):
     """APIs in the cases that do not resolve in the installed frameworks (load-time)."""
-
-
-class SideLost(RuntimeError):
-    """A side's worker process died, hung or could not be reached in the middle of an
-    instance: not the instance's failure but the process's, so it is raised through to the
-    pool (workers.py), which records it against the instance and starts a fresh process."""
 
 
 class SideFailed(Exception):
