@@ -379,8 +379,9 @@ def run_suggest(pair: Pair, out_dir: Path, lock: Path | None) -> tuple[list[dict
     if not json_path.exists():
         return None, f"opbench model exited {done.returncode} without a record (stderr saved)"
     record = json.loads(json_path.read_text())
-    model = record.get("model", record)
-    rows = model.get("suggestions")
+    rows = record.get("suggestions")            # beside the model record, or inside it
+    if rows is None and isinstance(record.get("model"), dict):
+        rows = record["model"].get("suggestions")
     if rows is None:
         return None, "the record holds no `suggestions`"
     return list(rows), f"exit {done.returncode}"

@@ -290,3 +290,27 @@ def test_the_static_scan_finds_the_planted_family_in_naive_only(pair):
     # nothing else is planted: a second family would add a saving the pair does not measure
     assert {h.family for h in hits} == {family}, pair.name
     assert not find_affinity([pair.script("fixed")]).hits, pair.name
+
+
+def test_run_suggest_skips_without_the_option_and_reads_the_rows_with_it(tmp_path, monkeypatch):
+    pair = next(p for p in PAIRS if p.name == "torch/silu_formula")
+    calls = []
+
+    def fake_run(command, **_):
+        calls.append(command)
+        if "--help" in command:
+            return SimpleNamespace(stdout=help_text, stderr="", returncode=0)
+        json_path = Path(command[command.index("--json") + 1])
+        json_path.write_text('{"model": {"suggestions": [{"file": "naive.py"}]}}')
+        return SimpleNamespace(stdout="", stderr="", returncode=0)
+
+    monkeypatch.setattr(affinity_pairs.subprocess, "run", fake_run)
+    help_text = "Options:\n  --json FILE\n"
+    rows, note = affinity_pairs.run_suggest(pair, tmp_path, lock=None)
+    assert rows is None and "lists no --suggest" in note and len(calls) == 1
+    help_text = "Options:\n  --suggest  Find faster equivalents.\n"
+    rows, note = affinity_pairs.run_suggest(pair, tmp_path, lock=None)
+    assert rows == [{"file": "naive.py"}] and note == "exit 0"
+    command = calls[-1]
+    assert command[command.index("--") + 1:][1] == str(pair.script("naive"))
+    assert "--suggest" in command and "--budget" in command
