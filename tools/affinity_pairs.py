@@ -327,6 +327,9 @@ class SuggestCheck:
     outputs_equal: bool = False        # no suggestion changed the outputs
     claimed_saving_s: float = 0.0      # the suggestions' savings per step, summed
     within_tolerance: bool = False     # ... within CLAIM_TOLERANCE of the measured difference
+    # the call matches the ground truth: a fix measured faster is suggested on its lines with
+    # its API; one measured no faster (or slower) is not called faster on them
+    agrees: bool = False
 
 
 def suggest_available(help_text: str) -> bool:
@@ -344,11 +347,14 @@ def compare_suggestions(pair: Pair, rows: Sequence[dict], measured: Difference) 
     on_script = [r for r in rows if _on_naive(r)]
     short_api = pair.affinity_api.rsplit(".", 1)[-1]
     found = right_api = True
+    called_faster = False
     for planted in pair.planted:
         hits = [r for r in on_script
                 if planted.start <= int(r.get("start_line", 0)) <= planted.end
                 and int(r.get("start_line", 0)) <= int(r.get("end_line", 0)) <= planted.end]
         found = found and bool(hits)
+        called_faster = called_faster or any(
+            float((r.get("saving_s") or {}).get("ci_low", 0.0)) > 0 for r in hits)
         right_api = right_api and any(
             str(r.get("affinity_api", "")) in (pair.affinity_api, short_api)
             or str(r.get("affinity_api", "")).endswith("." + short_api) for r in hits)
@@ -356,8 +362,9 @@ def compare_suggestions(pair: Pair, rows: Sequence[dict], measured: Difference) 
     equal = all(r.get("outputs_equal") is True for r in rows)
     scale = max(abs(measured.estimate_s), 1e-12)
     within = abs(claimed - measured.estimate_s) <= CLAIM_TOLERANCE * scale
+    agrees = (found and right_api) if measured.verdict == FASTER else not called_faster
     return SuggestCheck(True, f"{len(rows)} suggestion(s)", found, found and right_api, equal,
-                        claimed, within)
+                        claimed, within, agrees)
 
 
 def run_suggest(pair: Pair, out_dir: Path, lock: Path | None) -> tuple[list[dict] | None, str]:
@@ -453,17 +460,19 @@ def markdown(rows: Sequence[dict], command: str) -> str:
     suggest = [r for r in rows if r.get("suggest")]
     if suggest:
         lines += ["", "| pair | `opbench model --suggest` | planted lines found | right API | "
-                  "outputs equal | claimed ms/step | within 30% of measured |",
-                  "|---|---|---|---|---|---:|---|"]
+                  "outputs equal | claimed ms/step | within 30% of measured | agrees with "
+                  "the ground truth |",
+                  "|---|---|---|---|---|---:|---|---|"]
         for row in suggest:
             s = row["suggest"]
             if not s["ran"]:
-                lines.append(f"| `{row['pair']}` | {s['note']} | - | - | - | - | - |")
+                lines.append(f"| `{row['pair']}` | {s['note']} | - | - | - | - | - | - |")
                 continue
             yes = {True: "yes", False: "no"}
             lines.append(f"| `{row['pair']}` | {s['note']} | {yes[s['found_lines']]} | "
                          f"{yes[s['right_api']]} | {yes[s['outputs_equal']]} | "
-                         f"{_ms(s['claimed_saving_s'])} | {yes[s['within_tolerance']]} |")
+                         f"{_ms(s['claimed_saving_s'])} | {yes[s['within_tolerance']]} | "
+                         f"{yes[s['agrees']]} |")
     return "\n".join(lines) + "\n"
 
 

@@ -234,7 +234,7 @@ def _measured(saving_s: float):
 def _row(start: int, end: int, saving_s: float, api: str = "torch.nn.functional.gelu",
          equal: bool = True, file: str = "/x/examples/affinity/torch/gelu_formula/naive.py"):
     return {"file": file, "start_line": start, "end_line": end, "affinity_api": api,
-            "saving_s": {"estimate": saving_s, "ci_low": 0.0, "ci_high": 2 * saving_s},
+            "saving_s": {"estimate": saving_s, "ci_low": saving_s / 2, "ci_high": 2 * saving_s},
             "outputs_equal": equal}
 
 
@@ -256,6 +256,20 @@ def test_compare_suggestions_needs_the_planted_lines_the_api_and_the_saving():
     overclaimed = affinity_pairs.compare_suggestions(
         pair, [_row(line, line, 0.001), _row(50, 50, 0.0005, equal=False)], measured)
     assert not overclaimed.within_tolerance and not overclaimed.outputs_equal
+    assert good.agrees and not off.agrees and not wrong_api.agrees
+
+
+def test_a_fix_measured_no_faster_agrees_only_when_not_called_faster():
+    pair = next(p for p in PAIRS if p.name == "torch/gelu_formula")
+    line = pair.planted[0].start
+    slower = _measured(-0.001)
+    assert slower.verdict == affinity_pairs.SLOWER
+    no_gain = _row(line, line, -0.0002)
+    no_gain["saving_s"] = {"estimate": -0.0002, "ci_low": -0.0005, "ci_high": 0.0001}
+    assert affinity_pairs.compare_suggestions(pair, [no_gain], slower).agrees
+    assert affinity_pairs.compare_suggestions(pair, [], slower).agrees
+    called = affinity_pairs.compare_suggestions(pair, [_row(line, line, 0.001)], slower)
+    assert not called.agrees
 
 
 def test_suggest_is_skipped_with_a_message_when_opbench_model_lacks_it():
