@@ -378,8 +378,13 @@ def run_suggest(pair: Pair, out_dir: Path, lock: Path | None) -> tuple[list[dict
     command = [sys.executable, "-m", "opbench.cli", "model", "--suggest", *SUGGEST_SETTINGS,
                "--json", str(json_path), "-o", str(out_dir / f"{stem}.model"), "-q",
                "--", sys.executable, str(pair.script("naive")), "--steps", "30"]
+    # The script's interpreter (this one) must import this checkout's opbench too: a venv
+    # with another build installed stops the replay ("has opbench 0.1.0 with other worker
+    # messages than this one", seen here when /work/main moved ahead of a worktree).
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     with held(lock):
-        done = subprocess.run(command, cwd=REPO, env={**os.environ, "GLOG_v": "3"},
+        done = subprocess.run(command, cwd=REPO,
+                              env={**os.environ, "GLOG_v": "3", "PYTHONPATH": path},
                               capture_output=True, text=True, timeout=SUGGEST_TIMEOUT_S,
                               check=False)
     (out_dir / f"{stem}.suggest.stderr").write_text(done.stderr)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import os
 import random
 import re
 import sys
@@ -308,10 +309,11 @@ def test_the_static_scan_finds_the_planted_family_in_naive_only(pair):
 
 def test_run_suggest_skips_without_the_option_and_reads_the_rows_with_it(tmp_path, monkeypatch):
     pair = next(p for p in PAIRS if p.name == "torch/silu_formula")
-    calls = []
+    calls, environments = [], []
 
-    def fake_run(command, **_):
+    def fake_run(command, **options):
         calls.append(command)
+        environments.append(options.get("env"))
         if "--help" in command:
             return SimpleNamespace(stdout=help_text, stderr="", returncode=0)
         json_path = Path(command[command.index("--json") + 1])
@@ -328,3 +330,5 @@ def test_run_suggest_skips_without_the_option_and_reads_the_rows_with_it(tmp_pat
     command = calls[-1]
     assert command[command.index("--") + 1:][1] == str(pair.script("naive"))
     assert "--suggest" in command and "--budget" in command
+    # the script's interpreter imports this checkout's opbench, not the one a venv holds
+    assert environments[-1]["PYTHONPATH"].split(os.pathsep)[0] == str(REPO)
