@@ -253,6 +253,8 @@ def test_shipped_examples_hits_are_the_listed_ones():
     result = find_affinity([examples])
     found = [(str(Path(h.file).relative_to(examples)), h.start_line, h.end_line, h.family)
              for h in result.hits]
+    # examples/affinity/ plants the families on purpose: test_affinity_pairs.py checks those
+    found = [hit for hit in found if not hit[0].startswith("affinity/")]
     assert found == EXAMPLES_EXPECTED
     assert result.errors == ()
 

@@ -1,0 +1,85 @@
+"""Affinity pair mindspore/gelu_formula: naive.py and fixed.py.
+
+A feed-forward block (256 -> 1024 -> 256), inference, GELU written as its tanh formula.
+
+    GLOG_v=3 python naive.py --steps 10
+    GLOG_v=3 python fixed.py --steps 10
+
+naive.py writes the GELU as `0.5 * h * (1 + ops.tanh(...))`; fixed.py is the same script
+with `ops.gelu(h, approximate="tanh")` (mint's GeLU has no CPU kernel in 2.10) on those
+lines (examples/affinity/manifest.yaml names them). Seeded numpy weights and inputs, CPU,
+PyNative, queued launches, one kernel thread. Each prints a checksum of its last output, so
+the two can be compared; tools/affinity_pairs.py imports both and alternates their step() to
+measure what the replacement saves.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+
+import mindspore as ms
+import numpy as np
+from mindspore import Tensor, mint, nn, ops
+
+BATCH, HIDDEN, INNER = 256, 256, 1024
+GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def set_up(threads: int = 1) -> None:
+    """Before any operator runs: the kernel threads (MindSpore's CPU default is 25) and the
+    device are fixed once the runtime starts."""
+    ms.device_context.cpu.op_tuning.threads_num(threads)
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    ms.set_device("CPU")
+
+
+def randn(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> Tensor:
+    return Tensor((rng.standard_normal(shape) * scale).astype(np.float32))
+
+
+def make_state(seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    return {"x": randn(rng, BATCH, HIDDEN),
+            "w1": randn(rng, INNER, HIDDEN, scale=HIDDEN ** -0.5),
+            "b1": randn(rng, INNER, scale=0.1),
+            "w2": randn(rng, HIDDEN, INNER, scale=INNER ** -0.5),
+            "b2": randn(rng, HIDDEN, scale=0.1)}
+
+
+def step(state: dict) -> Tensor:
+    h = mint.nn.functional.linear(state["x"], state["w1"], state["b1"])
+    h = 0.5 * h * (1.0 + ops.tanh(GELU_C * (h + 0.044715 * h ** 3)))
+    return mint.nn.functional.linear(h, state["w2"], state["b2"])
+
+
+def finish(result: Tensor) -> np.ndarray:
+    """The step's result on the host: where a timed step ends (reading back waits for the
+    queued operators)."""
+    return result.asnumpy()
+
+
+def checksum(state: dict, result: Tensor) -> tuple[float, float]:
+    """Sum and sum of magnitudes (float64) of the result and of the trained weights."""
+    arrays = [finish(result)] + [p.asnumpy() for p in state.get("params", ())]
+    return (float(sum(a.sum(dtype=np.float64) for a in arrays)),
+            float(sum(np.abs(a).sum(dtype=np.float64) for a in arrays)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=10, help="steps to run (default 10)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of weights and inputs")
+    parser.add_argument("--threads", type=int, default=1, help="kernel threads (default 1)")
+    args = parser.parse_args()
+    if args.steps < 1 or args.threads < 1:
+        parser.error("--steps and --threads take a whole number >= 1")
+    set_up(args.threads)
+    state = make_state(args.seed)
+    for _ in range(args.steps):
+        result = step(state)
+    total, magnitude = checksum(state, result)
+    print(f"checksum {total:.6f} abs {magnitude:.6f}")
+
+
+if __name__ == "__main__":
+    main()
