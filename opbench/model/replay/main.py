@@ -22,6 +22,7 @@ def serve_request(request: dict[str, Any]) -> dict[str, Any]:
     from opbench.frameworks import get_adapter
     from opbench.frameworks.apimap import load_mapping
     from opbench.model.replay.executor import Replayer
+    from opbench.model.replay.paired import PAIRED, serve_paired
 
     framework = request["framework"]
     cpus = request.get("cpus")
@@ -33,6 +34,9 @@ def serve_request(request: dict[str, Any]) -> dict[str, Any]:
     adapter.setup(request.get("device", "cpu"), int(threads))
     if request.get("launch") == "blocking":
         adapter.block_launches()
+    if request["kind"] == PAIRED:        # `opbench model --suggest`: two programs interleaved
+        return {**serve_paired(request, adapter, load_mapping()), "framework": framework,
+                "launch": adapter.launch(), "pid": os.getpid()}
     replayer = Replayer(request["step"], framework, adapter, load_mapping(),
                         skip=request.get("skip", ()), routes_chosen=request.get("routes"))
     fingerprints = replayer.probe(fingerprints=request["kind"] == PROBE)
