@@ -178,12 +178,13 @@ def test_a_mindspore_route_swap_and_mindspore_patterns():
     sig = s("mindspore.ops.sigmoid", X, line=1)
     y = s("mindspore.Tensor.__mul__", X, sig, line=1)
     s("mindspore.ops.relu", y, line=2)
-    s("mindspore.mint.relu", y, line=3)
+    s("mindspore.mint.nn.functional.relu", y, line=3)
     s("mindspore.ops.relu", y, kwargs=(("x", Lit(1)),), line=4)   # keywords: not swapped
     found = candidates_of(s.step())
     assert [(c.family, c.affinity_api) for c in found] == [
         ("mindspore.silu_formula", "mindspore.mint.nn.functional.silu"),
-        (ROUTE_FAMILY, "mindspore.mint.relu"), (ROUTE_FAMILY, "mindspore.ops.relu")]
+        (ROUTE_FAMILY, "mindspore.mint.nn.functional.relu"),
+        (ROUTE_FAMILY, "mindspore.ops.relu")]
 
 
 def test_an_intermediate_read_outside_the_pattern_stops_the_match():

@@ -7,6 +7,5 @@ framework, each swapped, checked for equal outputs and timed against the origina
   swap       A candidate applied: the swapped program, Refs rewired
   saving     The saving per step and its interval from interleaved timings (pure)
   measure    Each candidate: output check, interleaved replay processes, its row
-  run        The library calls: a step or a script -> rows
-  output     The rows as a table's and a CSV's values
+  run        The library calls: a step or a script -> rows (views: report/suggestions.py)
 """

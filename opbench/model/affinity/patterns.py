@@ -30,14 +30,21 @@ __all__ = ["New", "NewCall", "Swap", "Candidate", "find_candidates", "ROUTE_FAMI
 # is a model, not an activation.
 MAX_FORMULA_CALLS = 10
 ROUTE_FAMILY = "mindspore.route"
-# MindSpore's routes of one operation that take the same positional arguments
-# (mindspore.ops.X and mindspore.mint.X): a call written one way with positional
-# arguments only is tried the other way. A name the installed MindSpore lacks fails its
-# probe, and the candidate is listed as not run.
-MS_ROUTE_ALTERNATIVES = tuple(sorted({
-    "abs", "add", "bmm", "cos", "div", "erf", "exp", "log", "matmul", "mean", "mul", "neg",
-    "ones_like", "relu", "rsqrt", "sigmoid", "sin", "sqrt", "square", "sub", "sum", "tanh",
-    "where", "zeros_like"}))
+# MindSpore's routes of one operation that take the same positional arguments: a call
+# written one way with positional arguments only is tried the other way. Each name was
+# checked to exist in both modules with MindSpore 2.10.0.
+MS_ROUTE_ALTERNATIVES = {
+    **{f"mindspore.ops.{n}": f"mindspore.mint.{n}" for n in (
+        "abs", "add", "bmm", "cos", "div", "erf", "exp", "log", "matmul", "mean", "mul",
+        "neg", "ones_like", "rsqrt", "sigmoid", "sin", "softmax", "sqrt", "square", "sub",
+        "sum", "tanh", "where", "zeros_like")},
+    **{f"mindspore.ops.{n}": f"mindspore.mint.nn.functional.{n}" for n in (
+        "relu", "gelu", "silu", "softplus")},
+}
+MS_ROUTE_ALTERNATIVES.update({v: k for k, v in list(MS_ROUTE_ALTERNATIVES.items())
+                              if v.startswith("mindspore.mint.")
+                              and v.rsplit(".", 1)[-1] not in ("sigmoid", "tanh",
+                                                               "softmax")})
 _HOST_SYNCS = frozenset({"item", "asnumpy", "tolist", "numpy"})
 
 
@@ -386,13 +393,9 @@ def _route(g: StepGraph, root: int, framework: str) -> _Match | None:
     call = g.call(root)
     if framework != "mindspore" or call.kwargs or call.init or call.kind != "function":
         return None
-    prefix, _, name = call.api.rpartition(".")
-    if name not in MS_ROUTE_ALTERNATIVES:
+    api = MS_ROUTE_ALTERNATIVES.get(call.api)
+    if api is None:
         return None
-    other = {"mindspore.ops": "mindspore.mint", "mindspore.mint": "mindspore.ops"}.get(prefix)
-    if other is None:
-        return None
-    api = f"{other}.{name}"
     return _Match("route", Swap((root,), root, (NewCall(api, call.args),)), api,
                   f"{api}(...)")
 
