@@ -363,3 +363,40 @@ def test_the_csv_starts_with_the_ascend_columns():
     assert lines[0].split(",")[:6] == list(CSV_COLUMNS[:6])
     assert lines[1].startswith("model.py,3,3,pattern,torch.sigmoid + torch.Tensor.__mul__,"
                                "torch.nn.functional.silu,2,")
+
+
+def test_the_library_call_returns_the_rows_of_the_measured_suggestions(monkeypatch):
+    import opbench.model
+    from opbench.model.affinity import run
+
+    seen = {}
+
+    def fake(command, processes, **options):
+        seen.update(command=command, processes=processes, **options)
+        return ["row"]
+
+    monkeypatch.setattr(run, "suggest", fake)
+    assert opbench.model.suggest(["python", "t.py"], skip_first_calls=5) == ["row"]
+    assert seen == {"command": ["python", "t.py"], "processes": 3, "skip_first_calls": 5}
+
+
+def test_the_model_views_show_the_suggestions():
+    import io
+
+    from rich.console import Console
+
+    from opbench.report.model import (render_model_html, render_model_markdown,
+                                      render_model_terminal)
+
+    step = _silu_step()
+    row = measure_one(step, candidates_of(step)[0], SETTINGS, FakeReplay(0.010, 0.008))
+    record = ModelRecord.from_json({
+        "reference": "torch", "target": "mindspore", "traced_framework": "torch",
+        "traced_s": 1.0, "projected_s": {}, "coverage": 1.0, "apis": [],
+        "region": {"rule": "markers", "steps": 3}, "suggestions": [row.to_json()]})
+    buffer = io.StringIO()
+    render_model_terminal(record, Console(file=buffer, width=200))
+    text = buffer.getvalue()
+    assert "Suggestions" in text and "model.py:3" in text and "faster" in text
+    assert "torch.nn.functional.silu" in render_model_markdown(record)
+    assert 'id="suggestions"' in render_model_html(record)
