@@ -14,14 +14,10 @@ import sys
 from types import CodeType, FrameType
 from typing import Any
 
+from opbench.config.vocabulary import FRAMEWORKS
 from opbench.model.program import Site
 
 __all__ = ["SiteFinder"]
-
-# The packages whose frames are not the user's: the frameworks (their Python layers call
-# each other) and opbench's own (the tracer's wrappers and the capture).
-_FRAMEWORK_PACKAGES = ("torch", "mindspore")
-
 
 def _package_dir(module: Any) -> str | None:
     path = getattr(module, "__file__", None)
@@ -38,11 +34,12 @@ class SiteFinder:
         self._sites: dict[tuple[CodeType, int], Site] = {}
 
     def _refresh_roots(self) -> None:
-        """The framework directories, read again when a framework was imported since (a
-        look at sys.modules until both are)."""
-        if len(self._loaded) == len(_FRAMEWORK_PACKAGES) and self._roots:
+        """The directories whose frames are not the user's: the frameworks' (their Python
+        layers call each other; read again when one was imported since: a look at
+        sys.modules until all are) and opbench's own (the tracer's wrappers, the capture)."""
+        if len(self._loaded) == len(FRAMEWORKS) and self._roots:
             return
-        loaded = tuple(name for name in _FRAMEWORK_PACKAGES if name in sys.modules)
+        loaded = tuple(name for name in FRAMEWORKS if name in sys.modules)
         if loaded == self._loaded and self._roots:
             return
         roots = [_package_dir(sys.modules[name]) for name in loaded]
