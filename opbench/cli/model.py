@@ -15,12 +15,16 @@ from opbench.model.impact.pipeline import (DEFAULT_MAX_PROCESSES, DEFAULT_PROCES
                                            ModelError, ModelOptions, measure_model)
 from opbench.model.impact.project import MODES_APART
 from opbench.model.steady import DEFAULT_CAPTURE_STEPS
+from opbench.model.affinity.measure import DEFAULT_SUGGEST_PROCESSES
+from opbench.model.affinity.run import suggest, suggest_for_step
+from opbench.model.impact.processes import split_command
 from opbench.model.impact.record import ModelRecord, impact_json
+from opbench.report.suggestions import csv_text, render_suggestions_terminal
 from opbench.report.model import (DEFAULT_TOP, render_model_html, render_model_markdown,
                                   render_model_terminal)
 from opbench.results.io import write_json_atomic
 
-__all__ = ["model_command"]
+__all__ = ["model_command", "suggest_command"]
 
 DEFAULT_OUTPUT_DIR = "opbench-model"
 # The projection was made, but part of it is in doubt: the script failed, a replay process
@@ -88,13 +92,24 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
               help="Write the tables as Markdown.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
               help="Write one offline HTML page with the time-lost chart.")
+@click.option("--suggest", is_flag=True,
+              help="Also find the calls and call patterns of the step that have an "
+                   "equivalent in the script's own framework, check each swap's outputs "
+                   "equal and measure what it saves per step (docs/model.md, Suggestions).")
+@click.option("--suggest-processes", type=click.IntRange(1, 20),
+              default=DEFAULT_SUGGEST_PROCESSES,
+              help="Replay processes per suggestion (each times original and swapped step "
+                   f"interleaved). Default: {DEFAULT_SUGGEST_PROCESSES}.")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the suggestions as CSV (the Ascend affinity CSV's columns first).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def model_command(reference: str, target: str, processes: int, max_processes: int,
                   launch: str | None, skip_first_calls: int | None, capture_steps: int,
                   run_on: bool, keep_going: bool, budget: float, top: int,
                   output_dir: str, json_path: str | None, markdown_path: str | None,
-                  html_path: str | None, quiet: bool, command: tuple[str, ...]) -> None:
+                  html_path: str | None, suggest: bool, suggest_processes: int,
+                  csv_path: str | None, quiet: bool, command: tuple[str, ...]) -> None:
     """Run a script unchanged under the tracer, keep its steady state, replay its framework
     calls in both frameworks and say which APIs cost the model how much time.
 
@@ -119,6 +134,12 @@ def model_command(reference: str, target: str, processes: int, max_processes: in
     except ModelError as exc:
         fail(str(exc))
     written = impact_json(impact)
+    if suggest or csv_path:
+        rows = suggest_for_step(impact.step, impact.program, split_command(list(command))[0],
+                                Path(output_dir), suggest_processes, progress)
+        written["suggestions"] = [row.to_json() for row in rows]
+        if csv_path:
+            Path(csv_path).write_text(csv_text(rows), encoding="utf-8")
     if json_path:
         write_json_atomic(json_path, {"model": written})
     record = ModelRecord.from_json(written)
@@ -127,9 +148,50 @@ def model_command(reference: str, target: str, processes: int, max_processes: in
     if html_path:
         Path(html_path).write_text(render_model_html(record, top), encoding="utf-8")
     render_model_terminal(record, out, top)
-    for path in (json_path, markdown_path, html_path):
+    for path in (json_path, markdown_path, html_path, csv_path):
         if path:
             err.print(f"[dim]wrote {escape(os.fspath(path))}[/]", highlight=False)
     incomplete = record.script.status != 0 or record.errors or record.mismatches
     sys.exit(EXIT_INCOMPLETE if incomplete else 0)
 
+
+
+@click.command("suggest", context_settings={"allow_interspersed_args": False},
+               short_help="Measured same-framework swaps for a script's step.")
+@click.option("--processes", type=click.IntRange(1, 20), default=DEFAULT_SUGGEST_PROCESSES,
+              help="Replay processes per suggestion (each times original and swapped step "
+                   f"interleaved). Default: {DEFAULT_SUGGEST_PROCESSES}.")
+@click.option("--skip-first-calls", type=click.IntRange(0), default=None,
+              help="The steady steps start at this call (default: marked or found).")
+@click.option("-o", "--output", "output_dir", default=DEFAULT_OUTPUT_DIR,
+              help="Directory for the capture and the replay processes' files. Default: "
+                   f"{DEFAULT_OUTPUT_DIR}.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Write {\"suggestions\": [...]} (the model record's rows).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the suggestions as CSV (the Ascend affinity CSV's columns first).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def suggest_command(processes: int, skip_first_calls: int | None, output_dir: str,
+                    json_path: str | None, csv_path: str | None, quiet: bool,
+                    command: tuple[str, ...]) -> None:
+    """`opbench model --suggest` without the cross-framework projection: run a script
+    under the capture, find the calls and call patterns of its steady step that have an
+    equivalent in its own framework, check each swap's outputs equal and measure what it
+    saves per step (original and swapped step interleaved in fresh processes)."""
+    def progress(message: str) -> None:
+        if not quiet:
+            err.print(f"[dim]{escape(message)}[/]", highlight=False)
+
+    try:
+        rows = suggest(list(command), processes, skip_first_calls, Path(output_dir), progress)
+    except ModelError as exc:
+        fail(str(exc))
+    if json_path:
+        write_json_atomic(json_path, {"suggestions": [row.to_json() for row in rows]})
+    if csv_path:
+        Path(csv_path).write_text(csv_text(rows), encoding="utf-8")
+    render_suggestions_terminal(rows, out)
+    for path in (json_path, csv_path):
+        if path:
+            err.print(f"[dim]wrote {escape(os.fspath(path))}[/]", highlight=False)

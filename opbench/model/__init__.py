@@ -10,4 +10,14 @@ from __future__ import annotations
 
 from opbench.model.markers import step
 
-__all__ = ["step"]
+__all__ = ["step", "suggest"]
+
+
+def suggest(command: list[str], processes: int | None = None, **options: object) -> list:
+    """A script's measured affinity suggestions (`opbench suggest -- python script.py`): the
+    rows (model/impact/record.py SuggestionRow), faster first. Imported on use: a script
+    that calls opbench.model.step() imports this package with few imports."""
+    from opbench.model.affinity.measure import DEFAULT_SUGGEST_PROCESSES
+    from opbench.model.affinity.run import suggest as run
+
+    return run(command, processes or DEFAULT_SUGGEST_PROCESSES, **options)

@@ -18,12 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Union
 
-__all__ = ["Arg", "Call", "Dtype", "Ext", "ExternalTensor", "Lit", "Marker", "Opaque",
+__all__ = ["Arg", "Call", "Site", "Dtype", "Ext", "ExternalTensor", "Lit", "Marker", "Opaque",
            "Program", "Ref", "Seq", "SliceOf", "args_from_json", "args_to_json", "refs_in",
            "exts_in", "opaque_in", "walk_args", "map_refs", "output_at"]
 
 # Bumped when the capture file's shape changes; the reader refuses other versions.
-PROGRAM_FORMAT = 1
+#   1  first format
+#   2  each call's source site ("site": [file, first line, last line]) where it was found
+PROGRAM_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,14 @@ class ExternalTensor:
 
 
 @dataclass(frozen=True)
+class Site:
+    """A call's place in the user's source: the lines of the call expression."""
+    file: str
+    first_line: int
+    last_line: int
+
+
+@dataclass(frozen=True)
 class Call:
     """One recorded top-level framework call, as the script made it and as it replays."""
     index: int                     # position in Program.calls
@@ -105,6 +115,9 @@ class Call:
     # builds the primitive from them
     init: tuple[tuple[str, Any], ...] = ()
     pick: int | None = None        # a layer returning one element of what the call returns
+    # where the user's code made the call: the first frame outside torch, MindSpore and
+    # opbench (file, first line, last line of the call expression); None: not found
+    site: Site | None = None
 
     @property
     def replayable(self) -> bool:
@@ -194,6 +207,8 @@ def _call_to_json(c: Call) -> dict[str, Any]:
         out["init"] = [[k, v] for k, v in c.init]
     if c.pick is not None:
         out["pick"] = c.pick
+    if c.site is not None:
+        out["site"] = [c.site.file, c.site.first_line, c.site.last_line]
     return out
 
 
@@ -206,7 +221,8 @@ def _call_from_json(d: dict[str, Any]) -> Call:
                 alias_of=args_from_json(d["alias"]) if "alias" in d else None,
                 backward=d.get("backward", False), grad_enabled=not d.get("no_grad", False),
                 init=tuple((k, _tuples(v)) for k, v in d.get("init", ())),
-                pick=d.get("pick"))
+                pick=d.get("pick"),
+                site=Site(*d["site"]) if "site" in d else None)
 
 
 def _tuples(value: Any) -> Any:

@@ -11,6 +11,8 @@ from rich.text import Text
 
 from opbench.model.impact.project import MODES_APART
 from opbench.model.impact.record import LostRow, ModelRecord
+from opbench.report.suggestions import (render_suggestions_terminal, suggestions_html,
+                                        suggestions_markdown)
 from opbench.report.text import fmt_time
 
 __all__ = ["model_lines", "render_model_terminal", "render_model_markdown",
@@ -170,6 +172,8 @@ def render_model_terminal(record: ModelRecord, console: Console,
     if len(record.apis) > top:
         console.print(Text(f"{len(record.apis) - top} more APIs in the JSON (--top to show "
                            f"more)", style="dim"))
+    if record.suggestions:
+        render_suggestions_terminal(record.suggestions, console)
 
 
 def render_model_markdown(record: ModelRecord, top: int = DEFAULT_TOP) -> str:
@@ -181,6 +185,8 @@ def render_model_markdown(record: ModelRecord, top: int = DEFAULT_TOP) -> str:
         cells = _cells(record, row)
         out.append("| `" + cells[0] + "` | `" + cells[1] + "` | " + " | ".join(cells[2:]) + " |")
     out.append("")
+    if record.suggestions:
+        out += suggestions_markdown(record.suggestions)
     return "\n".join(out)
 
 
@@ -243,7 +249,9 @@ td:first-child,td:nth-child(2),th:first-child,th:nth-child(2){{text-align:left}}
 </head><body>
 <h1>{title}</h1>
 <ul>{lines}</ul>
-<figure id="lost">{_bars_svg(record, top)}</figure>
+<div style="display:flex;gap:2em;align-items:flex-start;flex-wrap:wrap">
+<figure id="lost">{_bars_svg(record, top)}</figure>{suggestions_html(record.suggestions)}
+</div>
 <table id="apis"><thead><tr>{head}</tr></thead><tbody>
 {rows}
 </tbody></table>

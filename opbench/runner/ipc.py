@@ -42,7 +42,8 @@ __all__ = [
     "Request", "Open", "OpenSide", "Overheads", "Ceilings", "CheckApis", "Run", "Extend",
     "Close", "Forward", "Backward", "Sample", "RunWarmUp", "SyncCost", "PeakMemory",
     "SideInfo", "SideOverheads", "SideCeilings", "SideCheckApis", "SIDE_REQUESTS",
-    "REPLAY_PROBE", "REPLAY_TIME", "ReplayStep", "ReplayResult",
+    "REPLAY_PROBE", "REPLAY_TIME", "ReplayStep", "ReplayResult", "ReplayPaired",
+    "PairedResult",
     "Reply", "Ok", "Failed", "ForwardDone", "BackwardDone", "OperatorFailed",
     "UnreadableMessage", "send", "receive", "connection_from_fd", "Dispatcher",
     "answer_requests", "activity", "wire_fingerprint"]
@@ -285,6 +286,39 @@ class ReplayResult:
     warmup_runs: int | None = None
     samples_s: tuple[float, ...] = ()                # step samples, every round's
     per_call_s: tuple[tuple[float, ...], ...] = ()   # per call: its latencies
+
+
+@dataclass(frozen=True)
+class ReplayPaired(Request):
+    """Two or more step programs of one framework (`opbench model --suggest`: the original
+    step and a swapped one) in one replay process, timed interleaved (A B B A ...), each
+    program's outputs fingerprinted first when asked; -> PairedResult. Set-up as ReplayStep."""
+
+    doing: ClassVar[str] = "replaying a step and its swap, interleaved"
+    framework: str
+    programs: tuple[Any, ...]
+    fingerprints: bool = True
+    device: str = "cpu"
+    threads: int | None = None
+    cpus: tuple[int, ...] = ()
+    launch: str | None = None
+    rounds: int = 0                  # 0: only the probe (status and fingerprints)
+    samples: int = 5                 # step samples per program per round
+    warmup_runs: int = 3
+    warmup_s: float = 0.2
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """A ReplayPaired's answer (inside Ok): per program, each call's status, the outputs'
+    fingerprints (when asked) and the step samples of every round."""
+
+    framework: str
+    launch: str
+    pid: int
+    status: tuple[tuple[Any, ...], ...]
+    fingerprints: tuple[Any, ...]
+    samples_s: tuple[tuple[tuple[float, ...], ...], ...] = ()   # per program, per round
 
 
 # -- replies --------------------------------------------------------------------------------

@@ -47,6 +47,10 @@ def _examples(instance):
         ipc.Ok(ipc.ReplayResult("torch", "2.13.0", 2, "blocking", ("ok",), 4242,
                                 warmup_runs=3, samples_s=(1e-3, 1.1e-3),
                                 per_call_s=((1e-4, 1.2e-4),))),
+        # `--suggest`: a step and its swap, interleaved in one process
+        ipc.ReplayPaired("torch", (("step", 1), ("swapped", 1)), rounds=4, launch="blocking"),
+        ipc.Ok(ipc.PairedResult("torch", "blocking", 4242, (("ok",), ("ok",)), ({}, {}),
+                                samples_s=(((1e-3,),), ((0.9e-3,),)))),
     ]
 
 
@@ -154,8 +158,9 @@ def test_a_workers_table_takes_every_request_ipc_defines():
     from opbench.model.replay.main import ReplayServer
 
     requests = {kind for kind in _message_classes() if issubclass(kind, ipc.Request)}
-    assert set(WorkerServer().dispatcher.handlers) == requests - {ipc.ReplayStep}
-    assert set(ReplayServer().dispatcher.handlers) == {ipc.ReplayStep, ipc.Close}
+    replay_requests = {ipc.ReplayStep, ipc.ReplayPaired}
+    assert set(WorkerServer().dispatcher.handlers) == requests - replay_requests
+    assert set(ReplayServer().dispatcher.handlers) == replay_requests | {ipc.Close}
 
 
 def test_a_side_request_before_the_side_is_open_says_what_comes_first(instance):

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from opbench.config.vocabulary import CASE_DTYPES, INTEGER_DTYPES
 from opbench.model.capture.lowering import Lowered, lower, primitive_init
 from opbench.model.capture.ms_backward import BACKWARD_API
+from opbench.model.capture.sites import SiteFinder
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Marker, Opaque,
                                    Ref, Seq, SliceOf, output_at, walk_args)
 from opbench.model.steady import call_key, repeated_tail
@@ -132,6 +133,7 @@ class Capture:
         self._codes: list[int] = []              # per call: its key's number (steady.py)
         self._code_of: dict[Any, int] = {}
         self._tensors = _Tensors()
+        self._sites = SiteFinder()
         self._produced: dict[int, tuple[int, tuple[int, ...]]] = {}   # id -> (call, path)
         self._external_of: dict[int, int] = {}                        # id -> external id
         self._externals: list[ExternalTensor] = []
@@ -195,8 +197,10 @@ class Capture:
     def _describe(self, position: int, site: CallSite, args: tuple, kwargs: dict,
                   result: Any) -> Call:
         outputs = self._outputs(result)
+        # the user's frame, found after the tracer took the call's time (not in it)
         common = dict(index=position, framework=site.framework, api=site.api,
-                      kind=site.kind, outputs=outputs, duration_ns=0, start_ns=0)
+                      kind=site.kind, outputs=outputs, duration_ns=0, start_ns=0,
+                      site=self._sites.find())
         if site.kind == MODULE:
             layer, rest = args[0], args[site.skip:]
             lowered = lower(site.api, layer, rest, kwargs)
@@ -268,7 +272,7 @@ class Capture:
         call = Call(index=position, framework="mindspore", api=BACKWARD_API, kind="function",
                     replay_api=None if problem else BACKWARD_API, args=args, kwargs=(),
                     outputs=self._outputs(result), duration_ns=0, start_ns=0,
-                    problem=problem, backward=True)
+                    problem=problem, backward=True, site=self._sites.find())
         self._raw.append((None, call))
         self._backward_spans[position] = (first, elapsed_ns)
         self._note_tree(result, position, ())

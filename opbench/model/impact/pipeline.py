@@ -12,7 +12,6 @@ queued), unless `launch` names one. Nothing here prints: progress goes to a call
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -22,6 +21,7 @@ from typing import Any, Callable, Sequence
 from opbench.config.vocabulary import FRAMEWORKS
 from opbench.model.capture.observer import DEFAULT_MAX_CALLS
 from opbench.model.replay.optimizer_fold import adam_update_tolerances
+from opbench.model.impact.output_check import CHECK_ATOL, CHECK_RTOL, compare as _compare
 from opbench.model.impact.processes import (Interpreter, ModelError, ReplayFailed,
                                             check_interpreter, run_capture, run_replay,
                                             split_command)
@@ -49,10 +49,6 @@ DEFAULT_PROCESSES = 6
 # within 25% of their overall mean in 77% of draws, of 16 in 95% (docs/model.md). A planned
 # second stage, not a stop on the estimate's value.
 DEFAULT_MAX_PROCESSES = 16
-# Relative difference of the outputs' fingerprints above which two frameworks' replays of a
-# call disagree (float32 kernels differ in summation order: 1e-3 relative is far above it).
-CHECK_RTOL = 2e-3
-CHECK_ATOL = 1e-4
 
 Progress = Callable[[str], None]
 # Three minutes: the measuring processes' start-up (~15 s) and, at ~2.5 s per signature and
@@ -198,34 +194,6 @@ def _spec_text(node: Any) -> str:
     if node and node[0] == "tensor":
         return f"{_short(node[2])}[{'x'.join(map(str, node[1]))}]"
     return "?"
-
-
-def _compare(a: Any, b: Any, atol: float = CHECK_ATOL) -> str | None:
-    """None when two fingerprints agree, else what differs. `atol`: the absolute difference
-    allowed (an Adam update's: optimizer_fold.adam_update_tolerances)."""
-    if a is None or b is None:
-        return None
-    if isinstance(a, list) or isinstance(b, list):
-        if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
-            return "different numbers of outputs"
-        for x, y in zip(a, b):
-            found = _compare(x, y, atol)
-            if found:
-                return found
-        return None
-    if a["shape"] != b["shape"]:
-        return f"shape {a['shape']} against {b['shape']}"
-    if a.get("n", 0) == 0:
-        return None
-    worst = 0.0
-    for x, y in zip(a["points"] + [a["mean"] or 0.0, a["mean_abs"] or 0.0],
-                    b["points"] + [b["mean"] or 0.0, b["mean_abs"] or 0.0]):
-        if math.isnan(x) and math.isnan(y):
-            continue
-        diff = abs(x - y)
-        if diff > atol + CHECK_RTOL * max(abs(x), abs(y)):
-            worst = max(worst, diff / max(abs(x), abs(y), 1e-12))
-    return f"values differ by up to {worst:.2g} (relative)" if worst else None
 
 
 def _tainted(step: StepProgram, stand_in: Sequence[bool]) -> list[bool]:

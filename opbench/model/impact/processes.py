@@ -124,7 +124,8 @@ class ReplayProcess:
     def __init__(self, worker: Worker, framework: str, stderr_path: Path):
         self.worker, self.framework, self.stderr_path = worker, framework, stderr_path
 
-    def replay(self, request: ipc.ReplayStep) -> ipc.ReplayResult:
+    def replay(self, request: ipc.ReplayStep | ipc.ReplayPaired
+               ) -> ipc.ReplayResult | ipc.PairedResult:
         if request.framework != self.framework:
             raise ValueError(f"a {self.framework} replay process was asked to replay in "
                              f"{request.framework}")
@@ -172,8 +173,8 @@ def start_replay(framework: str, python: str, work: Path, index: int = 1) -> Rep
     return ReplayProcess(worker, framework, Path(stderr_name))
 
 
-def run_replay(python: str, request: ipc.ReplayStep, work: Path,
-               index: int = 1) -> ipc.ReplayResult:
+def run_replay(python: str, request: ipc.ReplayStep | ipc.ReplayPaired, work: Path,
+               index: int = 1) -> ipc.ReplayResult | ipc.PairedResult:
     """`request` replayed in a fresh process of its framework in `python` (the process is
     the unit of noise: each timing gets its own); ReplayFailed when it could not be."""
     with start_replay(request.framework, python, work, index) as process:

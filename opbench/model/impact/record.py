@@ -18,11 +18,12 @@ from opbench.model.impact.project import modes_apart
 if TYPE_CHECKING:      # the record reads the impact; nothing here runs it
     from opbench.model.impact.pipeline import ModelImpact
 
-__all__ = ["MODEL_FORMAT", "impact_json", "model_schema", "ModelRecord", "LostRow",
+__all__ = ["MODEL_FORMAT", "impact_json", "SuggestionRow", "model_schema", "ModelRecord", "LostRow",
            "Projection", "ModelRecordError", "is_model_file", "load_model_record"]
 
 # Version of the `model` object: bump and say what changed when its shape changes.
 #   1  first format
+#   (1) `suggestions` (opbench model --suggest) added: absent when not asked for
 MODEL_FORMAT = 1
 
 
@@ -256,6 +257,38 @@ class StepRatio:
 
 
 @dataclass(frozen=True)
+class SuggestionRow:
+    """One swap `opbench model --suggest` tried (model/affinity/): where, what, and what
+    it saves per step (estimate and 95% interval; None when it was not timed)."""
+    file: str
+    start_line: int
+    end_line: int
+    api_type: str
+    api: str                   # what is there now
+    affinity_api: str          # what replaces it
+    family: str
+    replacement: str           # the replacement as code ("" where it is no one call)
+    calls: int                 # calls replaced per step
+    verdict: str               # faster | no measurable gain here | slower | outputs differ
+                               # | did not run
+    outputs_equal: bool | None = None
+    max_difference: float | None = None   # outputs' largest relative difference
+    saving_s: Mapping[str, float] | None = None    # estimate, ci_low, ci_high (per step)
+    share: float | None = None            # of the step
+    time_now_s: float | None = None       # the step now and after the swap
+    time_after_s: float | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "SuggestionRow":
+        row = _build(cls, data)
+        return replace(row, saving_s=dict(row.saving_s) if row.saving_s else None)
+
+
+@dataclass(frozen=True)
 class ModelRecord:
     """The `model` object, typed: what every view of a model run reads."""
     reference: str
@@ -284,6 +317,7 @@ class ModelRecord:
     measuring_s: float = 0.0
     isolated: IsolatedInfo = IsolatedInfo()
     training: Training | None = None
+    suggestions: tuple[SuggestionRow, ...] = ()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "ModelRecord":
@@ -303,7 +337,9 @@ class ModelRecord:
             not_covered=tuple(_build(NotCovered, r) for r in data.get("not_covered", ())),
             mismatches=tuple(_build(Mismatch, r) for r in data.get("mismatches", ())),
             isolated=_build(IsolatedInfo, data.get("isolated")),
-            training=_build(Training, training) if training else None)
+            training=_build(Training, training) if training else None,
+            suggestions=tuple(SuggestionRow.from_json(r)
+                              for r in data.get("suggestions", ())))
 
     @property
     def other(self) -> str:

@@ -32,9 +32,10 @@ class ReplayServer:
         self._threads = 0
         self._setup: tuple[Any, ...] | None = None
         self.dispatcher = ipc.Dispatcher({ipc.ReplayStep: self.replay,
+                                          ipc.ReplayPaired: self.paired,
                                           ipc.Close: lambda _: None})
 
-    def _set_up(self, request: ipc.ReplayStep) -> Any:
+    def _set_up(self, request: ipc.ReplayStep | ipc.ReplayPaired) -> Any:
         from opbench.frameworks import get_adapter
 
         wanted = (request.framework, request.device, request.threads, request.cpus,
@@ -55,6 +56,13 @@ class ReplayServer:
             adapter.block_launches()
         self._adapter, self._threads, self._setup = adapter, int(threads), wanted
         return adapter
+
+    def paired(self, request: ipc.ReplayPaired) -> ipc.PairedResult:
+        """`opbench model --suggest`: a step and its swaps, interleaved (replay/paired.py)."""
+        from opbench.frameworks.apimap import load_mapping
+        from opbench.model.replay.paired import serve_paired
+
+        return serve_paired(request, self._set_up(request), load_mapping())
 
     def replay(self, request: ipc.ReplayStep) -> ipc.ReplayResult:
         from opbench.frameworks.apimap import load_mapping

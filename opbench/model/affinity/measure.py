@@ -1,0 +1,186 @@
+"""Each candidate measured: the swapped program built (swap.py), its outputs checked
+against the original's (the model's one fingerprint comparison, impact/output_check.py), then
+the original and swapped step timed interleaved in fresh replay processes of the script's
+framework, in its launch mode (replay/paired.py), and the saving judged (saving.py).
+
+A swap whose replacement does not run, or whose outputs differ, is not timed: it is listed
+with why (and the largest difference). Nothing here prints: progress goes to a callback.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from opbench.model.affinity.patterns import Candidate
+from opbench.model.affinity.saving import Saving, saving_from, verdict_of
+from opbench.model.affinity.swap import SwappedStep, swapped_step
+from opbench.model.impact.output_check import CHECK_ATOL, compare as compare_fingerprints
+from opbench.model.impact.processes import Interpreter, ReplayFailed, run_replay
+from opbench.model.impact.record import SuggestionRow
+from opbench.model.program import refs_in
+from opbench.runner import ipc
+from opbench.model.steady import StepProgram
+
+__all__ = ["SuggestSettings", "measure_candidates", "row_for", "outputs_check",
+           "OUTPUTS_DIFFER", "DID_NOT_RUN", "DEFAULT_SUGGEST_PROCESSES"]
+
+OUTPUTS_DIFFER = "outputs differ"
+DID_NOT_RUN = "did not run"
+# Replay processes per candidate: each times both programs in alternating rounds, so a
+# process is one paired difference; 3 give a t interval of 2 degrees of freedom (a wide
+# one: --suggest-processes raises it where a saving is small against the step).
+DEFAULT_SUGGEST_PROCESSES = 3
+
+# a replay of one paired request: its result, or why it failed
+Replay = Callable[["ipc.ReplayPaired"], "ipc.PairedResult | str"]
+
+
+@dataclass(frozen=True)
+class SuggestSettings:
+    framework: str
+    launch: str
+    device: str = "cpu"
+    threads: int | None = None
+    cpus: tuple[int, ...] = ()
+    processes: int = DEFAULT_SUGGEST_PROCESSES
+    rounds: int = 6                # alternating rounds per process (A B, B A, ...)
+    samples: int = 5               # step samples per round
+
+
+def _max_difference(a: Any, b: Any) -> float:
+    """The largest relative difference between two fingerprints (0 when they agree)."""
+    if a is None or b is None:
+        return 0.0
+    if isinstance(a, list) or isinstance(b, list):
+        if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
+            return math.inf
+        return max((_max_difference(x, y) for x, y in zip(a, b)), default=0.0)
+    if a["shape"] != b["shape"]:
+        return math.inf
+    if a.get("n", 0) == 0:
+        return 0.0
+    worst = 0.0
+    for x, y in zip(a["points"] + [a["mean"] or 0.0], b["points"] + [b["mean"] or 0.0]):
+        if math.isnan(x) and math.isnan(y):
+            continue
+        diff = abs(x - y)
+        if math.isnan(diff):
+            return math.inf
+        worst = max(worst, diff / max(abs(x), abs(y), CHECK_ATOL))
+    return worst
+
+
+def outputs_check(step: StepProgram, swapped: SwappedStep, original: list[Any],
+                  after: list[Any]) -> tuple[bool, float]:
+    """Equal outputs? Each swap's output against the call it replaced, and the step's final
+    outputs (calls nothing in the step reads) against themselves; and the largest
+    relative difference seen."""
+    pairs = [(old, new) for old, new in swapped.roots.items() if new is not None]
+    read = {r for c in step.calls for r in _reads(c)}
+    pairs += [(old, new) for old, new in swapped.kept.items() if old not in read]
+    equal, worst = True, 0.0
+    for old, new in pairs:
+        if compare_fingerprints(original[old], after[new]) is not None:
+            equal = False
+        worst = max(worst, _max_difference(original[old], after[new]))
+    return equal, worst
+
+
+def _reads(call: Any) -> list[int]:
+    return [r.call for r in refs_in(call)]
+
+
+def _num(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def row_for(candidate: Candidate, verdict: str, *, outputs_equal: bool | None = None,
+            max_difference: float | None = None, saving: Saving | None = None,
+            detail: str = "") -> SuggestionRow:
+    site = candidate.site
+    return SuggestionRow(
+        file=site.file if site else "", start_line=site.first_line if site else 0,
+        end_line=site.last_line if site else 0, api_type=candidate.api_type,
+        api=candidate.api, affinity_api=candidate.affinity_api, family=candidate.family,
+        replacement=candidate.replacement, calls=candidate.calls, verdict=verdict,
+        outputs_equal=outputs_equal, max_difference=_num(max_difference),
+        saving_s=None if saving is None else {"estimate": saving.estimate,
+                                              "ci_low": _num(saving.ci_low),
+                                              "ci_high": _num(saving.ci_high)},
+        share=None if saving is None else saving.share,
+        time_now_s=None if saving is None else saving.time_now_s,
+        time_after_s=None if saving is None else saving.time_after_s, detail=detail)
+
+
+def _request(settings: SuggestSettings, steps: list[StepProgram], fingerprints: bool,
+             rounds: int) -> ipc.ReplayPaired:
+    return ipc.ReplayPaired(framework=settings.framework, programs=tuple(steps),
+                            fingerprints=fingerprints, device=settings.device,
+                            threads=settings.threads, cpus=tuple(settings.cpus),
+                            launch=settings.launch, rounds=rounds, samples=settings.samples)
+
+
+def measure_one(step: StepProgram, candidate: Candidate, settings: SuggestSettings,
+                replay: Replay, on_progress: Callable[[str], None] = lambda m: None
+                ) -> SuggestionRow:
+    swapped = swapped_step(step, candidate)
+    pair = [step, swapped.step]
+    first = replay(_request(settings, pair, True, settings.rounds))
+    if isinstance(first, str):
+        return row_for(candidate, DID_NOT_RUN, detail=first)
+    failed = [s for s in first.status[1] if not s.ok or s.stand_in]
+    if failed:
+        return row_for(candidate, DID_NOT_RUN,
+                       detail=f"{failed[0].api}: {failed[0].problem or 'stood in'}")
+    equal, worst = outputs_check(step, swapped, first.fingerprints[0],
+                                 first.fingerprints[1])
+    if not equal:
+        return row_for(candidate, OUTPUTS_DIFFER, outputs_equal=False, max_difference=worst,
+                       detail=f"outputs differ by up to {worst:.3g} (relative)")
+    timed = [first.samples_s]
+    errors = []
+    for n in range(2, settings.processes + 1):
+        on_progress(f"timing {candidate.affinity_api} at line {row_site(candidate)}: "
+                    f"process {n} of {settings.processes}")
+        result = replay(_request(settings, pair, False, settings.rounds))
+        if isinstance(result, str):
+            errors.append(result)
+        else:
+            timed.append(result.samples_s)
+    saving = saving_from([(t[0], t[1]) for t in timed])
+    return row_for(candidate, verdict_of(saving), outputs_equal=True, max_difference=worst,
+                   saving=saving, detail="; ".join(errors))
+
+
+def row_site(candidate: Candidate) -> str:
+    site = candidate.site
+    return f"{site.first_line}" if site else "?"
+
+
+def measure_candidates(step: StepProgram, candidates: Sequence[Candidate],
+                       settings: SuggestSettings, interpreter: Interpreter, work: Path,
+                       on_progress: Callable[[str], None] = lambda m: None
+                       ) -> list[SuggestionRow]:
+    def replay(request: ipc.ReplayPaired) -> ipc.PairedResult | str:
+        try:
+            return run_replay(interpreter.path, request, work)
+        except ReplayFailed as exc:
+            return str(exc)
+
+    rows = []
+    for n, candidate in enumerate(candidates, 1):
+        on_progress(f"suggestion {n} of {len(candidates)}: {candidate.api} -> "
+                    f"{candidate.affinity_api} (line {row_site(candidate)})")
+        rows.append(measure_one(step, candidate, settings, replay, on_progress))
+    return sort_rows(rows)
+
+
+def sort_rows(rows: Sequence[SuggestionRow]) -> list[SuggestionRow]:
+    """Faster first, largest saving first; then the rest by saving; untimed last."""
+    def key(row: SuggestionRow) -> tuple[int, float]:
+        timed = row.saving_s is not None
+        return (0 if row.verdict == "faster" else 1 if timed else 2,
+                -(row.saving_s["estimate"] if timed else 0.0))
+    return sorted(rows, key=key)

@@ -1,0 +1,452 @@
+"""Candidates for a swap in one captured step: single calls and patterns of calls linked by
+the data flow (Refs) that have an equivalent in the script's own framework, with the
+families and replacement APIs of the static scan's catalogue (opbench/data/
+affinity_families.yaml: one vocabulary for `scan --affinity` and `model --suggest`).
+
+A pattern is matched on what the data flow shows, not on how the source spelled it: a
+formula's calls are the ones between one input value and the formula's result, each used
+only inside the formula, whose operations and constants are the family's (GELU's 0.044715,
+softplus' 1). Nothing here decides that a swap computes the same thing: the replay checks
+the outputs (measure.py), and a swap whose outputs differ is dropped and listed.
+
+Every occurrence of one family at one source site is one candidate (a line inside a layer
+run twelve times per step is one change to the code: its saving is all twelve).
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from opbench.model.affinity.graph import StepGraph, Value
+from opbench.model.program import Lit, Seq, Site
+from opbench.model.steady import StepProgram
+
+__all__ = ["New", "NewCall", "Swap", "Candidate", "find_candidates", "ROUTE_FAMILY",
+           "MS_ROUTE_ALTERNATIVES", "MAX_FORMULA_CALLS"]
+
+# A formula written by hand is a handful of calls (GELU's tanh form: 8); a larger region
+# is a model, not an activation.
+MAX_FORMULA_CALLS = 10
+ROUTE_FAMILY = "mindspore.route"
+# MindSpore's routes of one operation that take the same positional arguments: a call
+# written one way with positional arguments only is tried the other way. Each name was
+# checked to exist in both modules with MindSpore 2.10.0.
+MS_ROUTE_ALTERNATIVES = {
+    **{f"mindspore.ops.{n}": f"mindspore.mint.{n}" for n in (
+        "abs", "add", "bmm", "cos", "div", "erf", "exp", "log", "matmul", "mean", "mul",
+        "neg", "ones_like", "rsqrt", "sigmoid", "sin", "softmax", "sqrt", "square", "sub",
+        "sum", "tanh", "where", "zeros_like")},
+    **{f"mindspore.ops.{n}": f"mindspore.mint.nn.functional.{n}" for n in (
+        "relu", "gelu", "silu", "softplus")},
+}
+MS_ROUTE_ALTERNATIVES.update({v: k for k, v in list(MS_ROUTE_ALTERNATIVES.items())
+                              if v.startswith("mindspore.mint.")
+                              and v.rsplit(".", 1)[-1] not in ("sigmoid", "tanh",
+                                                               "softmax")})
+_HOST_SYNCS = frozenset({"item", "asnumpy", "tolist", "numpy"})
+
+
+@dataclass(frozen=True)
+class New:
+    """An argument of a replacement call: the output of the group's k-th new call."""
+    k: int
+
+
+@dataclass(frozen=True)
+class NewCall:
+    api: str
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    kind: str = "function"
+    init: tuple[tuple[str, Any], ...] = ()
+    shape: tuple[int, ...] | None = None     # a helper's output (None: the pattern's)
+
+
+@dataclass(frozen=True)
+class Swap:
+    """One occurrence: the calls removed (the last is the pattern's output call, `root`)
+    and the calls put in its place; the last new call's output stands for the root's
+    output. No new calls: the calls are removed (a host sync nothing reads)."""
+    removed: tuple[int, ...]
+    root: int
+    new_calls: tuple[NewCall, ...]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    family: str                # catalogue id (torch.silu_formula), or ROUTE_FAMILY
+    framework: str
+    api: str                   # what is there now: the replaced calls' APIs
+    affinity_api: str          # what replaces it
+    api_type: str              # the catalogue's: function | method | pattern
+    site: Site | None
+    swaps: tuple[Swap, ...]    # every occurrence at this site in the step
+    replacement: str           # the replacement as code, with the operands' names
+
+    @property
+    def calls(self) -> int:
+        """Calls replaced per step."""
+        return sum(len(s.removed) for s in self.swaps)
+
+
+@dataclass(frozen=True)
+class _Match:
+    kind: str                  # the catalogue's kind (silu_formula) or "route"
+    swap: Swap
+    affinity_api: str
+    replacement: str
+
+
+# -- formulas of one input ------------------------------------------------------------------
+def _region(g: StepGraph, root: int, x: Value, allowed: frozenset[str]) -> list[int] | None:
+    """The calls between x and root, if every one of them reads only x and each other,
+    is of an allowed operation, and (root aside) is read only inside the region."""
+    region: set[int] = set()
+    todo = [root]
+    while todo:
+        i = todo.pop()
+        if i in region:
+            continue
+        if g.ops[i] not in allowed or len(region) >= MAX_FORMULA_CALLS:
+            return None
+        region.add(i)
+        for v in g.tensors(i):
+            if v == x:
+                continue
+            p = g.producer(v)
+            if p is None:
+                return None
+            todo.append(p)
+    if not any(x in g.tensors(i) for i in region):
+        return None
+    for i in region:
+        if i != root and not g.only_used_by(i, region):
+            return None
+    return sorted(region)
+
+
+def _inputs_upstream(g: StepGraph, root: int, limit: int = MAX_FORMULA_CALLS) -> list[Value]:
+    """Values read by root's nearest ancestors: the candidates for a formula's input."""
+    seen_calls, values, todo = set(), [], [root]
+    while todo and len(seen_calls) < limit:
+        i = todo.pop(0)
+        if i in seen_calls:
+            continue
+        seen_calls.add(i)
+        for v in g.tensors(i):
+            if v not in values:
+                values.append(v)
+            p = g.producer(v)
+            if p is not None:
+                todo.append(p)
+    return values
+
+
+def _formula(g: StepGraph, root: int, allowed: frozenset[str],
+             accept: Callable[[Counter, list[Any]], bool]) -> tuple[Value, list[int]] | None:
+    """The largest region of a formula in one input ending at root that `accept` takes
+    (given its operations and its literal constants)."""
+    best = None
+    for x in _inputs_upstream(g, root):
+        region = _region(g, root, x, allowed)
+        if region is None or (best and len(region) <= len(best[1])):
+            continue
+        ops = Counter(g.ops[i] for i in region)
+        constants = [v for i in region for v in g.literals(i)
+                     if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if accept(ops, constants):
+            best = (x, region)
+    return best
+
+
+def _near(values: list[Any], target: float, rel: float = 1e-3) -> bool:
+    return any(abs(v - target) <= rel * abs(target) for v in values)
+
+
+def _names(framework: str) -> dict[str, str]:
+    if framework == "torch":
+        return {"silu": "torch.nn.functional.silu", "gelu": "torch.nn.functional.gelu",
+                "softplus": "torch.nn.functional.softplus", "softmax": "torch.softmax",
+                "log_softmax": "torch.nn.functional.log_softmax",
+                "layer_norm": "torch.nn.functional.layer_norm",
+                "rms_norm": "torch.nn.functional.rms_norm",
+                "linear": "torch.nn.functional.linear", "t": "torch.Tensor.t",
+                "masked_fill": "torch.Tensor.masked_fill"}
+    return {"silu": "mindspore.mint.nn.functional.silu",
+            "gelu": "mindspore.mint.nn.functional.gelu",
+            "softplus": "mindspore.mint.nn.functional.softplus",
+            "softmax": "mindspore.ops.softmax", "log_softmax": "mindspore.ops.log_softmax",
+            "layer_norm": "mindspore.mint.nn.functional.layer_norm",
+            "linear": "mindspore.mint.nn.functional.linear", "t": "mindspore.ops.transpose",
+            "masked_fill": "mindspore.ops.masked_fill"}
+
+
+def _unary(g: StepGraph, root: int, framework: str) -> _Match | None:
+    names = _names(framework)
+    ops = g.ops[root]
+    if ops == "mul":
+        found = _formula(g, root, frozenset({"mul", "sigmoid"}),
+                         lambda c, k: c == Counter({"mul": 1, "sigmoid": 1}))
+        if found:
+            return _one(found, root, "silu_formula", names["silu"], ())
+        found = _formula(g, root, frozenset({"mul", "add", "pow", "tanh"}),
+                         lambda c, k: c["tanh"] == 1 and _near(k, 0.044715))
+        if found:
+            return _one(found, root, "gelu_formula", names["gelu"],
+                        (("approximate", Lit("tanh")),))
+        found = _formula(g, root, frozenset({"mul", "add", "div", "erf"}),
+                         lambda c, k: c["erf"] == 1 and (_near(k, math.sqrt(2.0))
+                                                         or _near(k, math.sqrt(0.5))))
+        if found:
+            return _one(found, root, "gelu_formula", names["gelu"], ())
+        if "rms_norm" in names:
+            found = _formula(g, root, frozenset({"mul", "pow", "square", "mean", "add",
+                                                 "rsqrt"}),
+                             lambda c, k: c["mean"] == 1 and c["rsqrt"] == 1)
+            if found:
+                return _norm(g, found, root, "rms_norm_composed", names["rms_norm"])
+    if ops in ("log", "log1p"):
+        found = _formula(g, root, frozenset({"exp", "add", "log", "log1p"}),
+                         lambda c, k: c["exp"] == 1 and (
+                             c == Counter({"exp": 1, "log1p": 1})
+                             or (c == Counter({"exp": 1, "add": 1, "log": 1}) and _near(k, 1))))
+        if found:
+            return _one(found, root, "softplus_formula", names["softplus"], ())
+    if ops == "log":
+        found = _formula(g, root, frozenset({"softmax", "log"}),
+                         lambda c, k: c == Counter({"softmax": 1, "log": 1}))
+        if found:
+            dim = _dim(g, found[1][0])
+            if dim is not None:
+                return _one(found, root, "log_softmax_composed", names["log_softmax"],
+                            (), (Lit(dim),))
+    if ops == "div":
+        found = _formula(g, root, frozenset({"exp", "sum", "div"}),
+                         lambda c, k: c == Counter({"exp": 1, "sum": 1, "div": 1}))
+        if found:
+            summed = [i for i in found[1] if g.ops[i] == "sum"][0]
+            dim = _dim(g, summed)
+            if dim is not None and _keepdim(g, summed):
+                return _one(found, root, "softmax_composed", names["softmax"], (), (Lit(dim),))
+        found = _formula(g, root, frozenset({"mean", "sub", "var", "add", "sqrt", "div",
+                                             "pow", "mul"}),
+                         lambda c, k: c["mean"] >= 1 and c["sub"] >= 1 and c["sqrt"] == 1)
+        if found:
+            return _norm(g, found, root, "layer_norm_composed", names["layer_norm"])
+    return None
+
+
+def _one(found: tuple[Value, list[int]], root: int, kind: str, api: str,
+         kwargs: tuple[tuple[str, Any], ...], extra: tuple[Any, ...] = ()) -> _Match:
+    x, region = found
+    new = NewCall(api, (x, *extra), kwargs)
+    shown = ", ".join(["x", *(repr(e.value) for e in extra),
+                       *(f"{k}={v.value!r}" for k, v in kwargs)])
+    return _Match(kind, Swap(tuple(region), root, (new,)), api, f"{api}({shown})")
+
+
+def _dim(g: StepGraph, index: int) -> int | None:
+    found = g.kwarg(index, "dim", "axis")
+    if found is None:
+        numbers = [v for v in g.literals(index) if isinstance(v, int)
+                   and not isinstance(v, bool)]
+        found = numbers[0] if numbers else None
+    return found if isinstance(found, int) else None
+
+
+def _keepdim(g: StepGraph, index: int) -> bool:
+    found = g.kwarg(index, "keepdim", "keep_dims")
+    if found is None:
+        bools = [v for v in g.literals(index) if isinstance(v, bool)]
+        found = bools[0] if bools else False
+    return bool(found)
+
+
+def _norm(g: StepGraph, found: tuple[Value, list[int]], root: int, kind: str,
+          api: str) -> _Match | None:
+    """A norm over the last dimension (every mean's dim -1): eps is the add's constant."""
+    x, region = found
+    shape = g.shape(x)
+    if not shape:
+        return None
+    for i in region:
+        if g.ops[i] in ("mean", "var") and _dim(g, i) not in (-1, len(shape) - 1):
+            return None
+    adds = [v for i in region if g.ops[i] == "add" for v in g.literals(i)
+            if isinstance(v, float)]
+    eps = adds[0] if adds else 1e-5
+    hidden = Seq("tuple", (Lit(shape[-1]),))
+    if kind == "rms_norm_composed":
+        new = NewCall(api, (x, hidden), (("eps", Lit(eps)),))
+    else:
+        new = NewCall(api, (x, hidden), (("eps", Lit(eps)),))
+    return _Match(kind, Swap(tuple(region), root, (new,)), api,
+                  f"{api}(x, ({shape[-1]},), eps={eps!r})")
+
+
+# -- patterns of two operands --------------------------------------------------------------
+def _transposed(g: StepGraph, value: Value, user: int) -> Value | None:
+    """The untransposed operand when `value` is a 2-D transpose only `user` reads."""
+    p = g.producer(value)
+    if p is None or not g.only_used_by(p, {user}):
+        return None
+    operands = g.tensors(p)
+    if len(operands) != 1 or len(g.shape(operands[0]) or ()) != 2:
+        return None
+    if g.ops[p] == "t":
+        return operands[0]
+    if g.ops[p] in ("transpose", "permute"):
+        numbers = [v for v in g.literals(p) if isinstance(v, int)]
+        call = g.call(p)
+        seqs = [a for a in call.args if isinstance(a, Seq)]
+        if seqs:
+            numbers = [a.value for a in seqs[0].items if isinstance(a, Lit)]
+        if sorted(n % 2 for n in numbers) == [0, 1] and numbers != [0, 1]:
+            return operands[0]
+    return None
+
+
+def _linear(g: StepGraph, root: int, framework: str) -> _Match | None:
+    names = _names(framework)
+    if g.ops[root] != "add":
+        return None
+    operands = g.tensors(root)
+    if len(operands) != 2:
+        return None
+    for m_value, bias in (operands, operands[::-1]):
+        m = g.producer(m_value)
+        if m is None or g.ops[m] != "matmul" or not g.only_used_by(m, {root}):
+            continue
+        mm = g.tensors(m)
+        if len(mm) != 2 or len(g.shape(mm[1]) or ()) != 2:
+            continue
+        x, w = mm
+        n = g.shape(w)[1]
+        if g.shape(bias) != (n,):
+            continue
+        removed = [m, root]
+        direct = _transposed(g, w, m)
+        if direct is not None:
+            removed.insert(0, g.producer(w))
+            new = (NewCall(names["linear"], (x, direct, bias)),)
+        else:
+            transpose_args = (w,) if framework == "torch" else \
+                (w, Seq("tuple", (Lit(1), Lit(0))))
+            new = (NewCall(names["t"], transpose_args, shape=(n, g.shape(w)[0])),
+                   NewCall(names["linear"], (x, New(0), bias)))
+        return _Match("linear_composed", Swap(tuple(sorted(removed)), root, new),
+                      names["linear"], f"{names['linear']}(x, w, b)")
+    return None
+
+
+def _transpose_matmul(g: StepGraph, root: int, framework: str) -> _Match | None:
+    if g.ops[root] != "matmul":
+        return None
+    operands = g.tensors(root)
+    if len(operands) != 2:
+        return None
+    x, t = operands
+    w = _transposed(g, t, root)
+    if w is None:
+        return None
+    removed = (g.producer(t), root)
+    if framework == "torch":
+        api = "torch.nn.functional.linear"
+        return _Match("transpose_matmul", Swap(removed, root, (NewCall(api, (x, w)),)),
+                      api, f"{api}(x, w)")
+    if len(g.shape(x) or ()) != 2:
+        return None
+    api = "mindspore.ops.MatMul"
+    new = NewCall(api, (x, w), kind="primitive", init=(("transpose_b", True),))
+    return _Match("transpose_matmul", Swap(removed, root, (new,)), api,
+                  "mindspore.ops.MatMul(transpose_b=True)(x, w)")
+
+
+def _masked_where(g: StepGraph, root: int, framework: str) -> _Match | None:
+    if g.ops[root] != "where":
+        return None
+    operands = g.tensors(root)
+    call = g.call(root)
+    if len(operands) != 3 or len(call.args) != 3:
+        return None
+    cond, zeros, x = operands
+    z = g.producer(zeros)
+    if z is None or g.ops[z] != "zeros_like" or g.tensors(z) != [x] \
+            or not g.only_used_by(z, {root}) or g.dtype(cond) != "bool":
+        return None
+    api = _names(framework)["masked_fill"]
+    new = NewCall(api, (x, cond, Lit(0.0)), kind="tensor_method" if ".Tensor." in api
+                  else "function")
+    return _Match("masked_write_where", Swap((z, root), root, (new,)), api,
+                  f"{api}(x, cond, 0.0)")
+
+
+def _host_sync(g: StepGraph, root: int, framework: str) -> _Match | None:
+    if g.ops[root] not in _HOST_SYNCS or g.consumers[root]:
+        return None
+    return _Match("host_sync_in_loop", Swap((root,), root, ()), "", "")
+
+
+def _route(g: StepGraph, root: int, framework: str) -> _Match | None:
+    call = g.call(root)
+    if framework != "mindspore" or call.kwargs or call.init or call.kind != "function":
+        return None
+    api = MS_ROUTE_ALTERNATIVES.get(call.api)
+    if api is None:
+        return None
+    return _Match("route", Swap((root,), root, (NewCall(api, call.args),)), api,
+                  f"{api}(...)")
+
+
+_MATCHERS = (_linear, _transpose_matmul, _masked_where, _unary, _host_sync, _route)
+
+
+def _matches(step: StepProgram) -> Iterator[_Match]:
+    """Each call in one match at most; later roots first, so a formula is matched whole
+    before a part of it could be."""
+    g = StepGraph.of(step)
+    taken: set[int] = set()
+    for root in range(len(step.calls) - 1, -1, -1):
+        call = step.calls[root]
+        if root in taken or call.alias_of is not None or not call.replayable:
+            continue
+        for matcher in _MATCHERS:
+            found = matcher(g, root, step.framework)
+            if found is None or taken & set(found.swap.removed):
+                continue
+            if not all(step.calls[i].replayable for i in found.swap.removed):
+                continue
+            taken |= set(found.swap.removed)
+            yield found
+            break
+
+
+def find_candidates(step: StepProgram, families: dict[tuple[str, str], Any]) -> list[Candidate]:
+    """The candidates of one step, grouped by family and source site. `families`: the
+    catalogue by (framework, kind) (opbench.scan.affinity)."""
+    groups: dict[tuple[str, Any, str], list[_Match]] = {}
+    for match in _matches(step):
+        site = step.calls[match.swap.root].site
+        groups.setdefault((match.kind, site, match.affinity_api), []).append(match)
+    out = []
+    for (kind, site, affinity_api), matches in groups.items():
+        family = families.get((step.framework, kind))
+        first = matches[0].swap
+        apis = " + ".join(dict.fromkeys(step.calls[i].api for i in first.removed))
+        if kind == "route":
+            out.append(Candidate(ROUTE_FAMILY, step.framework, apis, affinity_api, "function",
+                                 site, tuple(sorted((m.swap for m in matches),
+                                                    key=lambda s: s.root)),
+                                 matches[0].replacement))
+            continue
+        if family is None:
+            continue
+        out.append(Candidate(family.id, step.framework, apis,
+                             affinity_api or family.affinity_api, family.api_type, site,
+                             tuple(sorted((m.swap for m in matches), key=lambda s: s.root)),
+                             matches[0].replacement))
+    return sorted(out, key=lambda c: c.swaps[0].root)
+
+

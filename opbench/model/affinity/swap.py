@@ -1,0 +1,87 @@
+"""A candidate applied to the step: a new program with the swapped calls removed and the
+replacement calls put where the pattern's output call was; every later read of that
+output reads the replacement's (Refs rewired), every other call renumbered."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from opbench.model.affinity.patterns import Candidate, New, NewCall, Swap
+from opbench.model.program import Call, Ref, map_refs
+from opbench.model.steady import StepProgram
+
+__all__ = ["swapped_step", "SwappedStep"]
+
+
+class SwappedStep:
+    """The swapped program, and where each swap's output call went (for the output
+    check: the original's root and the swapped program's call that stands for it)."""
+
+    def __init__(self, step: StepProgram, roots: dict[int, int | None],
+                 kept: dict[int, int]):
+        self.step = step
+        self.roots = roots        # original root index -> new index (None: removed)
+        self.kept = kept          # original call -> new index, for every call not removed
+
+
+def _new_call(template: NewCall, index: int, root: Call, outputs: Any) -> Call:
+    return Call(index=index, framework=root.framework, api=template.api, kind=template.kind,
+                replay_api=template.api, args=template.args, kwargs=template.kwargs,
+                outputs=outputs, duration_ns=0, start_ns=0, grad_enabled=root.grad_enabled,
+                init=template.init, site=root.site)
+
+
+def swapped_step(step: StepProgram, candidate: Candidate) -> SwappedStep:
+    by_root: dict[int, Swap] = {s.root: s for s in candidate.swaps}
+    removed = {i for s in candidate.swaps for i in s.removed}
+    renumber: dict[int, int] = {}             # old call -> new call standing for its output
+    calls: list[Call] = []
+    traced: list[int] = []
+    source: list[int] = []
+    roots: dict[int, int | None] = {}
+
+    def remap(value: Any, made: list[int]) -> Any:
+        def one(ref: Ref) -> Ref:
+            return Ref(renumber[ref.call], ref.path)
+        if isinstance(value, New):
+            return Ref(made[value.k])
+        if isinstance(value, tuple):
+            return tuple(remap(v, made) for v in value)
+        return map_refs(value, one)
+
+    for old, call in enumerate(step.calls):
+        swap = by_root.get(old)
+        if swap is not None:
+            made: list[int] = []
+            for k, template in enumerate(swap.new_calls):
+                last = k == len(swap.new_calls) - 1
+                outputs = call.outputs if last else ("tensor", template.shape, _dtype(call))
+                new = _new_call(template, len(calls), call, outputs)
+                new = replace(new, args=remap(new.args, made),
+                              kwargs=tuple((key, remap(v, made)) for key, v in new.kwargs))
+                made.append(len(calls))
+                calls.append(new)
+                traced.append(0)
+                source.append(step.source_index[old])
+            roots[old] = made[-1] if made else None
+            if made:
+                renumber[old] = made[-1]
+            continue
+        if old in removed:
+            continue
+        renumber[old] = len(calls)
+        calls.append(replace(call, index=len(calls), args=remap(call.args, []),
+                             kwargs=tuple((k, remap(v, [])) for k, v in call.kwargs),
+                             alias_of=remap(call.alias_of, []) if call.alias_of is not None
+                             else None))
+        traced.append(step.traced_ns[old])
+        source.append(step.source_index[old])
+    new_step = StepProgram(step.framework, tuple(calls), step.externals, step.steps,
+                           tuple(traced), step.step_traced_ns, tuple(source))
+    kept = {old: new for old, new in renumber.items() if old not in removed}
+    return SwappedStep(new_step, roots, kept)
+
+
+def _dtype(call: Call) -> str:
+    out = call.outputs
+    return out[2] if out and out[0] == "tensor" else "float32"

@@ -1,0 +1,34 @@
+"""Two programs of one framework in one replay process, timed interleaved: the original
+step and a swapped one (opbench/model/affinity/: `opbench model --suggest`). Each round times
+a few step samples of one, then of the other, in the order A B B A A B ...: both see the
+same process, the same mode of the framework (MindSpore's speed changes between processes
+by up to 3x here, more than most swaps save) and the same drift. With `fingerprints`, each
+program's outputs are fingerprinted first (the output check)."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from opbench.runner import ipc
+
+__all__ = ["serve_paired"]
+
+
+def serve_paired(request: ipc.ReplayPaired, adapter: Any, mapping: Any) -> ipc.PairedResult:
+    from opbench.model.replay.executor import Replayer
+
+    players = [Replayer(step, request.framework, adapter, mapping)
+               for step in request.programs]
+    prints = tuple(p.probe(fingerprints=request.fingerprints) for p in players)
+    facts = dict(framework=request.framework, launch=adapter.launch(), pid=os.getpid(),
+                 status=tuple(tuple(p.status) for p in players), fingerprints=prints)
+    if request.rounds <= 0:
+        return ipc.PairedResult(**facts)
+    for player in players:
+        player.warm_up(request.warmup_runs, request.warmup_s)
+    samples: list[list[tuple[float, ...]]] = [[] for _ in players]   # per program, per round
+    for r in range(request.rounds):
+        order = range(len(players)) if r % 2 == 0 else reversed(range(len(players)))
+        for i in order:
+            samples[i].append(tuple(players[i].time_step(request.samples)))
+    return ipc.PairedResult(**facts, samples_s=tuple(tuple(s) for s in samples))

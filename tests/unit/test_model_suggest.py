@@ -1,0 +1,405 @@
+"""Measured affinity suggestions (opbench/model/affinity/) on synthetic steps, no framework:
+each family is found from the data flow (and not where an intermediate is read elsewhere),
+the swapped program's Refs are rewired, a swap that changes outputs is dropped and listed
+with its difference, a replacement that does not run is listed, and the saving's interval
+decides faster / slower / no measurable gain (fake replay processes)."""
+from __future__ import annotations
+
+import json
+import math
+
+import jsonschema
+import pytest
+
+from opbench.runner import ipc
+from opbench.model.affinity.measure import (DID_NOT_RUN, OUTPUTS_DIFFER, SuggestSettings,
+                                            measure_one, sort_rows)
+from opbench.model.affinity.patterns import ROUTE_FAMILY
+from opbench.model.affinity.run import candidates_of
+from opbench.model.affinity.saving import (FASTER, NO_GAIN, SLOWER, saving_from,
+                                           verdict_of)
+from opbench.model.affinity.swap import swapped_step
+from opbench.model.impact.record import ModelRecord, SuggestionRow, model_schema
+from opbench.model.program import Call, Ext, ExternalTensor, Lit, Ref, Seq, Site
+from opbench.model.replay.executor import CallStatus
+from opbench.model.steady import StepProgram
+from opbench.report.suggestions import CSV_COLUMNS, csv_text
+
+T = "torch.Tensor."
+F = "torch.nn.functional."
+
+
+def tensor(shape=(4, 8), dtype="float32"):
+    return ("tensor", tuple(shape), dtype)
+
+
+class StepBuilder:
+    """Calls appended one by one; each returns the Ref of its output. Externals: x (4x8),
+    w (8x6), b (6,), mask (4x8 bool), wt (6x8)."""
+
+    def __init__(self, framework="torch"):
+        self.framework = framework
+        self.calls: list[Call] = []
+        self.externals = (ExternalTensor(0, (4, 8), "float32", "input"),
+                          ExternalTensor(1, (8, 6), "float32", "parameter"),
+                          ExternalTensor(2, (6,), "float32", "parameter"),
+                          ExternalTensor(3, (4, 8), "bool", "input"),
+                          ExternalTensor(4, (6, 8), "float32", "parameter"))
+
+    def __call__(self, api, *args, kwargs=(), out=None, line=None, kind=None):
+        index = len(self.calls)
+        site = Site("model.py", line or 10 + index, line or 10 + index)
+        self.calls.append(Call(index=index, framework=self.framework, api=api,
+                               kind=kind or ("tensor_method" if ".Tensor." in api
+                                             else "function"),
+                               replay_api=api, args=tuple(args), kwargs=tuple(kwargs),
+                               outputs=out or tensor(), duration_ns=1000, start_ns=0,
+                               site=site))
+        return Ref(index)
+
+    def step(self) -> StepProgram:
+        n = len(self.calls)
+        return StepProgram(self.framework, tuple(self.calls), self.externals, 3,
+                           (1000,) * n, (1000 * n,) * 3, tuple(range(n)))
+
+
+X, W, B, MASK, WT = Ext(0), Ext(1), Ext(2), Ext(3), Ext(4)
+
+
+def families(step):
+    return [(c.family, c.calls) for c in candidates_of(step)]
+
+
+def test_silu_composed_is_found_with_its_site_and_calls():
+    s = StepBuilder()
+    sig = s("torch.sigmoid", X, line=20)
+    y = s(T + "__mul__", X, sig, line=20)
+    s("torch.relu", y, line=21)
+    found = candidates_of(s.step())
+    assert [(c.family, c.calls, c.affinity_api) for c in found] == [
+        ("torch.silu_formula", 2, F + "silu")]
+    assert (found[0].site.file, found[0].site.first_line) == ("model.py", 20)
+
+
+def test_gelu_tanh_and_erf_formulas_are_found():
+    s = StepBuilder()
+    half = s(T + "__rmul__", X, Lit(0.5), line=5)
+    cube = s("torch.pow", X, Lit(3), line=5)
+    small = s(T + "__rmul__", cube, Lit(0.044715), line=5)
+    inner = s(T + "__add__", X, small, line=5)
+    scaled = s(T + "__rmul__", inner, Lit(math.sqrt(2 / math.pi)), line=5)
+    th = s("torch.tanh", scaled, line=5)
+    one = s(T + "__radd__", th, Lit(1.0), line=5)
+    g = s(T + "__mul__", half, one, line=5)
+    d = s(T + "__truediv__", g, Lit(math.sqrt(2.0)), line=6)
+    e = s("torch.erf", d, line=6)
+    e1 = s(T + "__radd__", e, Lit(1.0), line=6)
+    h = s(T + "__mul__", g, e1, line=6)
+    s(T + "__rmul__", h, Lit(0.5), line=6)
+    found = candidates_of(s.step())
+    assert [(c.family, c.calls) for c in found] == [("torch.gelu_formula", 8),
+                                                   ("torch.gelu_formula", 5)]
+    assert "approximate='tanh'" in found[0].replacement
+    assert "approximate" not in found[1].replacement
+
+
+def test_softplus_softmax_and_log_softmax_are_found():
+    s = StepBuilder()
+    e = s("torch.exp", X, line=1)
+    s("torch.log", s(T + "__radd__", e, Lit(1), line=1), line=1)
+    e2 = s("torch.exp", X, line=2)
+    total = s(T + "sum", e2, kwargs=(("dim", Lit(-1)), ("keepdim", Lit(True))), line=2)
+    s(T + "__truediv__", e2, total, line=2)
+    sm = s("torch.softmax", X, Lit(-1), line=3)
+    s("torch.log", sm, line=3)
+    assert families(s.step()) == [("torch.softplus_formula", 3),
+                                  ("torch.softmax_composed", 3),
+                                  ("torch.log_softmax_composed", 2)]
+
+
+def test_a_softmax_summed_without_keepdim_is_not_a_softmax():
+    s = StepBuilder()
+    e = s("torch.exp", X)
+    total = s(T + "sum", e, kwargs=(("dim", Lit(-1)),))
+    s(T + "__truediv__", e, total)
+    assert families(s.step()) == []
+
+
+def test_layer_norm_and_rms_norm_composed_are_found():
+    s = StepBuilder()
+    mean = s(T + "mean", X, Lit(-1), kwargs=(("keepdim", Lit(True)),), line=1)
+    centred = s(T + "__sub__", X, mean, line=1)
+    var = s(T + "var", X, Lit(-1), kwargs=(("keepdim", Lit(True)),), line=1)
+    root = s("torch.sqrt", s(T + "__add__", var, Lit(1e-5), line=1), line=1)
+    s(T + "__truediv__", centred, root, line=1)
+    sq = s(T + "pow", X, Lit(2), line=2)
+    ms = s(T + "mean", sq, Lit(-1), kwargs=(("keepdim", Lit(True)),), line=2)
+    r = s("torch.rsqrt", s(T + "__add__", ms, Lit(1e-6), line=2), line=2)
+    s(T + "__mul__", X, r, line=2)
+    found = candidates_of(s.step())
+    assert [(c.family, c.calls) for c in found] == [("torch.layer_norm_composed", 6),
+                                                   ("torch.rms_norm_composed", 5)]
+    assert "eps=1e-06" in found[1].replacement
+
+
+def test_linear_from_matmul_plus_bias_and_from_a_transposed_weight():
+    s = StepBuilder()
+    m = s("torch.matmul", X, W, out=tensor((4, 6)), line=1)
+    s(T + "__add__", m, B, out=tensor((4, 6)), line=1)
+    t = s(T + "t", WT, out=tensor((8, 6)), line=2)
+    m2 = s(T + "__matmul__", X, t, out=tensor((4, 6)), line=2)
+    s(T + "__add__", B, m2, out=tensor((4, 6)), line=2)
+    t3 = s(T + "t", WT, out=tensor((8, 6)), line=3)
+    s(T + "__matmul__", X, t3, out=tensor((4, 6)), line=3)
+    found = candidates_of(s.step())
+    assert [(c.family, c.calls) for c in found] == [("torch.linear_composed", 2),
+                                                   ("torch.linear_composed", 3),
+                                                   ("torch.transpose_matmul", 2)]
+    # matmul by an untransposed weight: the swap transposes it (a view) and calls linear
+    assert [n.api for n in found[0].swaps[0].new_calls] == [T + "t", F + "linear"]
+    assert [n.api for n in found[1].swaps[0].new_calls] == [F + "linear"]
+    assert found[1].swaps[0].new_calls[0].args == (X, WT, B)
+
+
+def test_masked_write_where_and_a_host_sync_are_found():
+    s = StepBuilder()
+    z = s("torch.zeros_like", X, line=1)
+    y = s("torch.where", MASK, z, X, line=1)
+    loss = s(T + "mean", y, out=tensor(()), line=2)
+    s(T + "item", loss, out=("other", "float"), line=3)
+    found = candidates_of(s.step())
+    assert [(c.family, c.calls) for c in found] == [("torch.masked_write_where", 2),
+                                                   ("torch.host_sync_in_loop", 1)]
+    assert found[0].swaps[0].new_calls[0].args == (X, MASK, Lit(0.0))
+    assert found[1].swaps[0].new_calls == ()
+
+
+def test_a_mindspore_route_swap_and_mindspore_patterns():
+    s = StepBuilder("mindspore")
+    sig = s("mindspore.ops.sigmoid", X, line=1)
+    y = s("mindspore.Tensor.__mul__", X, sig, line=1)
+    s("mindspore.ops.relu", y, line=2)
+    s("mindspore.mint.nn.functional.relu", y, line=3)
+    s("mindspore.ops.relu", y, kwargs=(("x", Lit(1)),), line=4)   # keywords: not swapped
+    found = candidates_of(s.step())
+    assert [(c.family, c.affinity_api) for c in found] == [
+        ("mindspore.silu_formula", "mindspore.mint.nn.functional.silu"),
+        (ROUTE_FAMILY, "mindspore.mint.nn.functional.relu"),
+        (ROUTE_FAMILY, "mindspore.ops.relu")]
+
+
+def test_an_intermediate_read_outside_the_pattern_stops_the_match():
+    s = StepBuilder()
+    sig = s("torch.sigmoid", X)
+    s(T + "__mul__", X, sig)
+    s("torch.relu", sig)           # the sigmoid is needed on its own: no silu swap
+    assert families(s.step()) == []
+
+
+def test_the_occurrences_at_one_site_are_one_candidate():
+    s = StepBuilder()
+    for _ in range(3):
+        sig = s("torch.sigmoid", X, line=7)
+        s(T + "__mul__", X, sig, line=7)
+    found = candidates_of(s.step())
+    assert [(c.family, c.calls, len(c.swaps)) for c in found] == [
+        ("torch.silu_formula", 6, 3)]
+
+
+def test_the_swapped_program_rewires_refs_and_renumbers():
+    s = StepBuilder()
+    first = s("torch.relu", X)
+    sig = s("torch.sigmoid", first)
+    y = s(T + "__mul__", first, sig)
+    s(T + "__add__", y, first)
+    s(T + "sum", y, kwargs=(("dim", Lit(0)),))
+    step = s.step()
+    [candidate] = candidates_of(step)
+    swapped = swapped_step(step, candidate)
+    apis = [c.api for c in swapped.step.calls]
+    assert apis == ["torch.relu", F + "silu", T + "__add__", T + "sum"]
+    assert swapped.step.calls[1].args == (Ref(0),)
+    assert swapped.step.calls[2].args == (Ref(1), Ref(0))
+    assert swapped.step.calls[3].args == (Ref(1),)
+    assert [c.index for c in swapped.step.calls] == [0, 1, 2, 3]
+    assert swapped.roots == {2: 1} and swapped.kept == {0: 0, 3: 2, 4: 3}
+    assert swapped.step.calls[1].site == step.calls[2].site
+
+
+def test_a_transposed_helper_is_referenced_by_the_replacement():
+    s = StepBuilder()
+    m = s("torch.matmul", X, W, out=tensor((4, 6)))
+    out = s(T + "__add__", m, B, out=tensor((4, 6)))
+    s("torch.relu", out, out=tensor((4, 6)))
+    step = s.step()
+    swapped = swapped_step(step, candidates_of(step)[0]).step
+    assert [c.api for c in swapped.calls] == [T + "t", F + "linear", "torch.relu"]
+    assert swapped.calls[0].outputs == ("tensor", (6, 8), "float32")
+    assert swapped.calls[1].args == (X, Ref(0), B)
+    assert swapped.calls[2].args == (Ref(1),)
+
+
+# -- measuring, with a fake replay process ----------------------------------------------------
+def _print(value: float, n: int = 4) -> dict:
+    return {"shape": [n], "n": n, "mean": value, "mean_abs": abs(value),
+            "points": [value] * n}
+
+
+class FakeReplay:
+    """Answers paired requests: fingerprints per program, and step samples (the original
+    `now` seconds, the swapped `after`) per round."""
+
+    def __init__(self, now, after, differ=0.0, fail=None):
+        self.now, self.after, self.differ, self.fail = now, after, differ, fail
+        self.requests = []
+
+    def __call__(self, request):
+        self.requests.append(request)
+        steps = request.programs
+        prints = [[_print(1.0) for _ in steps[0].calls],
+                  [_print(1.0 + self.differ) for _ in steps[1].calls]]
+        status = [[CallStatus(i, c.api, True) for i, c in enumerate(st.calls)]
+                  for st in steps]
+        if self.fail:
+            status[1][1] = CallStatus(1, steps[1].calls[1].api, False, problem=self.fail)
+        rounds = request.rounds
+        n = len(self.requests)
+        return ipc.PairedResult(
+            framework=request.framework, launch=request.launch or "queued", pid=1,
+            status=tuple(map(tuple, status)), fingerprints=tuple(prints),
+            samples_s=(tuple((self.now + 1e-6 * n,) * 5 for _ in range(rounds)),
+                       tuple((self.after + 1e-6 * n * (r % 2),) * 5 for r in range(rounds))))
+
+
+def _silu_step():
+    s = StepBuilder()
+    sig = s("torch.sigmoid", X, line=3)
+    y = s(T + "__mul__", X, sig, line=3)
+    s("torch.relu", y, line=4)
+    return s.step()
+
+
+SETTINGS = SuggestSettings(framework="torch", launch="blocking", processes=3, rounds=4)
+
+
+def test_a_faster_swap_is_timed_in_every_process_interleaved_and_called_faster():
+    step = _silu_step()
+    replay = FakeReplay(now=0.010, after=0.008)
+    row = measure_one(step, candidates_of(step)[0], SETTINGS, replay)
+    assert len(replay.requests) == 3
+    assert all(isinstance(r, ipc.ReplayPaired) and r.launch == "blocking"
+               for r in replay.requests)
+    assert replay.requests[0].fingerprints and not replay.requests[1].fingerprints
+    assert row.verdict == FASTER and row.outputs_equal is True
+    assert row.saving_s["estimate"] == pytest.approx(0.002, rel=0.01)
+    assert row.saving_s["ci_low"] > 0
+    assert row.share == pytest.approx(0.2, rel=0.01)
+    assert (row.file, row.start_line, row.end_line, row.calls) == ("model.py", 3, 3, 2)
+
+
+def test_a_swap_that_changes_the_outputs_is_dropped_and_listed_with_its_difference():
+    step = _silu_step()
+    replay = FakeReplay(now=0.010, after=0.001, differ=0.5)
+    row = measure_one(step, candidates_of(step)[0], SETTINGS, replay)
+    assert row.verdict == OUTPUTS_DIFFER and row.outputs_equal is False
+    assert row.max_difference == pytest.approx(0.5 / 1.5)
+    assert row.saving_s is None and len(replay.requests) == 1
+
+
+def test_a_replacement_that_does_not_run_is_listed_not_timed():
+    step = _silu_step()
+    replay = FakeReplay(now=0.010, after=0.001, fail="AttributeError: no silu")
+    row = measure_one(step, candidates_of(step)[0], SETTINGS, replay)
+    assert row.verdict == DID_NOT_RUN and "no silu" in row.detail
+    assert row.saving_s is None
+
+
+def test_the_interval_decides_faster_slower_or_no_measurable_gain():
+    def processes(pairs):
+        return [([[a] * 5, [a] * 5], [[b] * 5, [b] * 5]) for a, b in pairs]
+
+    faster = saving_from(processes([(10.0, 8.0), (11.0, 9.1), (10.5, 8.4)]))
+    assert verdict_of(faster) == FASTER and faster.units == 3
+    assert faster.time_now_s == pytest.approx(10.5)
+    slower = saving_from(processes([(8.0, 10.0), (9.1, 11.0), (8.4, 10.5)]))
+    assert verdict_of(slower) == SLOWER
+    noise = saving_from(processes([(10.0, 8.0), (10.0, 12.0), (10.0, 10.5)]))
+    assert verdict_of(noise) == NO_GAIN and noise.ci_low < 0 < noise.ci_high
+
+
+def test_one_process_uses_its_rounds_and_one_round_has_no_interval():
+    one = saving_from([([[10.0] * 3, [10.2] * 3, [9.9] * 3], [[9.0] * 3, [9.1] * 3,
+                                                            [8.8] * 3])])
+    assert one.units == 3 and verdict_of(one) == FASTER
+    single = saving_from([([[10.0]], [[9.0]])])
+    assert math.isinf(single.ci_low) and verdict_of(single) == NO_GAIN
+
+
+def test_a_positive_estimate_whose_interval_crosses_zero_is_not_a_suggestion():
+    rows = [SuggestionRow("a.py", 1, 1, "pattern", "x", "y", "f", "", 2, NO_GAIN,
+                          saving_s={"estimate": 5.0, "ci_low": -1.0, "ci_high": 11.0}),
+            SuggestionRow("a.py", 2, 2, "pattern", "x", "y", "f", "", 2, FASTER,
+                          saving_s={"estimate": 1.0, "ci_low": 0.5, "ci_high": 1.5}),
+            SuggestionRow("a.py", 3, 3, "pattern", "x", "y", "f", "", 2, OUTPUTS_DIFFER)]
+    assert [r.start_line for r in sort_rows(rows)] == [2, 1, 3]
+
+
+# -- the record and the CSV ---------------------------------------------------------------------
+def test_rows_round_trip_through_the_model_record_and_its_schema():
+    step = _silu_step()
+    row = measure_one(step, candidates_of(step)[0], SETTINGS, FakeReplay(0.010, 0.008))
+    record = {"model": {"format": 1, "reference": "torch", "target": "mindspore",
+                        "traced_framework": "torch", "traced_s": 1.0, "projected_s": {},
+                        "coverage": 1.0, "apis": [], "region": {"rule": "markers", "steps": 3},
+                        "suggestions": [row.to_json()]}}
+    jsonschema.validate(json.loads(json.dumps(record)), model_schema())
+    back = ModelRecord.from_json(json.loads(json.dumps(record)))
+    assert back.suggestions == (row,)
+
+
+def test_the_csv_starts_with_the_ascend_columns():
+    step = _silu_step()
+    row = measure_one(step, candidates_of(step)[0], SETTINGS, FakeReplay(0.010, 0.008))
+    lines = csv_text([row]).splitlines()
+    assert CSV_COLUMNS[:6] == ("File", "Start Line", "End Line", "Api Type",
+                               "Api Call Name", "Affinity Api Name")
+    assert lines[0].split(",")[:6] == list(CSV_COLUMNS[:6])
+    assert lines[1].startswith("model.py,3,3,pattern,torch.sigmoid + torch.Tensor.__mul__,"
+                               "torch.nn.functional.silu,2,")
+
+
+def test_the_library_call_returns_the_rows_of_the_measured_suggestions(monkeypatch):
+    import opbench.model
+    from opbench.model.affinity import run
+
+    seen = {}
+
+    def fake(command, processes, **options):
+        seen.update(command=command, processes=processes, **options)
+        return ["row"]
+
+    monkeypatch.setattr(run, "suggest", fake)
+    assert opbench.model.suggest(["python", "t.py"], skip_first_calls=5) == ["row"]
+    assert seen == {"command": ["python", "t.py"], "processes": 3, "skip_first_calls": 5}
+
+
+def test_the_model_views_show_the_suggestions():
+    import io
+
+    from rich.console import Console
+
+    from opbench.report.model import (render_model_html, render_model_markdown,
+                                      render_model_terminal)
+
+    step = _silu_step()
+    row = measure_one(step, candidates_of(step)[0], SETTINGS, FakeReplay(0.010, 0.008))
+    record = ModelRecord.from_json({
+        "reference": "torch", "target": "mindspore", "traced_framework": "torch",
+        "traced_s": 1.0, "projected_s": {}, "coverage": 1.0, "apis": [],
+        "region": {"rule": "markers", "steps": 3}, "suggestions": [row.to_json()]})
+    buffer = io.StringIO()
+    render_model_terminal(record, Console(file=buffer, width=200))
+    text = buffer.getvalue()
+    assert "Suggestions" in text and "model.py:3" in text and "faster" in text
+    assert "torch.nn.functional.silu" in render_model_markdown(record)
+    assert 'id="suggestions"' in render_model_html(record)
