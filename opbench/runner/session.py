@@ -252,7 +252,8 @@ class Session:
                     where = f"{inst.case.file}:{inst.case.line}"
                     problems.setdefault((inst.case.name, name), (
                         f"{where} case '{inst.case.name}': no '{framework}' section "
-                        f"(needed to compare {self.config.reference} with {self.config.target})"))
+                        f"(needed to compare {self.config.reference_name} with "
+                        f"{self.config.target_name})"))
                     continue
                 try:
                     self.adapters[name].resolve(call.api)
@@ -393,10 +394,10 @@ class Session:
             except SideFailed as exc:
                 record["error"] = str(exc)
                 raise
-        check = compare_outputs(outputs[cfg.reference], outputs[cfg.target], rtol, atol,
+        check = compare_outputs(outputs[cfg.reference_name], outputs[cfg.target_name], rtol, atol,
                                 mode=SHAPE if instance.case.compare == SHAPE else "values")
         record["check"] = check.as_dict()
-        record["output_shapes"] = output_shapes(outputs[cfg.reference])
+        record["output_shapes"] = output_shapes(outputs[cfg.reference_name])
         expected = instance.case.expect_mismatch
         if not check.ok and not expected:
             return None         # MISMATCH (verdicts/conclusions.py): nothing to time
@@ -477,11 +478,11 @@ class Session:
         for name in cfg.frameworks:
             try:
                 sides[name], grads[name] = self.backward_side(instance, arrays, name,
-                                                               outputs[cfg.reference])
+                                                               outputs[cfg.reference_name])
             except SideFailed as exc:
                 record["error"] = str(exc)
                 raise
-        check = compare_outputs(grads[cfg.reference], grads[cfg.target], rtol, atol)
+        check = compare_outputs(grads[cfg.reference_name], grads[cfg.target_name], rtol, atol)
         record["grad_check"] = check.as_dict()
         if not check.ok and not instance.case.expect_mismatch:
             record["error"] = f"gradients differ: {check.detail}"

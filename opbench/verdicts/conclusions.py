@@ -127,8 +127,8 @@ def apply_between_process_prior(records: Sequence[dict[str, Any]], config: RunCo
                 continue
             m.pop(_RULED_OUT, None)    # a line of the statistics replaced here
             m.update(measurement_statistics(
-                {n: m["samples_s"][n] for n in config.frameworks}, config.reference,
-                config.target, m["threshold"], order=m["order"], groups=m["process_of_round"],
+                {n: m["samples_s"][n] for n in config.frameworks}, config.reference_name,
+                config.target_name, m["threshold"], order=m["order"], groups=m["process_of_round"],
                 prior=prior, shares=share_of_round(m)))
         if measurements and inst.get("verdict") not in (Verdict.MISMATCH.value,
                                                         Verdict.ERROR.value):
@@ -148,8 +148,8 @@ def run_between_process_prior(records: Sequence[dict[str, Any]], config: RunConf
         for m in (inst.get("measurements") or {}).values():
             groups = m.get("process_of_round")
             if groups and len(set(groups)) > 1:
-                found = _excess_of(tuple(m["samples_s"][config.reference]),
-                                   tuple(m["samples_s"][config.target]), tuple(groups))
+                found = _excess_of(tuple(m["samples_s"][config.reference_name]),
+                                   tuple(m["samples_s"][config.target_name]), tuple(groups))
                 if found is not None:
                     excesses.append(found)
     return run_spread_prior(excesses)
@@ -206,7 +206,7 @@ def judge_measurement(m: dict[str, Any], config: RunConfig,
     look: a sequential run's look (verdicts/sequential.py), whose confidence and prior the
     interval takes."""
     fields = measurement_statistics({n: m["samples_s"][n] for n in config.frameworks},
-                                    config.reference, config.target, m["threshold"],
+                                    config.reference_name, config.target_name, m["threshold"],
                                     order=m["order"], groups=m.get("process_of_round"),
                                     shares=share_of_round(m),
                                     prior=look.prior if look else None,
