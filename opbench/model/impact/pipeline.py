@@ -24,7 +24,7 @@ import math
 import os
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -32,8 +32,9 @@ from opbench.config.sides import Side, side_labels
 from opbench.config.vocabulary import FRAMEWORKS
 from opbench.model.capture.observer import DEFAULT_MAX_CALLS
 from opbench.model.replay.optimizer_fold import adam_update_tolerances
-from opbench.model.impact.processes import (Interpreter, ModelError, check_interpreter, run_capture,
-                                            run_replay, split_command)
+from opbench.model.impact.processes import (Interpreter, ModelError, ReplayFailed,
+                                            check_interpreter, run_capture, run_replay,
+                                            split_command)
 from opbench.model.program import (Dtype, Ext, Lit, Program, Ref, Seq, SliceOf, output_at,
                                    refs_in)
 from opbench.model.impact.project import (MODES_APART, Estimate, FrameworkTiming, api_rows,
@@ -42,6 +43,7 @@ from opbench.model.impact.project import (MODES_APART, Estimate, FrameworkTiming
 from opbench.model.replay.executor import CallStatus
 from opbench.model.steady import (DEFAULT_CAPTURE_STEPS, Region, RegionError, StepProgram,
                                   find_region, step_program)
+from opbench.runner import ipc
 from opbench.trace.signature import SHORT_DTYPES
 
 __all__ = ["ModelOptions", "ModelImpact", "measure_model", "ModelError"]
@@ -276,8 +278,13 @@ def measure_model(command: Sequence[str], options: ModelOptions = ModelOptions()
                   on_progress: Progress = lambda message: None) -> ModelImpact:
     """Capture, replay and project. Raises ModelError for what the user must fix."""
     interpreter, words = split_command(command)
+    # one probe per interpreter, for the frameworks of the sides that replay in it
+    frameworks_in: dict[str, list[str]] = {}
     for side in (options.reference, options.target):
-        check_interpreter(side_interpreter(side, interpreter), (side.framework,))
+        frameworks_in.setdefault(side_interpreter(side, interpreter).path,
+                                 []).append(side.framework)
+    for python, frameworks in frameworks_in.items():
+        check_interpreter(Interpreter(python, True), frameworks)
     work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="opbench-model-"))
     work.mkdir(parents=True, exist_ok=True)
     program_path = work / "program.json"
@@ -356,30 +363,32 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
                          launch=launch, threads=program.threads, sides=sides)
     where = {name: side_interpreter(side, interpreter) for name, side in sides.items()}
     started = time.perf_counter()
-    base = {"step": step, "device": program.device, "threads": program.threads,
-            "cpus": list(program.cpus)}
+    base = ipc.ReplayStep(framework=sides[traced].framework, program=step,
+                          device=program.device,
+                          threads=program.threads, cpus=tuple(program.cpus))
 
     # 1. probes: routes, and outputs compared
-    probes = {}
+    probes: dict[str, ipc.ReplayResult] = {}
     for framework in (traced, other):
         on_progress(f"probing the replay in {framework} ({where[framework].path})")
-        probes[framework] = run_replay(where[framework], {
-            **base, "kind": "probe", "framework": sides[framework].framework,
-            "launch": launch[framework]}, work)
-        if "error" in probes[framework]:
-            raise ModelError(f"the {framework} replay could not start: "
-                             f"{probes[framework]['error']}")
-        impact.status[framework] = list(probes[framework]["status"])
-        if probes[framework].get("version"):
-            impact.versions[framework] = str(probes[framework]["version"])
+        try:
+            probes[framework] = run_replay(
+                where[framework].path, replace(base, kind=ipc.REPLAY_PROBE,
+                                               framework=sides[framework].framework,
+                                               launch=launch[framework]), work)
+        except ReplayFailed as exc:
+            raise ModelError(f"the {framework} replay could not start: {exc}") from None
+        impact.status[framework] = list(probes[framework].status)
+        if probes[framework].version:
+            impact.versions[framework] = str(probes[framework].version)
     ok = [a.ok and b.ok for a, b in zip(impact.status[traced], impact.status[other])]
     impact.covered = ok
     stand_in = [not (a.ok and b.ok) for a, b in zip(impact.status[traced],
                                                      impact.status[other])]
     tainted = _tainted(step, stand_in)
     adam_atol = adam_update_tolerances(step.calls)
-    for i, (fa, fb) in enumerate(zip(probes[traced]["fingerprints"],
-                                     probes[other]["fingerprints"])):
+    for i, (fa, fb) in enumerate(zip(probes[traced].fingerprints or (),
+                                     probes[other].fingerprints or ())):
         if tainted[i]:
             continue
         found = _compare(fa, fb, max(CHECK_ATOL, adam_atol.get(i, 0.0)))
@@ -400,22 +409,21 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
               for fw in (traced, other)}
 
     # 2. timed replays, interleaved A B B A ...
-    timing: dict[str, list[dict[str, Any]]] = {traced: [], other: []}
+    timing: dict[str, list[ipc.ReplayResult]] = {traced: [], other: []}
     order = []
     for p in range(options.processes):
         order += [traced, other] if p % 2 == 0 else [other, traced]
-    request = {**base, "kind": "time", "samples": options.samples,
-               "passes": options.passes, "rounds": options.rounds}
+    request = replace(base, kind=ipc.REPLAY_TIME, samples=options.samples,
+                      passes=options.passes, rounds=options.rounds)
 
     def time_one(framework: str, n: int, of: int) -> None:
         on_progress(f"timing the replay: process {n} of {of} ({framework})")
-        result = run_replay(where[framework], {**request,
-                                               "framework": sides[framework].framework,
-                                               "launch": launch[framework],
-                                               "routes": routes[framework],
-                                               "skip": skip[framework]}, work)
-        if "error" in result:
-            impact.errors.append(f"{framework} replay process {n}: {result['error']}")
+        try:
+            result = run_replay(where[framework].path, replace(
+                request, framework=sides[framework].framework, launch=launch[framework],
+                routes=routes[framework], skip=tuple(skip[framework])), work, index=n)
+        except ReplayFailed as exc:
+            impact.errors.append(f"{framework} replay process {n}: {exc}")
         else:
             timing[framework].append(result)
 
@@ -424,7 +432,7 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
     # a framework whose processes ran in different modes gets more of them (second stage)
     for framework in (traced, other):
         runs = timing[framework]
-        if not processes_split(step_time([r["samples_s"] for r in runs]), MODES_APART):
+        if not processes_split(step_time([r.samples_s for r in runs]), MODES_APART):
             continue
         more = max(options.max_processes - len(runs), 0)
         for n in range(1, more + 1):
@@ -487,10 +495,10 @@ def stand_in_share(call_s: Sequence[float], status: Sequence[CallStatus]) -> flo
     return stood_in / total if total > 0 else 0.0
 
 
-def _project(impact: ModelImpact, timing: dict[str, list[dict[str, Any]]]) -> None:
+def _project(impact: ModelImpact, timing: dict[str, list[ipc.ReplayResult]]) -> None:
     step = impact.step
-    frameworks = {fw: FrameworkTiming(fw, tuple(tuple(r["samples_s"]) for r in runs),
-                                      tuple(tuple(tuple(c) for c in r["per_call_s"])
+    frameworks = {fw: FrameworkTiming(fw, tuple(tuple(r.samples_s) for r in runs),
+                                      tuple(tuple(tuple(c) for c in r.per_call_s)
                                             for r in runs))
                   for fw, runs in timing.items()}
     for fw, t in frameworks.items():
