@@ -50,8 +50,8 @@ def bisect_command(environments, keyword, ops, tags, cases_paths, out_dir, min_s
     def probe(k):
         record = run_and_record(instances, configs[k], directory / f"probe-{k}.json",
                                 quiet=quiet, stage=f"{environments[k]} vs {environments[0]}")
-        for env, side in ((environments[0], configs[k].reference),
-                          (environments[k], configs[k].target)):
+        for env, side in ((environments[0], configs[k].reference_name),
+                          (environments[k], configs[k].target_name)):
             if side in record.frameworks:
                 identities[env] = side_identity(side, record.frameworks[side])
         return estimates_of(record)

@@ -278,13 +278,14 @@ def run_and_record(instances, config, json_path, *, quiet=False, stage="", injec
                                    if config.timing and config.sequential is None else 1))
     check_results_path(json_path)
     try:
-        with progress.starting(f"setting up {config.reference} and {config.target}"
+        with progress.starting(f"setting up {config.reference_name} and {config.target_name}"
                                + _processes_text(config, " in ")):
             session = open_session(config, injection=injection)
     except (FrameworkUnavailable, DeviceUnavailable, ValueError, WorkerError) as exc:
         fail(str(exc))
     if not quiet:
-        err.print(f"[dim]{len(instances)} instances; {config.reference} vs {config.target} on "
+        err.print(f"[dim]{len(instances)} instances; {config.reference_name} vs "
+                  f"{config.target_name} on "
                   f"{config.device}, {config.threads} threads, {config.launch} launches, "
                   + (_processes_text(config, "") or "in this process") +
                   (f", each instance until its verdict is decided (up to "

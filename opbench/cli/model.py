@@ -11,6 +11,8 @@ from rich.markup import escape
 
 from opbench.cli.common import err, fail, out
 from opbench.config.options import OptionError, parse_duration
+from opbench.config.environment_table import load_environments
+from opbench.config.sides import Side, SideSpecError, parse_side
 from opbench.model.impact.pipeline import (DEFAULT_MAX_PROCESSES, DEFAULT_PROCESSES, FRAMEWORKS,
                                            ModelError, ModelOptions, measure_model)
 from opbench.model.impact.project import MODES_APART
@@ -24,7 +26,7 @@ from opbench.report.model import (DEFAULT_TOP, render_model_html, render_model_m
                                   render_model_terminal)
 from opbench.results.io import write_json_atomic
 
-__all__ = ["model_command", "suggest_command"]
+__all__ = ["model_command", "model_sides", "suggest_command"]
 
 DEFAULT_OUTPUT_DIR = "opbench-model"
 # The projection was made, but part of it is in doubt: the script failed, a replay process
@@ -44,16 +46,38 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
         raise click.BadParameter(f"{exc} (or 0: none)") from None
 
 
+def model_sides(reference: str, target: str, directory: Path) -> tuple[Side, Side]:
+    """`--reference`/`--target` as sides, spelled as for `opbench run` (config/sides.py):
+    `torch`, `mindspore@envs/ms29/bin/python` or a named environment of `directory`'s
+    opbench.toml / pyproject.toml. Raises click.BadParameter saying which and what to do."""
+    try:
+        environments = load_environments(directory)
+        sides = (parse_side(reference, environments), parse_side(target, environments))
+    except SideSpecError as exc:
+        raise click.BadParameter(str(exc)) from None
+    for which, side in zip(("--reference", "--target"), sides):
+        if side.framework not in FRAMEWORKS:
+            raise click.BadParameter(
+                f"{which} {side.framework!r}: a model replays in {' or '.join(FRAMEWORKS)} "
+                f"(FRAMEWORK, FRAMEWORK@PYTHON or a named environment)")
+    # one side against itself (`--reference torch --target torch`) is an A/A comparison:
+    # the target goes by its label with config.sides.AGAIN_SUFFIX
+    return sides
+
+
 # Options end at the command's first word (allow_interspersed_args off: `python -u t.py`
 # keeps its -u); an unknown option before it is opbench's to refuse (with
 # ignore_unknown_options, `--jsno x -- python t.py` went to the script's interpreter as
 # "python option '--jsno' is not supported").
 @click.command("model", context_settings={"allow_interspersed_args": False},
                short_help="Which APIs cost a script's model how much of its step time.")
-@click.option("--reference", type=click.Choice(FRAMEWORKS), default="torch",
-              help="The framework the ratio divides by. Default: torch.")
-@click.option("--target", type=click.Choice(FRAMEWORKS), default="mindspore",
-              help="The framework whose lost time is counted. Default: mindspore.")
+@click.option("--reference", default="torch", metavar="SIDE",
+              help="The side the ratio divides by: a framework, FRAMEWORK@PYTHON (its "
+                   "replays in that interpreter) or a named environment. Default: torch.")
+@click.option("--target", default="mindspore", metavar="SIDE",
+              help="The side whose lost time is counted, spelled as --reference (one "
+                   "framework on both sides compares two builds of it). Default: "
+                   "mindspore.")
 @click.option("--processes", type=click.IntRange(1, 20), default=DEFAULT_PROCESSES,
               help=f"Replay processes per framework (interleaved). Default: "
                    f"{DEFAULT_PROCESSES}.")
@@ -114,11 +138,15 @@ def model_command(reference: str, target: str, processes: int, max_processes: in
     calls in both frameworks and say which APIs cost the model how much time.
 
     The script runs in the interpreter the command names (`-- /venv/bin/python train.py`),
-    or in this one when it names a script directly. Mark steps with opbench.model.step()
-    where you can edit the script; otherwise the repeated step is found."""
-    if reference == target:
-        fail("--reference and --target must be different frameworks")
-    options = ModelOptions(reference=reference, target=target, processes=processes,
+    or in this one when it names a script directly; each side's replays run in its own
+    interpreter (`--reference mindspore@envs/ms29/bin/python`), else in the script's. Mark
+    steps with opbench.model.step() where you can edit the script; otherwise the repeated
+    step is found."""
+    try:
+        reference_side, target_side = model_sides(reference, target, Path.cwd())
+    except click.BadParameter as exc:
+        fail(exc.message)
+    options = ModelOptions(reference=reference_side, target=target_side, processes=processes,
                            max_processes=max(max_processes, processes),
                            launch=launch, skip_first_calls=skip_first_calls,
                            capture_steps=capture_steps or None, run_on=run_on,

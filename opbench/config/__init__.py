@@ -1,11 +1,13 @@
 """The run configuration: the leaf every layer of opbench may import.
 
-What a run is asked to do, as frozen records: RunConfig (frameworks, device, threads, modes,
-threshold, launch mode, passes, processes), MeasureSettings with the reasons for their
+What a run is asked to do, as frozen records: RunConfig (its two sides, device, threads,
+modes, threshold, launch mode, passes, processes), MeasureSettings with the reasons for their
 defaults, and the slice of the selection and of the machine a run owns (--shard K/N, a
 pytest-xdist worker's placement). The one table of run options every front door declares
 its flags from is options.py beside it; limits.py beside it says how much one case may ask
-of the machine; vocabulary.py names frameworks, timing and launch modes and dtypes once.
+of the machine; vocabulary.py names frameworks, timing and launch modes and dtypes once;
+sides.py is a side (Side: framework, interpreter, label) and its spelling, and
+environment_table.py the named environments a side may be given by.
 
 Nothing here imports another opbench package (an import-linter contract holds it).
 """
@@ -19,6 +21,7 @@ from typing import Any, Mapping
 
 # The names of the timing and launch modes, and why each exists, are the vocabulary's
 # (re-exported here, where the run configuration uses them).
+from opbench.config.sides import Side, parse_side, side_labels
 from opbench.config.vocabulary import (
                                        ASYNC,
                                        LAUNCH_BLOCKING,
@@ -35,7 +38,7 @@ __all__ = ["ASYNC", "DEFAULT_MAX_TIME_S", "DEFAULT_MIN_SAMPLE_TIME_S", "DEFAULT_
            "LAUNCH_MODES", "LAUNCH_QUEUED", "MAX_LOOPS", "MIN_ROUNDS", "MODES",
            "OPBENCH_VERSION", "SERIAL", "MeasureSettings", "Placement", "RunConfig",
            "DEFAULT_MAX_PROCESSES", "Sequential", "Shard",
-           "ShardError", "ShardInfo", "default_threads", "parse_shard"]
+           "ShardError", "ShardInfo", "Side", "default_threads", "parse_shard"]
 
 # opbench's own version, written into every results record (environment.opbench);
 # pyproject.toml's [project] version must match (tests/unit/test_packaging.py).
@@ -203,8 +206,11 @@ def default_threads(cores: int | None = None) -> int:
 
 @dataclass(frozen=True)
 class RunConfig:
-    reference: str = TORCH
-    target: str = MINDSPORE
+    # The two sides (config/sides.py): a framework in an interpreter, with a label. A string
+    # is read as a side spec (`torch`, `mindspore@envs/ms29/bin/python`). The records key
+    # each side by its name (`names`): its framework, or its label when both sides share one.
+    reference: Side = Side(TORCH)
+    target: Side = Side(MINDSPORE)
     device: str = "cpu"
     threads: int = field(default_factory=default_threads)
     modes: tuple[str, ...] = (SERIAL,)
@@ -237,16 +243,6 @@ class RunConfig:
     # Under `pytest --benchmark -n N` (placement.py): the cores and device this pytest-xdist
     # worker owns; recorded in its part of the run. None: not an xdist worker.
     worker: Placement | None = None
-    # The interpreter each side's worker processes run in (`--reference torch@PYTHON`, or a
-    # named environment): None is this interpreter. Another one needs worker processes.
-    reference_python: str | None = None
-    target_python: str | None = None
-    # Both sides on one framework (two MindSpore builds, or MindSpore against itself):
-    # `reference`/`target` are then the sides' labels (`mindspore`, `ms29`,
-    # `mindspore@ms210`), keying the records as the framework names do otherwise, and these
-    # name each side's framework. None: the side's name is its framework.
-    reference_framework: str | None = None
-    target_framework: str | None = None
     # Sequential stopping (`opbench run` / `compare` without --rounds, --processes or
     # --passes): None is the fixed protocol, every instance in every process.
     sequential: Sequential | None = None
@@ -256,6 +252,12 @@ class RunConfig:
     remeasure_machine: bool = False
 
     def __post_init__(self) -> None:
+        for which in ("reference", "target"):
+            side = getattr(self, which)
+            if isinstance(side, str):
+                object.__setattr__(self, which, parse_side(side))
+            elif not isinstance(side, Side):
+                raise ValueError(f"{which} must be a Side, not {side!r}")
         unknown = [m for m in self.modes if m not in MODES]
         if unknown or not self.modes:
             raise ValueError(f"modes must be among {MODES}, not {self.modes}")
@@ -269,10 +271,8 @@ class RunConfig:
                              f"{self.threshold!r}")
         if self.launch not in LAUNCH_MODES:
             raise ValueError(f"launch must be one of {LAUNCH_MODES}, not {self.launch!r}")
-        if self.reference == self.target:
-            raise ValueError("reference and target must be different sides")
-        if (self.framework_of(self.reference) == self.framework_of(self.target)
-                and self.timing and self.processes < 2):
+        if self.reference.framework == self.target.framework and self.timing \
+                and self.processes < 2:
             raise ValueError("both sides on one framework run in worker processes, one per "
                              "side; --processes 1 would hold both in one process")
         if self.sequential is not None and (self.processes < 2 or self.passes != 1):
@@ -280,8 +280,32 @@ class RunConfig:
                              "needs processes >= 2 and passes = 1")
 
     @property
+    def names(self) -> tuple[str, str]:
+        """What the records key the sides by (sides.side_labels): their frameworks, or
+        their labels when both run one framework."""
+        return side_labels(self.reference, self.target)
+
+    @property
+    def reference_name(self) -> str:
+        return self.names[0]
+
+    @property
+    def target_name(self) -> str:
+        return self.names[1]
+
+    @property
     def frameworks(self) -> tuple[str, str]:
-        return (self.reference, self.target)
+        """The sides' names (kept under its first name: they were the frameworks)."""
+        return self.names
+
+    def side(self, name: str) -> Side:
+        """The side named `name` (one of `names`)."""
+        reference, target = self.names
+        if name == reference:
+            return self.reference
+        if name == target:
+            return self.target
+        raise KeyError(f"no side named {name!r} (the sides are {reference} and {target})")
 
     @property
     def in_workers(self) -> bool:
@@ -293,20 +317,16 @@ class RunConfig:
     def split_sides(self) -> bool:
         """Each side needs worker processes of its own: one runs in another interpreter,
         or both run one framework."""
-        return (bool(self.reference_python or self.target_python)
-                or self.framework_of(self.reference) == self.framework_of(self.target))
+        return (bool(self.reference.python or self.target.python)
+                or self.reference.framework == self.target.framework)
 
     def framework_of(self, name: str) -> str:
         """The framework side `name` runs (its label's, when both sides share one)."""
-        if name == self.reference and self.reference_framework:
-            return self.reference_framework
-        if name == self.target and self.target_framework:
-            return self.target_framework
-        return name
+        return self.side(name).framework if name in self.names else name
 
     def python_of(self, name: str) -> str | None:
         """The interpreter side `name` runs in (None: this one)."""
-        return self.reference_python if name == self.reference else self.target_python
+        return self.side(name).python
 
     @property
     def shares(self) -> int:
@@ -315,7 +335,22 @@ class RunConfig:
         return self.passes * self.processes
 
     def as_dict(self) -> dict[str, Any]:
+        """The record's `config`: each side as its name, its interpreter and (both sides on
+        one framework) its framework in four keys after `worker`, as before sides were
+        records (results/records.py reads them; the golden runs keep their bytes)."""
         d = asdict(self)
+        d["reference"], d["target"] = self.names
+        one_framework = self.reference.framework == self.target.framework
+        sides = {"reference_python": self.reference.python,
+                 "target_python": self.target.python,
+                 "reference_framework": self.reference.framework if one_framework else None,
+                 "target_framework": self.target.framework if one_framework else None}
+        ordered: dict[str, Any] = {}
+        for key, value in d.items():
+            ordered[key] = value
+            if key == "worker":
+                ordered.update(sides)
+        d = ordered
         d["modes"] = list(self.modes)
         d["settings"].pop("mode", None)
         # records of whole selections, measured outside xdist, stay as they were

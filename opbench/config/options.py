@@ -44,7 +44,8 @@ from opbench.config.limits import (
                                    LimitError,
                                    parse_size,
                                    )
-from opbench.config.sides import SideSpecError, load_environments, parse_side, side_labels
+from opbench.config.environment_table import load_environments
+from opbench.config.sides import SideSpecError, parse_side
 
 __all__ = ["BOTH_MODES", "CHECK_OPTIONS", "INPUT_BUDGET_OPTION", "LIMIT_OPTIONS",
            "MAX_INSTANCES_OPTION", "MODE_CHOICES", "OPTIONS", "SHARD_OPTION", "OptionSpec",
@@ -370,13 +371,8 @@ class RunOptions:
             raise OptionError("--reference/--target: a side in another interpreter runs in "
                               "worker processes; --processes 1 measures in this one")
         try:
-            reference_name, target_name = side_labels(reference, target)
-            one_framework = reference.framework == target.framework
             return RunConfig(
-                reference=reference_name, target=target_name,
-                reference_python=reference.python, target_python=target.python,
-                reference_framework=reference.framework if one_framework else None,
-                target_framework=target.framework if one_framework else None,
+                reference=reference, target=target,
                 device=self.device or "cpu",
                 threads=self.threads or default_threads(),
                 modes=(SERIAL, ASYNC) if mode == BOTH_MODES else (mode,),

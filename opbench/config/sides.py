@@ -8,54 +8,72 @@
                                             table of ./opbench.toml:
                                             ms29 = {framework = "mindspore",
                                                     python = "envs/ms29/bin/python"}
-Pure parsing plus reading those two files; checking that an interpreter exists and holds
-the framework and this opbench is runner/interpreters.py's (it starts processes)."""
+Pure parsing, importing nothing of opbench (RunConfig holds two sides); reading those two
+files is environment_table.py's; checking that an interpreter exists and holds the
+framework and this opbench is runner/interpreters.py's (it starts processes)."""
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from opbench.config.vocabulary import ADAPTER_FRAMEWORKS
-
-__all__ = ["SideSpec", "SideSpecError", "parse_side", "load_environments", "side_labels",
-           "AGAIN_SUFFIX"]
-
-# A side's framework: one opbench has an adapter for.
-KNOWN_FRAMEWORKS = ADAPTER_FRAMEWORKS
+__all__ = ["Side", "SideSpecError", "parse_side", "side_labels", "AGAIN_SUFFIX"]
 
 
 class SideSpecError(ValueError):
     """A side that names no known framework or environment; the message says which."""
 
 
-@dataclass(frozen=True)
-class SideSpec:
-    framework: str
-    python: str | None = None      # None: this interpreter
-    environment: str | None = None  # the named environment it came from
+def _place(python: str) -> str:
+    """Where an interpreter lives, as a reader knows it: the environment's directory (the
+    one holding bin/python, as its path was given: `envs/ms29`), else the path itself."""
+    path = Path(python)
+    if path.parent.name == "bin" and path.parent.parent.name:
+        return str(path.parent.parent)
+    return python
 
-    @property
-    def label(self) -> str:
-        """What names the side when both sides share a framework: its environment's name,
-        `FRAMEWORK@VENV` (the directory holding bin/python), or the framework."""
-        if self.environment:
-            return self.environment
-        if self.python:
-            path = Path(self.python)
-            where = path.parent.parent.name if path.parent.name == "bin" else self.python
-            return f"{self.framework}@{where}"
-        return self.framework
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a framework in an interpreter, and the name it goes by.
+
+    framework: the framework its processes import (torch, mindspore, numpy)
+    python:    the interpreter they run in; None is this one (for `opbench model`: the
+               script's, where the user's frameworks are installed)
+    label:     its name when both sides share a framework (in records and views): a named
+               environment's name, else `FRAMEWORK@VENV` (the directory holding bin/python),
+               else the framework; filled in when not given.
+    """
+
+    framework: str
+    python: str | None = None
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            label = self.framework
+            if self.python:
+                path = Path(self.python)
+                where = path.parent.parent.name if path.parent.name == "bin" else self.python
+                label = f"{self.framework}@{where}"
+            object.__setattr__(self, "label", label)
+
+    def described(self, version: str | None) -> str:
+        """The side for a reader, with the build it ran: `mindspore 2.9.0 (envs/ms29)`,
+        `torch 2.13.0` (this interpreter); without a version, its label."""
+        if not version:
+            return self.label
+        where = f" ({_place(self.python)})" if self.python else ""
+        return f"{self.framework} {version}{where}"
 
 
 # The target's label when both sides are one and the same (an A/A run, `--aa`).
 AGAIN_SUFFIX = "#2"
 
 
-def side_labels(reference: SideSpec, target: SideSpec) -> tuple[str, str]:
+def side_labels(reference: Side, target: Side) -> tuple[str, str]:
     """The names the two sides go by in the records: their frameworks when these differ
-    (as every run before same-framework sides), else their labels (SideSpec.label), the
+    (as every run before same-framework sides), else their labels (Side.label), the
     target's marked AGAIN_SUFFIX when even those agree (a side against itself)."""
     if reference.framework != target.framework:
         return reference.framework, target.framework
@@ -64,55 +82,14 @@ def side_labels(reference: SideSpec, target: SideSpec) -> tuple[str, str]:
     return reference.label, reference.label + AGAIN_SUFFIX
 
 
-def parse_side(text: str, environments: Mapping[str, SideSpec] | None = None) -> SideSpec:
-    """`torch`, `mindspore@PYTHON` or an environment's name -> SideSpec."""
+def parse_side(text: str, environments: Mapping[str, Side] | None = None) -> Side:
+    """`torch`, `mindspore@PYTHON` or an environment's name -> Side."""
     environments = environments or {}
     if text in environments:
         spec = environments[text]
-        return SideSpec(spec.framework, spec.python, text)
+        return Side(spec.framework, spec.python, text)
     framework, at, python = text.partition("@")
     if at and not python:
         raise SideSpecError(f"{text!r}: no interpreter after '@' (FRAMEWORK@PYTHON)")
     # an unknown framework name is the adapter registry's to refuse, with its suggestion
-    return SideSpec(framework, python or None)
-
-
-def _environments_from(table: object, source: str) -> dict[str, SideSpec]:
-    if not isinstance(table, dict):
-        raise SideSpecError(f"{source}: the environments table must be a table of tables")
-    found = {}
-    for name, entry in table.items():
-        where = f"{source}: environment {name!r}"
-        if not isinstance(entry, dict) or not isinstance(entry.get("framework"), str):
-            raise SideSpecError(f"{where} needs framework = \"torch\" or \"mindspore\"")
-        if entry["framework"] not in KNOWN_FRAMEWORKS:
-            raise SideSpecError(f"{where}: unknown framework {entry['framework']!r}")
-        python = entry.get("python")
-        if python is not None and not isinstance(python, str):
-            raise SideSpecError(f"{where}: python must be a path")
-        found[name] = SideSpec(entry["framework"], python)
-    return found
-
-
-def load_environments(directory: Path) -> dict[str, SideSpec]:
-    """The named environments of `directory`'s opbench.toml ([environments]) and
-    pyproject.toml ([tool.opbench.environments]); opbench.toml wins a name both define.
-    A relative python path is relative to the file's directory."""
-    found: dict[str, SideSpec] = {}
-    for file, path_in_file in (("pyproject.toml", ("tool", "opbench", "environments")),
-                               ("opbench.toml", ("environments",))):
-        source = directory / file
-        if not source.is_file():
-            continue
-        try:
-            table: object = tomllib.loads(source.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise SideSpecError(f"{source}: {exc}") from None
-        for key in path_in_file:
-            table = table.get(key, {}) if isinstance(table, dict) else {}
-        for name, spec in _environments_from(table, str(source)).items():
-            python = spec.python
-            if python is not None and not Path(python).is_absolute() and "/" in python:
-                python = str(directory / python)
-            found[name] = SideSpec(spec.framework, python)
-    return found
+    return Side(framework, python or None)

@@ -135,7 +135,7 @@ def add_benchmark_entries(session: Any, record: InstanceRecord, nodeid: str,
                           run_config: Any) -> None:
     """Append an instance's entries to pytest-benchmark's session (what its `benchmark`
     fixture would have appended)."""
-    for spec in entry_specs(record, nodeid, run_config.reference, run_config.target,
+    for spec in entry_specs(record, nodeid, run_config.reference_name, run_config.target_name,
                             {"device": run_config.device, "threads": run_config.threads}):
         session.benchmarks.append(to_benchmark_entry(spec))
 

@@ -128,7 +128,7 @@ class CaseItem(pytest.Item):
         config = state.run_config
         self.record = state.run(self.instance)
         record = InstanceRecord.from_dict(self.record)
-        self.outcome = outcome = judge(record, config.reference, config.target)
+        self.outcome = outcome = judge(record, config.reference_name, config.target_name)
         if state.options.benchmark:
             self._add_benchmark_entries(record)
         if outcome.inconclusive:

@@ -79,8 +79,7 @@ def plugin_options(config: pytest.Config) -> PluginOptions:
     try:
         run_config = RunOptions.from_mapping(given).to_config(timing=benchmark)
         shard = parse_shard_option(config.getoption("opbench_shard"))
-        if (run_config.framework_of(run_config.reference)
-                == run_config.framework_of(run_config.target)):
+        if run_config.reference.framework == run_config.target.framework:
             # a pytest test holds its sides in its own process: one framework twice would
             # be one framework set up twice there (`opbench run` gives each its process)
             raise OptionError("--reference and target must be different frameworks under "

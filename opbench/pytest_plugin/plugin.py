@@ -182,8 +182,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     state = state_of(config)
     cfg = state.run_config
     verbose = config.get_verbosity() > 0
-    lines = summary_lines([InstanceRecord.from_dict(r) for r in state.records], cfg.reference,
-                          cfg.target, timing=cfg.timing,
+    lines = summary_lines([InstanceRecord.from_dict(r) for r in state.records], cfg.reference_name,
+                          cfg.target_name, timing=cfg.timing,
                           max_rows=None if verbose else DEFAULT_MAX_ROWS)
     if lines and cfg.timing and state.worker_records:
         # pytest-xdist timing: each worker's set-up and measuring, which bound the speed-up

@@ -49,6 +49,11 @@ def model_lines(record: ModelRecord) -> list[str]:
     lines = [f"script: {' '.join(record.command)} (in {record.interpreter}), "
              f"{traced} {record.traced_version}, "
              f"{record.threads if record.threads else 'default'} threads"]
+    if record.sides:
+        lines.append(f"sides: reference {ref} = {record.described(ref)}; target {tgt} = "
+                     f"{record.described(tgt)}"
+                     + (" (two builds of one framework: every call replayed in both, as "
+                        "the script made it)" if record.one_framework else ""))
     if script.status:
         lines.append(f"the script exited with status {script.status}"
                      + (f": {script.error}" if script.error else "")
@@ -84,7 +89,8 @@ def model_lines(record: ModelRecord) -> list[str]:
                          f"processes ran at another speed: {traced}'s speed differs between "
                          f"processes here; judge by the projection, not the traced time")
     lines.append(f"coverage: {record.coverage * 100:.0f}% of the region's traced time "
-                 f"({fmt_time(record.traced_s)}) was replayed in both frameworks")
+                 f"({fmt_time(record.traced_s)}) was replayed in both "
+                 f"{'builds' if record.one_framework else 'frameworks'}")
     for row in record.not_covered[:NOT_COVERED_SHOWN]:
         lines.append(f"  not covered: {row.api} x{row.calls} ({row.share * 100:.1f}%): "
                      f"{row.reason}")
@@ -102,6 +108,8 @@ def model_lines(record: ModelRecord) -> list[str]:
                      + ("projected: " + "; ".join(f"{fw}: {how}"
                                                   for fw, how in training.how.items())
                         if training.covered else "NOT projected (see not covered)"))
+    if record.isolated.note:
+        lines.append(f"measured alone: {record.isolated.note}")
     if record.isolated.seconds:
         lines.append(f"measured alone: signatures holding {record.isolated.share * 100:.0f}% "
                      f"of the region's traced time ({record.isolated.seconds:.0f} s within "
@@ -177,7 +185,8 @@ def render_model_terminal(record: ModelRecord, console: Console,
 
 
 def render_model_markdown(record: ModelRecord, top: int = DEFAULT_TOP) -> str:
-    out = [f"### opbench model: {record.target} against {record.reference}", ""]
+    out = [f"### opbench model: {record.described(record.target)} against "
+           f"{record.described(record.reference)}", ""]
     out += [f"- {line}" for line in model_lines(record)] + [""]
     headers = _headers(record)
     out += ["| " + " | ".join(headers) + " |", "|---|---|" + "---:|" * (len(headers) - 2)]
@@ -240,7 +249,8 @@ def render_model_html(record: ModelRecord, top: int = DEFAULT_TOP) -> str:
                      + "</tr>" for r in record.apis)
     head = "".join(f"<th>{esc(h)}</th>" for h in _headers(record))
     lines = "".join(f"<li>{esc(line)}</li>" for line in model_lines(record))
-    title = f"opbench model: {esc(record.target)} against {esc(record.reference)}"
+    title = (f"opbench model: {esc(record.described(record.target))} against "
+             f"{esc(record.described(record.reference))}")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{title}</title>
 <style>body{{font-family:sans-serif;margin:2em;}} table{{border-collapse:collapse;

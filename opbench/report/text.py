@@ -401,7 +401,9 @@ def timing_notes(record: RunRecord) -> list[str]:
     bounds what more workers or a shorter selection can save."""
     processes = record.config.processes or 1
     cfg = record.config
-    split = bool(cfg.reference_python or cfg.target_python or cfg.reference_framework)
+    reference, target = cfg.sides
+    # a side in another interpreter, or both on one framework: one process per side
+    split = bool(reference.python or target.python) or reference.framework == target.framework
     who = (f"{processes} process pairs, one process per side" if split
            else f"{processes} processes, each importing both frameworks" if processes > 1
            else "both frameworks imported in this process")

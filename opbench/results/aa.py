@@ -24,9 +24,10 @@ class AASummary:
 
 def is_aa(record: RunRecord) -> bool:
     cfg = record.config
-    return (cfg.reference_framework is not None
+    reference, target = cfg.sides
+    return (reference.framework == target.framework
             and cfg.target == cfg.reference + AGAIN_SUFFIX
-            and cfg.reference_python == cfg.target_python)
+            and reference.python == target.python)
 
 
 def aa_summary(record: RunRecord) -> AASummary | None:

@@ -33,7 +33,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, ClassVar, Iterator, Mapping, TypeVar
 
-from opbench.config import LAUNCH_QUEUED
+from opbench.config import LAUNCH_QUEUED, Side
 from opbench.results.io import (
                                 SCHEMA_VERSION,
                                 ResultsError,
@@ -501,6 +501,14 @@ class RecordedConfig(_Record):
     target_python: str | None = _key(None)
     reference_framework: str | None = _key(None)
     target_framework: str | None = _key(None)
+
+    @property
+    def sides(self) -> tuple[Side, Side]:
+        """The two sides as recorded (config.RunConfig's): each its framework, its
+        interpreter (None: the run's own) and its name in the record as its label."""
+        return (Side(self.reference_framework or self.reference, self.reference_python,
+                     self.reference),
+                Side(self.target_framework or self.target, self.target_python, self.target))
 
 
 @dataclass(frozen=True, kw_only=True)

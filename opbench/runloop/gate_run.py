@@ -125,10 +125,10 @@ def run_gate(request: GateRequest, hooks: GateHooks) -> GateRun:
     config, inherited = gate_config(request.options, b_cfg)
     if inherited:
         hooks.inherited(inherited)
-    if (b_cfg.reference, b_cfg.target) != (config.reference, config.target):
+    if (b_cfg.reference, b_cfg.target) != config.names:
         raise GateSetupError(
             f"{request.baseline_path} compares {b_cfg.reference} with {b_cfg.target}; this "
-            f"run compares {config.reference} with {config.target}")
+            f"run compares {config.reference_name} with {config.target_name}")
     try:
         injection = injection_from_env()
     except ValueError as exc:

@@ -87,7 +87,7 @@ class InjectingSession(Session):
     def _prepare(self, instance: CaseInstance, arrays: Mapping[str, np.ndarray], name: str,
                  grad: bool):
         prepared = super()._prepare(instance, arrays, name, grad)
-        if (not grad and name == self.config.target
+        if (not grad and name == self.config.target_name
                 and self.injection.id_substring in instance.id):
             prepared.fn = slowed(prepared.fn, prepared.adapter.sync, self.injection.factor)
         return prepared

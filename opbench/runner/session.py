@@ -262,7 +262,8 @@ class Session:
                     where = f"{inst.case.file}:{inst.case.line}"
                     problems.setdefault((inst.case.name, name), (
                         f"{where} case '{inst.case.name}': no '{framework}' section "
-                        f"(needed to compare {self.config.reference} with {self.config.target})"))
+                        f"(needed to compare {self.config.reference_name} with "
+                        f"{self.config.target_name})"))
                     continue
                 try:
                     self.adapters[name].resolve(call.api)
@@ -417,11 +418,11 @@ class Session:
                 found.error = str(exc)
                 raise
         expected = instance.case.expect_mismatch
-        check = compare_outputs(outputs[cfg.reference], outputs[cfg.target], rtol, atol,
+        check = compare_outputs(outputs[cfg.reference_name], outputs[cfg.target_name], rtol, atol,
                                 mode=SHAPE if instance.case.compare == SHAPE else "values"
                                 ).expected_by(expected)
         found.check = check
-        found.output_shapes = output_shapes(outputs[cfg.reference])
+        found.output_shapes = output_shapes(outputs[cfg.reference_name])
         if not check.ok and not expected:
             return None         # MISMATCH (verdicts/conclusions.py): nothing to time
 
@@ -501,11 +502,11 @@ class Session:
         for name in cfg.frameworks:
             try:
                 sides[name], grads[name] = self.backward_side(instance, arrays, name,
-                                                               outputs[cfg.reference])
+                                                               outputs[cfg.reference_name])
             except SideFailed as exc:
                 found.error = str(exc)
                 raise
-        check = compare_outputs(grads[cfg.reference], grads[cfg.target], rtol, atol
+        check = compare_outputs(grads[cfg.reference_name], grads[cfg.target_name], rtol, atol
                                 ).expected_by(instance.case.expect_mismatch)
         found.grad_check = check
         if not check.ok and not instance.case.expect_mismatch:

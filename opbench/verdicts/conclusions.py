@@ -219,7 +219,7 @@ def _with_prior(inst: Mapping[str, Any], config: RunConfig,
             judged[key] = m
             continue
         fields = measurement_statistics(
-            rounds.sides(config.frameworks), config.reference, config.target,
+            rounds.sides(config.frameworks), config.reference_name, config.target_name,
             rounds.threshold, order=rounds.order, groups=rounds.process_of_round, prior=prior,
             shares=rounds.shares()).as_fields()
         # the keys keep their places; a ruled-out line of the earlier statistics is replaced
@@ -246,8 +246,8 @@ def run_between_process_prior(records: Sequence[Mapping[str, Any]], config: RunC
         for m in (inst.get("measurements") or {}).values():
             rounds = RawRounds.of(m)
             if rounds.processes > 1:
-                found = _excess_of(tuple(rounds.samples_s[config.reference]),
-                                   tuple(rounds.samples_s[config.target]),
+                found = _excess_of(tuple(rounds.samples_s[config.reference_name]),
+                                   tuple(rounds.samples_s[config.target_name]),
                                    tuple(rounds.process_of_round))
                 if found is not None:
                     excesses.append(found)
@@ -291,8 +291,8 @@ def _judged_measurement(m: Mapping[str, Any], config: RunConfig,
                         ) -> tuple[dict[str, Any], MeasurementStatistics]:
     """judge_measurement's record, and the statistics in it as a frozen value."""
     rounds = RawRounds.of(m)
-    stats = measurement_statistics(rounds.sides(config.frameworks), config.reference,
-                                   config.target, rounds.threshold, order=rounds.order,
+    stats = measurement_statistics(rounds.sides(config.frameworks), config.reference_name,
+                                   config.target_name, rounds.threshold, order=rounds.order,
                                    groups=rounds.process_of_round, shares=rounds.shares(),
                                    prior=look.prior if look else None,
                                    look_confidence=look.confidence if look else None)

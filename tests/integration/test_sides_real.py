@@ -72,9 +72,8 @@ def test_each_worker_loads_only_its_own_framework(tmp_path):
 
 
 def test_mindspore_against_itself_runs_each_side_in_its_own_process(tmp_path):
-    config = RunConfig(reference="mindspore", target="mindspore#2",
-                       reference_framework="mindspore", target_framework="mindspore",
-                       threads=1, processes=2, settings=FAST, backward=False)
+    config = RunConfig(reference="mindspore", target="mindspore", threads=1, processes=2,
+                       settings=FAST, backward=False)
     (tmp_path / "c.yaml").write_text(CASES)
     instances = [i for case in load_cases([tmp_path / "c.yaml"]) for i in expand(case)]
     with SideWorkerPool(config) as pool:

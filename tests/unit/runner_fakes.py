@@ -165,8 +165,8 @@ def fake_session(config: RunConfig, clock: FakeClock | None = None,
     clock = clock or FakeClock()
     session = Session(config, clock)
     session.adapters = {
-        config.reference: FakeAdapter(config.reference, clock),
-        config.target: FakeAdapter(config.target, clock, **target_options),
+        config.reference_name: FakeAdapter(config.reference_name, clock),
+        config.target_name: FakeAdapter(config.target_name, clock, **target_options),
     }
     for adapter in session.adapters.values():
         adapter.setup(config.device, config.threads)
@@ -221,8 +221,8 @@ def fake_session_class(target_options: Mapping[str, Any] | None = None) -> type[
         def open(self) -> None:
             cfg = self.config      # a side's label names its adapter's framework
             self.adapters = {
-                cfg.reference: FakeAdapter(cfg.framework_of(cfg.reference), self.clock),
-                cfg.target: FakeAdapter(cfg.framework_of(cfg.target), self.clock, **options)}
+                cfg.reference_name: FakeAdapter(cfg.reference.framework, self.clock),
+                cfg.target_name: FakeAdapter(cfg.target.framework, self.clock, **options)}
             for adapter in self.adapters.values():
                 adapter.setup(self.config.device, self.config.threads)
 

@@ -21,7 +21,7 @@ from opbench.verdicts.conclusions import (
 from opbench.verdicts.rules import Verdict
 
 CONFIG = RunConfig()
-REF, TARGET = CONFIG.reference, CONFIG.target
+REF, TARGET = CONFIG.names
 OVERHEAD = {REF: {"dispatch_floor_serial_s": 1e-6}, TARGET: {"dispatch_floor_serial_s": 1e-6}}
 
 

@@ -58,9 +58,9 @@ def offset_session_class(slowdown: float = 1.0, steady_slowdown: float = 1.0):
             super().open()
             costs = {"mindspore.neg": OP_COST_S * self.factor * slowdown,
                      "mindspore.add": OP_COST_S * steady_slowdown}
-            self.adapters[self.config.target] = FakeAdapter(self.config.target, self.clock,
-                                                            costs=costs)
-            self.adapters[self.config.target].setup(self.config.device, self.config.threads)
+            target = self.config.target_name
+            self.adapters[target] = FakeAdapter(target, self.clock, costs=costs)
+            self.adapters[target].setup(self.config.device, self.config.threads)
 
     return OffsetSession
 

@@ -13,7 +13,7 @@ from runner_fakes import (OP_COST_S, FakeAdapter, FakeClock, binary_case, case_f
 from worker_fakes import Spawner
 
 import opbench.runner.session as session_mod
-from opbench.config import Sequential
+from opbench.config import Sequential, Side
 from opbench.config.options import OPTIONS, RunOptions
 from opbench.report.text import header_text, run_notes
 from opbench.runloop.recorded_run import run
@@ -93,7 +93,8 @@ def test_a_changed_key_measures_again(cache, change):
     elif change == "pinning":        # the cores the side was pinned to
         session.cpus = [0]
     elif change == "interpreter":
-        config = replace(config, target_python="/opt/other/bin/python", processes=2)
+        config = replace(config, target=Side("mindspore", "/opt/other/bin/python"),
+                         processes=2)
         session = CountingSession(config)
     elif change == "launch":
         config = replace(config, launch="queued")
@@ -235,7 +236,7 @@ def test_further_processes_start_only_for_undecided_instances(tmp_path, pool_cla
     4 to 6 at the fourth, in both pools."""
     config = fake_config(processes=3, sequential=Sequential(max_processes=6))
     if pool_class is SideWorkerPool:
-        config = replace(config, target_python="/fake/python")
+        config = replace(config, target=Side("mindspore", "/fake/python"))
     spawn = Spawner(fake_session_class({"costs": {"mindspore.neg": 10 * OP_COST_S}}))
     far = binary_case("far", torch_api="torch.neg", mindspore_api="mindspore.neg") \
         .replace("args: [$x, $y]", "args: [$x]")

@@ -18,6 +18,8 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from opbench.cli.main import cli
+from opbench.cli.model import model_sides
+from opbench.config.sides import Side, side_labels
 from opbench.model.impact.record import MODEL_FORMAT, model_schema
 from opbench.model.impact.record import ModelRecord
 from opbench.report.model import (model_lines, render_model_html, render_model_markdown,
@@ -52,9 +54,41 @@ def test_no_command_is_a_usage_error():
     assert "Usage:" in result.output
 
 
-def test_the_same_framework_as_reference_and_target_is_refused(tmp_path):
-    result = invoke("--reference", "torch", "--target", "torch", "--", "x.py")
-    assert_user_error(result, "--reference and --target must be different frameworks")
+def test_a_side_that_names_no_model_framework_is_refused(tmp_path):
+    result = invoke("--reference", "numpy", "--", "x.py")
+    assert_user_error(result, "--reference 'numpy': a model replays in torch or mindspore")
+    result = invoke("--target", "mindspore@", "--", "x.py")
+    assert_user_error(result, "no interpreter after '@'")
+
+
+def test_model_sides_are_spelled_as_for_run(tmp_path):
+    (tmp_path / "opbench.toml").write_text(
+        '[environments]\nms29 = {framework = "mindspore", python = "envs/ms29/bin/python"}\n')
+    assert model_sides("torch", "mindspore", tmp_path) == (Side("torch"), Side("mindspore"))
+    assert model_sides("mindspore@envs/ms29/bin/python", "mindspore", tmp_path) == (
+        Side("mindspore", "envs/ms29/bin/python", "mindspore@ms29"), Side("mindspore"))
+    assert model_sides("ms29", "mindspore", tmp_path)[0] == Side(
+        "mindspore", str(tmp_path / "envs/ms29/bin/python"), "ms29")
+    # a side against itself is allowed (A/A): the names tell them apart
+    reference, target = model_sides("torch", "torch", tmp_path)
+    assert side_labels(reference, target) == ("torch", "torch#2")
+
+
+def test_the_sides_reach_the_pipeline(tmp_path, monkeypatch):
+    import opbench.cli.model as model_cli
+    from opbench.model.impact.pipeline import ModelError
+
+    seen = {}
+
+    def measure(command, options, workdir, on_progress):
+        seen["sides"] = (options.reference, options.target)
+        raise ModelError("stop here")
+
+    monkeypatch.setattr(model_cli, "measure_model", measure)
+    result = invoke("--reference", "mindspore@/e/ms29/bin/python", "--target", "mindspore",
+                    "-o", str(tmp_path / "out"), "--", "x.py")
+    assert_user_error(result, "stop here")
+    assert seen["sides"] == (Side("mindspore", "/e/ms29/bin/python"), Side("mindspore"))
 
 
 def test_an_interpreter_path_that_does_not_exist_is_named(tmp_path):

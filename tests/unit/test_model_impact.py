@@ -17,6 +17,7 @@ from runner_fakes import FakeAdapter, FakeClock
 import opbench.frameworks
 import opbench.model.impact.pipeline as impact_module
 import opbench.model.replay.executor as replay_module
+from opbench.config.sides import Side
 from opbench.model.impact.pipeline import ModelError, ModelOptions, measure_program
 from opbench.model.impact.processes import Interpreter, ReplayFailed
 from opbench.model.program import Call, Ext, ExternalTensor, Lit, Program, Ref, Seq
@@ -311,3 +312,125 @@ def test_an_adam_updates_tolerance_lets_weights_moved_apart_by_rounding_agree():
     b = {"shape": [2], "n": 2, "mean": 0.0, "mean_abs": 0.01, "points": [-0.01, 0.01]}
     assert impact_module._compare(a, b) is not None
     assert impact_module._compare(a, b, atol=0.02) is None
+
+
+OLD_BUILD = "/envs/torch_old/bin/python"
+
+
+@pytest.fixture
+def two_torch_builds(monkeypatch):
+    """Replays served here, torch in two interpreters: the one at OLD_BUILD (version
+    "old-fake") runs matmul in half the time this interpreter's build takes. Returns the
+    (interpreter, request) pairs made."""
+    asked = []
+    where = {"python": None}
+
+    def adapter(name: str) -> FakeAdapter:
+        old = where["python"] == OLD_BUILD
+        costs = {**TORCH_COST, "torch.matmul": 1.5e-4 if old else 3e-4}
+        fake = FakeAdapter(name, FakeClock(), costs=costs, functions=_functions("torch.", None))
+        fake.version = lambda: "old-fake" if old else "new-fake"
+        return fake
+
+    real_replayer = replay_module.Replayer
+
+    def replayer_on_the_fake_clock(step, framework, adapter, mapping, **options):
+        return real_replayer(step, framework, adapter, mapping, clock=adapter.clock,
+                             **options)
+
+    def run_replay(python, request, workdir, index=1):
+        asked.append((python, request))
+        where["python"] = python
+        return serve_request(request)
+
+    monkeypatch.setattr(opbench.frameworks, "get_adapter", adapter)
+    monkeypatch.setattr(replay_module, "Replayer", replayer_on_the_fake_clock)
+    monkeypatch.setattr(impact_module, "run_replay", run_replay)
+    return asked
+
+
+def test_two_builds_of_one_framework_replay_every_call_each_in_its_interpreter(
+        two_torch_builds, tmp_path):
+    options = replace(OPTIONS, reference=Side("torch", OLD_BUILD), target=Side("torch"))
+    impact = measure_program(_program(), options, Interpreter(sys.executable, False),
+                             ["python", "train.py"], tmp_path)
+    # the sides go by their labels; the target runs in the script's interpreter (it names
+    # none), so it is the side that replays as the script ran
+    assert (impact.reference, impact.target) == ("torch@torch_old", "torch")
+    assert impact.traced_framework == "torch" and impact.other == "torch@torch_old"
+    pythons = {request.kind + ":" + path for path, request in two_torch_builds}
+    assert pythons == {f"probe:{OLD_BUILD}", f"probe:{sys.executable}",
+                       f"time:{OLD_BUILD}", f"time:{sys.executable}"}
+    # the same framework in both: each call as the script made it, the script's launch mode
+    assert {request.framework for _, request in two_torch_builds} == {"torch"}
+    assert {request.launch for _, request in two_torch_builds} == {"blocking"}
+    assert all(s.api == impact.step.calls[s.index].api
+               for s in impact.status["torch@torch_old"] if s.ok)
+    assert impact.covered == [True, True, False, True, True]     # what both ran
+    assert impact.versions == {"torch@torch_old": "old-fake", "torch": "new-fake"}
+    # the newer build loses the matmul time: 3 steps x (3e-4 - 1.5e-4)
+    top = impact.apis[0]
+    assert (top.api, top.mapped_api) == ("torch.matmul", "torch.matmul")
+    assert top.ratio == pytest.approx(0.5, rel=1e-3)
+    assert top.lost_s == pytest.approx(3 * 1.5e-4, rel=1e-3)
+
+
+def test_two_builds_are_named_in_every_view_of_the_record(two_torch_builds, tmp_path):
+    options = replace(OPTIONS, reference=Side("torch", OLD_BUILD), target=Side("torch"))
+    written = impact_json(measure_program(_program(), options,
+                                          Interpreter(sys.executable, False),
+                                          ["python", "train.py"], tmp_path))
+    jsonschema.Draft202012Validator(model_schema()).validate({"model": written})
+    assert written["sides"] == {
+        "torch@torch_old": {"framework": "torch", "python": OLD_BUILD, "version": "old-fake",
+                            "label": "torch old-fake (/envs/torch_old)"},
+        "torch": {"framework": "torch", "python": None, "version": "new-fake",
+                  "label": "torch new-fake"}}
+    record = ModelRecord.from_json(written)
+    assert record.one_framework
+    sides = ("sides: reference torch@torch_old = torch old-fake (/envs/torch_old); target "
+             "torch = torch new-fake (two builds of one framework")
+    markdown = render_model_markdown(record)
+    assert markdown.startswith("### opbench model: torch new-fake against torch old-fake "
+                               "(/envs/torch_old)")
+    assert sides in markdown and "replayed in both builds" in markdown
+    page = render_model_html(record)
+    assert "<title>opbench model: torch new-fake against torch old-fake (/envs/torch_old)" \
+        in page and sides in page
+
+
+def test_a_model_record_written_before_sides_reads_its_names_as_frameworks(replays_here,
+                                                                          tmp_path):
+    written = impact_json(_measure(tmp_path))
+    del written["sides"]
+    record = ModelRecord.from_json(written)
+    assert record.sides == {} and not record.one_framework
+    assert record.described("mindspore") == "mindspore"
+    assert "sides:" not in render_model_markdown(record)
+
+
+def test_two_builds_of_one_framework_are_not_measured_alone_and_the_record_says_why(
+        two_torch_builds, tmp_path, monkeypatch):
+    def never(*args, **kwargs):
+        raise AssertionError("the alone stage builds two-framework cases")
+
+    monkeypatch.setattr(impact_module, "_measure_alone", never)
+    options = replace(OPTIONS, reference=Side("torch", OLD_BUILD), target=Side("torch"),
+                      isolated_budget_s=60.0)
+    impact = measure_program(_program(), options, Interpreter(sys.executable, False),
+                             ["python", "train.py"], tmp_path)
+    assert impact.isolated_note.startswith("not measured alone: both sides run torch")
+    assert "opbench run --reference torch@torch_old --target torch" in impact.isolated_note
+    record = ModelRecord.from_json(impact_json(impact))
+    assert f"measured alone: {impact.isolated_note}" in render_model_markdown(record)
+
+
+def test_sides_neither_of_which_runs_the_script_s_framework_are_a_model_error(
+        two_torch_builds, tmp_path):
+    options = replace(OPTIONS, reference=Side("mindspore", "/envs/ms29/bin/python"),
+                      target=Side("mindspore"))
+    with pytest.raises(ModelError, match=r"the script ran torch, and neither side does "
+                                         r"\(mindspore@ms29 and mindspore\)"):
+        measure_program(_program(), options, Interpreter(sys.executable, False),
+                        ["python", "train.py"], tmp_path)
+    assert two_torch_builds == []                  # nothing replayed

@@ -60,7 +60,7 @@ def test_the_declared_minimum_covers_every_import():
 
 
 def test_the_check_sees_an_unguarded_tomllib_and_ignores_a_guarded_one():
-    assert needed_by_the_package().get("opbench/config/sides.py") == (3, 11)
+    assert needed_by_the_package().get("opbench/config/environment_table.py") == (3, 11)
     guarded = ast.parse("try:\n    import tomllib\n"
                         "except ImportError:\n    import tomli as tomllib\n")
     assert _unguarded_imports(guarded) == ["tomli"]     # the fallback, in the handler

@@ -11,7 +11,7 @@ from opbench.verdicts.conclusions import run_between_process_prior
 from opbench.verdicts.stats import between_process_excess, run_spread_prior
 
 CONFIG = RunConfig()
-REF, TARGET = CONFIG.reference, CONFIG.target
+REF, TARGET = CONFIG.names
 
 
 def _measurement(rng, processes: int, offset_sd: float, rounds: int = 6) -> dict:

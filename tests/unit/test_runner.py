@@ -230,7 +230,8 @@ def test_a_missing_framework_section_is_reported(tmp_path):
 
 
 def test_run_config_refuses_the_same_framework_twice_and_unknown_modes():
-    with pytest.raises(ValueError, match="different sides"):
+    # one framework on both sides runs in a process per side, never both in one
+    with pytest.raises(ValueError, match="one per side"):
         RunConfig(reference="numpy", target="numpy")
     with pytest.raises(ValueError, match="modes"):
         RunConfig(modes=("fast",))

@@ -15,7 +15,7 @@ from runner_fakes import (FakeAdapter, FakeClock, binary_case, case_file, fake_c
                           fake_session, fake_session_class, load_instances)
 from worker_fakes import Spawner
 
-from opbench.config import OPBENCH_VERSION
+from opbench.config import OPBENCH_VERSION, Side
 from opbench.frameworks.mindspore_adapter import parse_commit_id, read_commit_id
 from opbench.frameworks.torch_adapter import known_build
 from opbench.report.html import render_html
@@ -68,9 +68,8 @@ def _views(record) -> dict[str, str]:
 
 
 def test_a_side_in_another_interpreter_shows_its_build_and_interpreter_everywhere(tmp_path):
-    config = fake_config(reference="mindspore", target="mindspore@ms29",
-                         reference_framework="mindspore", target_framework="mindspore",
-                         target_python="/envs/ms29/bin/python", processes=2)
+    config = fake_config(reference="mindspore",
+                         target=Side("mindspore", "/envs/ms29/bin/python"), processes=2)
     spawn = Spawner(fake_session_class({"build_id": "4bcfac44" + "0" * 32}))
     with SideWorkerPool(config, spawn=spawn) as pool:
         pool._check_interpreter = lambda python, name: {"opbench": OPBENCH_VERSION}
@@ -108,9 +107,7 @@ def test_a_side_in_this_process_records_its_build_too(tmp_path):
 
 def test_a_result_that_changed_between_builds_is_mismatch_with_its_largest_difference(
         tmp_path):
-    config = fake_config(reference="mindspore", target="mindspore#2",
-                         reference_framework="mindspore", target_framework="mindspore",
-                         processes=2)
+    config = fake_config(reference="mindspore", target="mindspore", processes=2)
     # the second build's add is off by 0.5 in one element
     def changed_add(x, y):
         out = x + y

@@ -15,7 +15,8 @@ from opbench.runner import ipc
 from opbench.config import OPBENCH_VERSION
 from opbench.config.options import OptionError, RunOptions
 from opbench.runner.measure import WarmUp
-from opbench.config.sides import SideSpec, SideSpecError, load_environments, parse_side
+from opbench.config.environment_table import load_environments
+from opbench.config.sides import Side, SideSpecError, parse_side
 from opbench.runloop.recorded_run import run
 from opbench.runner.interpreters import InterpreterError, check_interpreter
 from opbench.runner.ipc import wire_fingerprint
@@ -24,10 +25,11 @@ from opbench.runner.workers import WorkerError
 
 
 def test_a_side_is_a_framework_an_interpreter_or_a_named_environment():
-    envs = {"ms29": SideSpec("mindspore", "/envs/ms29/bin/python")}
-    assert parse_side("torch") == SideSpec("torch")
-    assert parse_side("mindspore@/x/bin/python") == SideSpec("mindspore", "/x/bin/python")
-    assert parse_side("ms29", envs) == SideSpec("mindspore", "/envs/ms29/bin/python", "ms29")
+    envs = {"ms29": Side("mindspore", "/envs/ms29/bin/python", "ms29")}
+    assert parse_side("torch") == Side("torch", None, "torch")
+    assert parse_side("mindspore@/x/bin/python") == Side("mindspore", "/x/bin/python",
+                                                         "mindspore@x")
+    assert parse_side("ms29", envs) == Side("mindspore", "/envs/ms29/bin/python", "ms29")
     with pytest.raises(SideSpecError, match="no interpreter after '@'"):
         parse_side("torch@")
 
@@ -39,8 +41,8 @@ def test_environments_come_from_pyproject_and_opbench_toml(tmp_path):
     (tmp_path / "opbench.toml").write_text(
         '[environments]\nold = {framework = "torch", python = "/opt/t/bin/python"}\n')
     envs = load_environments(tmp_path)
-    assert envs["ms29"] == SideSpec("mindspore", str(tmp_path / "envs/ms29/bin/python"))
-    assert envs["old"] == SideSpec("torch", "/opt/t/bin/python")     # opbench.toml wins
+    assert envs["ms29"] == Side("mindspore", str(tmp_path / "envs/ms29/bin/python"), "ms29")
+    assert envs["old"] == Side("torch", "/opt/t/bin/python", "old")     # opbench.toml wins
 
 
 def test_a_bad_environment_entry_names_the_file_and_the_entry(tmp_path):
@@ -52,7 +54,7 @@ def test_a_bad_environment_entry_names_the_file_and_the_entry(tmp_path):
 def test_the_options_carry_each_side_s_interpreter(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     config = RunOptions(reference="torch@/a/python", target="mindspore").to_config()
-    assert (config.reference, config.reference_python, config.target_python) == (
+    assert (config.reference_name, config.reference.python, config.target.python) == (
         "torch", "/a/python", None)
     assert config.in_workers and config.python_of("torch") == "/a/python"
     assert "reference_python" in config.as_dict() and "target_python" not in config.as_dict()
@@ -100,7 +102,7 @@ def test_this_interpreter_passes_the_real_probe():
 
 
 def test_a_pool_checks_each_interpreter_before_starting_any_worker(tmp_path):
-    config = fake_config(processes=2, reference_python=str(tmp_path / "missing"))
+    config = fake_config(processes=2, reference=Side("torch", str(tmp_path / "missing")))
     spawn = Spawner(fake_session_class())
     pool = SideWorkerPool(config, spawn=spawn)
     with pytest.raises(WorkerError, match="missing .*does not exist"):
@@ -109,7 +111,7 @@ def test_a_pool_checks_each_interpreter_before_starting_any_worker(tmp_path):
 
 
 def test_each_worker_holds_one_side_in_its_interpreter(tmp_path, monkeypatch):
-    config = fake_config(processes=2, target_python="/envs/ms/bin/python")
+    config = fake_config(processes=2, target=Side("mindspore", "/envs/ms/bin/python"))
     spawn = Spawner(fake_session_class())
     with SideWorkerPool(config, spawn=spawn) as pool:
         pool._check_interpreter = lambda python, name: {"opbench": OPBENCH_VERSION}
@@ -247,7 +249,7 @@ def test_sides_on_one_framework_go_by_labels(tmp_path, monkeypatch, reference, t
         '[environments]\nms29 = {framework = "mindspore", python = "/e/ms29/bin/python"}\n'
         'ms210 = {framework = "mindspore", python = "/e/ms210/bin/python"}\n')
     config = RunOptions(reference=reference, target=target).to_config()
-    assert (config.reference, config.target) == names
+    assert config.names == names
     assert {config.framework_of(n) for n in names} == (
         {"torch", "mindspore"} if reference == "torch" else {"mindspore"})
     assert config.in_workers
@@ -259,9 +261,7 @@ def test_both_sides_on_one_framework_need_a_process_each():
 
 
 def test_a_side_against_itself_is_measured_and_recorded_by_label(tmp_path):
-    config = fake_config(reference="mindspore", target="mindspore#2",
-                         reference_framework="mindspore", target_framework="mindspore",
-                         processes=2)
+    config = fake_config(reference="mindspore", target="mindspore", processes=2)
     spawn = Spawner(fake_session_class())
     with SideWorkerPool(config, spawn=spawn) as pool:
         pool.open()
@@ -321,9 +321,8 @@ def test_a_run_of_two_frameworks_is_no_a_a_run(tmp_path):
 
 def test_a_labelled_side_s_interpreter_is_probed_for_its_framework(tmp_path):
     # a bug once probed /e/ms29/bin/python for a package named "mindspore@ms29"
-    config = fake_config(reference="mindspore@ms29", target="mindspore",
-                         reference_framework="mindspore", target_framework="mindspore",
-                         reference_python="/e/ms29/bin/python", processes=2)
+    config = fake_config(reference=Side("mindspore", "/e/ms29/bin/python"),
+                         target="mindspore", processes=2)
     probed = []
     with SideWorkerPool(config, spawn=Spawner(fake_session_class())) as pool:
         pool._check_interpreter = lambda python, framework: probed.append((python, framework))
@@ -371,10 +370,49 @@ def test_a_labelled_side_s_ceilings_are_measured_with_its_framework_s_ops(monkey
         return {"bandwidth_bytes_per_s": 1e9, "peak_flops": 1e11}
 
     monkeypatch.setattr(session_mod, "measure_ceilings", ceilings)
-    config = fake_config(reference="mindspore@ms29", target="mindspore",
-                         reference_framework="mindspore", target_framework="mindspore",
-                         processes=2)
+    config = fake_config(reference=Side("mindspore", None, "mindspore@ms29"),
+                         target="mindspore", processes=2)
     session = session_mod.Session(config, sides=["mindspore@ms29"])
     session.adapters = {"mindspore@ms29": object()}
     found = session.measure_ceilings()
     assert asked == ["mindspore"] and set(found) == {"mindspore@ms29"}
+
+
+def test_a_side_s_label_defaults_to_its_framework_or_its_environment_directory():
+    assert Side("torch").label == "torch"
+    assert Side("mindspore", "envs/ms29/bin/python").label == "mindspore@ms29"
+    assert Side("mindspore", "/opt/py3").label == "mindspore@/opt/py3"
+    assert Side("mindspore", "envs/ms29/bin/python", "ms29").label == "ms29"
+
+
+def test_a_side_is_described_with_the_build_it_ran():
+    assert Side("mindspore", "envs/ms29/bin/python").described("2.9.0") == \
+        "mindspore 2.9.0 (envs/ms29)"
+    assert Side("mindspore").described("2.10.0") == "mindspore 2.10.0"
+    assert Side("mindspore", "envs/ms29/bin/python").described(None) == "mindspore@ms29"
+
+
+def test_a_run_config_holds_two_sides_and_keys_the_records_by_their_names():
+    from opbench.config import RunConfig
+
+    config = RunConfig(reference=Side("mindspore", "/e/ms29/bin/python"),
+                       target="mindspore", processes=2)
+    assert config.reference == Side("mindspore", "/e/ms29/bin/python")
+    assert config.target == Side("mindspore")                  # a spec string is parsed
+    assert config.names == config.frameworks == ("mindspore@ms29", "mindspore")
+    assert config.framework_of("mindspore@ms29") == "mindspore"
+    assert config.python_of("mindspore@ms29") == "/e/ms29/bin/python"
+    assert config.python_of("mindspore") is None and config.split_sides
+    recorded = config.as_dict()
+    # the record's config as before sides were records: names, then the four side keys
+    assert (recorded["reference"], recorded["target"]) == ("mindspore@ms29", "mindspore")
+    assert (recorded["reference_python"], recorded["reference_framework"],
+            recorded["target_framework"]) == ("/e/ms29/bin/python", "mindspore", "mindspore")
+    assert "target_python" not in recorded
+    keys = list(recorded)
+    assert keys.index("reference_python") > keys.index("quiesce")
+    plain = RunConfig().as_dict()
+    assert (plain["reference"], plain["target"]) == ("torch", "mindspore")
+    assert not {"reference_python", "reference_framework"} & set(plain)
+    with pytest.raises(ValueError, match="reference must be a Side"):
+        RunConfig(reference=3)

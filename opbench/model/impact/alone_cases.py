@@ -282,7 +282,8 @@ def measure_isolated(impact: Any, budget_s: float, workdir: Path,
     path = workdir / "isolated_cases.yaml"
     path.write_text(yaml.safe_dump({"cases": cases}, sort_keys=False), encoding="utf-8")
     instances = [i for c in load_cases([path]) for i in expand(c)]
-    config = RunConfig(reference=impact.reference, target=impact.target,
+    config = RunConfig(reference=impact.sides.get(impact.reference, impact.reference),
+                       target=impact.sides.get(impact.target, impact.target),
                        threads=impact.threads or 1, processes=processes, backward=False)
     on_progress(f"measuring {len(instances)} call signatures alone "
                 f"({processes} worker processes)")

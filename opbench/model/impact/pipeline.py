@@ -8,16 +8,26 @@
 The traced framework replays in the launch mode and with the threads the script ran with;
 the other framework with the same threads and in its own default launch mode (MindSpore:
 queued), unless `launch` names one. Nothing here prints: progress goes to a callback.
+
+A side (config/sides.py) is a framework in an interpreter: each side's replay processes run
+in its `python`, or in the script's interpreter when it names none (where the user's
+frameworks are installed). Both sides on one framework (two builds: `--reference
+mindspore@envs/ms29/bin/python --target mindspore`) replay the script's calls as the script
+made them, every call in both (no route translation), in the script's launch mode; the
+figures are keyed by the sides' names (config.sides.side_labels), and the time lost is what
+the target build loses against the reference build.
 """
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from opbench.config.sides import Side, side_labels
 from opbench.config.vocabulary import FRAMEWORKS
 from opbench.model.capture.observer import DEFAULT_MAX_CALLS
 from opbench.model.replay.optimizer_fold import adam_update_tolerances
@@ -58,8 +68,9 @@ DEFAULT_ISOLATED_BUDGET_S = 180.0
 
 @dataclass(frozen=True)
 class ModelOptions:
-    reference: str = "torch"
-    target: str = "mindspore"
+    # python None: the script's interpreter (not opbench's: the script's frameworks are there)
+    reference: Side = Side("torch")
+    target: Side = Side("mindspore")
     processes: int = DEFAULT_PROCESSES
     max_processes: int = DEFAULT_MAX_PROCESSES   # where the processes split into modes
     samples: int = 5               # step samples per round
@@ -81,9 +92,9 @@ class ModelImpact:
     """Everything `opbench model` found; views and JSON are built from it."""
     command: list[str]
     interpreter: str
-    reference: str
+    reference: str                 # the sides' names (side_labels): every dict's keys
     target: str
-    traced_framework: str
+    traced_framework: str          # the name of the side that replays as the script ran
     program: Program
     region: Region
     step: StepProgram
@@ -108,6 +119,21 @@ class ModelImpact:
     isolated: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     isolated_share: float = 0.0    # of the region's traced time measured alone
     isolated_s: float = 0.0
+    isolated_note: str = ""        # why nothing was measured alone, when it was not
+    # each side by name: its framework, interpreter and label; and the version its replay
+    # processes imported (what names the two builds of one framework in every view)
+    sides: dict[str, Side] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def framework_of(self, name: str) -> str:
+        """The framework side `name` runs (the name itself before sides were records)."""
+        side = self.sides.get(name)
+        return side.framework if side else name
+
+    def described(self, name: str) -> str:
+        """`mindspore 2.9.0 (envs/ms29)`: the side's framework, version and interpreter."""
+        side = self.sides.get(name)
+        return side.described(self.versions.get(name)) if side else name
 
     # -- figures -------------------------------------------------------------------------
     @property
@@ -220,7 +246,13 @@ def measure_model(command: Sequence[str], options: ModelOptions = ModelOptions()
                   on_progress: Progress = lambda message: None) -> ModelImpact:
     """Capture, replay and project. Raises ModelError for what the user must fix."""
     interpreter, words = split_command(command)
-    check_interpreter(interpreter, (options.reference, options.target))
+    # one probe per interpreter, for the frameworks of the sides that replay in it
+    frameworks_in: dict[str, list[str]] = {}
+    for side in (options.reference, options.target):
+        frameworks_in.setdefault(side_interpreter(side, interpreter).path,
+                                 []).append(side.framework)
+    for python, frameworks in frameworks_in.items():
+        check_interpreter(Interpreter(python, True), frameworks)
     work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="opbench-model-"))
     work.mkdir(parents=True, exist_ok=True)
     program_path = work / "program.json"
@@ -246,6 +278,25 @@ def script_failed(program: Program) -> str:
             f"script, or give --keep-going to replay what it ran before it failed")
 
 
+def side_interpreter(side: Side, script: Interpreter) -> Interpreter:
+    """Where a side's replay processes run: its own interpreter, else the script's."""
+    return Interpreter(os.path.abspath(side.python), True) if side.python else script
+
+
+def traced_side(framework: str, reference: Side, target: Side, names: tuple[str, str],
+                script: Interpreter) -> str | None:
+    """The name of the side that replays the script's calls as the script made them: the
+    one on the script's framework; of two on it, the one in the script's interpreter, else
+    the reference. None: neither side runs the script's framework."""
+    on_it = [(name, side) for name, side in zip(names, (reference, target))
+             if side.framework == framework]
+    if len(on_it) == 2:
+        same = [name for name, side in on_it
+                if side_interpreter(side, script).path == script.path]
+        return same[0] if len(same) == 1 else names[0]
+    return on_it[0][0] if on_it else None
+
+
 def measure_program(program: Program, options: ModelOptions, interpreter: Interpreter,
                     command: list[str], work: Path,
                     on_progress: Progress = lambda message: None) -> ModelImpact:
@@ -260,29 +311,44 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
     except RegionError as exc:
         raise ModelError(str(exc)) from None
     step = step_program(program, region)
-    traced = program.framework
-    other = options.target if traced == options.reference else options.reference
-    launch = {traced: program.launch,
-              other: options.launch or DEFAULT_LAUNCH.get(other, "queued")}
+    names = side_labels(options.reference, options.target)
+    sides = dict(zip(names, (options.reference, options.target)))
+    traced = traced_side(program.framework, options.reference, options.target, names,
+                         interpreter)
+    if traced is None:
+        raise ModelError(f"the script ran {program.framework}, and neither side does "
+                         f"({' and '.join(s.label for s in sides.values())}): one side must be "
+                         f"the script's framework, e.g. --reference {program.framework}")
+    other = names[1] if traced == names[0] else names[0]
+    one_framework = options.reference.framework == options.target.framework
+    # two builds of one framework both replay the script's calls as the script made them
+    other_launch = program.launch if one_framework else (
+        options.launch or DEFAULT_LAUNCH.get(sides[other].framework, "queued"))
+    launch = {traced: program.launch, other: other_launch}
     impact = ModelImpact(command=command, interpreter=interpreter.path,
-                         reference=options.reference, target=options.target,
+                         reference=names[0], target=names[1],
                          traced_framework=traced, program=program, region=region, step=step,
-                         launch=launch, threads=program.threads)
+                         launch=launch, threads=program.threads, sides=sides)
+    where = {name: side_interpreter(side, interpreter) for name, side in sides.items()}
     started = time.perf_counter()
-    base = ipc.ReplayStep(framework=traced, program=step, device=program.device,
+    base = ipc.ReplayStep(framework=sides[traced].framework, program=step,
+                          device=program.device,
                           threads=program.threads, cpus=tuple(program.cpus))
 
     # 1. probes: routes, and outputs compared
     probes: dict[str, ipc.ReplayResult] = {}
     for framework in (traced, other):
-        on_progress(f"probing the replay in {framework}")
+        on_progress(f"probing the replay in {framework} ({where[framework].path})")
         try:
             probes[framework] = run_replay(
-                interpreter.path, replace(base, kind=ipc.REPLAY_PROBE, framework=framework,
-                                          launch=launch[framework]), work)
+                where[framework].path, replace(base, kind=ipc.REPLAY_PROBE,
+                                               framework=sides[framework].framework,
+                                               launch=launch[framework]), work)
         except ReplayFailed as exc:
             raise ModelError(f"the {framework} replay could not start: {exc}") from None
         impact.status[framework] = list(probes[framework].status)
+        if probes[framework].version:
+            impact.versions[framework] = str(probes[framework].version)
     ok = [a.ok and b.ok for a, b in zip(impact.status[traced], impact.status[other])]
     impact.covered = ok
     stand_in = [not (a.ok and b.ok) for a, b in zip(impact.status[traced],
@@ -321,8 +387,8 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
     def time_one(framework: str, n: int, of: int) -> None:
         on_progress(f"timing the replay: process {n} of {of} ({framework})")
         try:
-            result = run_replay(interpreter.path, replace(
-                request, framework=framework, launch=launch[framework],
+            result = run_replay(where[framework].path, replace(
+                request, framework=sides[framework].framework, launch=launch[framework],
                 routes=routes[framework], skip=tuple(skip[framework])), work, index=n)
         except ReplayFailed as exc:
             impact.errors.append(f"{framework} replay process {n}: {exc}")
@@ -345,7 +411,14 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
             + "; ".join(impact.errors))
     impact.measuring_s = time.perf_counter() - started
     _project(impact, timing)
-    if options.isolated_budget_s > 0 and impact.signatures:
+    if options.isolated_budget_s > 0 and impact.signatures and one_framework:
+        # the alone stage builds cases from one framework's call and its mapped
+        # counterpart; two builds of one framework compare in the case library instead
+        impact.isolated_note = (f"not measured alone: both sides run "
+                                f"{options.reference.framework} (compare the builds' "
+                                f"operators with `opbench run --reference "
+                                f"{options.reference.label} --target {options.target.label}`)")
+    elif options.isolated_budget_s > 0 and impact.signatures:
         _measure_alone(impact, options, work, on_progress)
     return impact
 

@@ -83,7 +83,8 @@ def _training(impact: ModelImpact) -> dict[str, Any] | None:
     return {"backward_calls": len(backward) * impact.steps, "backward_traced_s": traced,
             "backward_share": traced / impact.traced_s if impact.traced_s else 0.0,
             "covered": covered,
-            "how": {fw: _backward_how(fw) for fw in (impact.traced_framework, impact.other)}}
+            "how": {name: _backward_how(impact.framework_of(name))
+                    for name in (impact.traced_framework, impact.other)}}
 
 
 def _backward_how(framework: str) -> str:
@@ -91,6 +92,14 @@ def _backward_how(framework: str) -> str:
     if framework == "mindspore":
         return "value_and_grad over the replayed forward, less the forward's in-context time"
     return "loss.backward() on the replayed forward"
+
+
+def _side_json(impact: ModelImpact, name: str) -> dict[str, Any]:
+    side = impact.sides.get(name)
+    return {"framework": impact.framework_of(name),
+            "python": side.python if side else None,
+            "version": impact.versions.get(name),
+            "label": impact.described(name)}
 
 
 def impact_json(impact: ModelImpact) -> dict[str, Any]:
@@ -109,6 +118,7 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
         "interpreter": impact.interpreter,
         "reference": impact.reference,
         "target": impact.target,
+        "sides": {name: _side_json(impact, name) for name in (impact.reference, impact.target)},
         "traced_framework": impact.traced_framework,
         "traced_version": program.version,
         "threads": impact.threads,
@@ -136,7 +146,8 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
                         "signature": r.signature, "traced_s": r.traced_s,
                         **_isolated(impact.isolated.get((r.api, r.signature, r.mapped_api)))}
                        for r in impact.signatures],
-        "isolated": {"share": impact.isolated_share, "seconds": impact.isolated_s},
+        "isolated": {"share": impact.isolated_share, "seconds": impact.isolated_s,
+                     **({"note": impact.isolated_note} if impact.isolated_note else {})},
         "training": _training(impact),
         "not_covered": impact.uncovered,
         "mismatches": impact.mismatches,
@@ -245,6 +256,17 @@ class Training:
 class IsolatedInfo:
     share: float = 0.0
     seconds: float = 0.0
+    note: str = ""             # why nothing was measured alone, when it was not
+
+
+@dataclass(frozen=True)
+class SideInfo:
+    """A side as the run found it: `label` names it for a reader (`mindspore 2.9.0
+    (envs/ms29)`); python None is the script's interpreter."""
+    framework: str
+    python: str | None = None
+    version: str | None = None
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -318,6 +340,9 @@ class ModelRecord:
     isolated: IsolatedInfo = IsolatedInfo()
     training: Training | None = None
     suggestions: tuple[SuggestionRow, ...] = ()
+    # each side by name (reference, target); absent in files written before sides: the
+    # names are the frameworks
+    sides: Mapping[str, SideInfo] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "ModelRecord":
@@ -339,7 +364,21 @@ class ModelRecord:
             isolated=_build(IsolatedInfo, data.get("isolated")),
             training=_build(Training, training) if training else None,
             suggestions=tuple(SuggestionRow.from_json(r)
-                              for r in data.get("suggestions", ())))
+                              for r in data.get("suggestions", ())),
+            sides={name: _build(SideInfo, side)
+                   for name, side in (data.get("sides") or {}).items()})
+
+    def described(self, name: str) -> str:
+        """A side for a reader: its label (framework, version, interpreter), else its
+        name."""
+        side = self.sides.get(name)
+        return side.label if side and side.label else name
+
+    @property
+    def one_framework(self) -> bool:
+        """Both sides run one framework (two builds of it)."""
+        frameworks = {s.framework for s in self.sides.values()}
+        return len(self.sides) == 2 and len(frameworks) == 1
 
     @property
     def other(self) -> str:
