@@ -87,14 +87,6 @@ class EnoughSteps(SystemExit):
         super().__init__(0)
 
 
-def _pause(tracer: Tracer) -> None:
-    """Stop recording and syncing, and let the script run on: the recorder's calls then pass
-    straight through (trace/recorder.py: inactive). Not Tracer.stop(): it undoes the
-    interception, which must not happen inside an intercepted call (the automatic rule
-    decides inside one); stop() at the end undoes it."""
-    tracer._recorder.stop()      # noqa: SLF001 (Tracer has no pause(); see docs/model.md)
-
-
 def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
                     steps: int | None = DEFAULT_CAPTURE_STEPS,
                     run_on: bool = False) -> Program:
@@ -110,7 +102,9 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
             if not ended:
                 ended.append(f"the capture stopped once {steps} steady steps were recorded "
                              f"(--capture-steps); the script ran on untraced")
-                _pause(tracer)
+                # pause, not stop: this runs inside an intercepted call, whose patches
+                # stop() would undo under it; the capture's stop() at the end undoes them
+                tracer.pause()
             return
         if not ended:
             ended.append(f"the capture ended the script once {steps} steady steps were "
