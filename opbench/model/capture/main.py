@@ -19,6 +19,7 @@ from typing import Any
 from opbench.model import markers
 from opbench.model.capture.observer import DEFAULT_MAX_CALLS, Capture
 from opbench.model.capture.ms_backward import MindSporeBackward
+from opbench.model.capture.ms_jit import MindSporeJit
 from opbench.model.program import Program
 from opbench.model.steady import DEFAULT_CAPTURE_STEPS
 from opbench.trace.events import SERIAL
@@ -116,6 +117,8 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
     ms_settings.install()
     ms_backward = MindSporeBackward(capture)
     ms_backward.install()
+    ms_jit = MindSporeJit(capture)
+    ms_jit.install()
     # the tracer keeps an event per call; the capture needs those of its calls only (a call
     # that raised has an event and no program call: twice as many is room enough)
     tracer = Tracer(nested=False, sync=SERIAL, framework="both", observer=capture,
@@ -139,6 +142,7 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
         markers.deactivate()
         ms_settings.uninstall()
         ms_backward.uninstall()
+        ms_jit.uninstall()
     calls = capture.calls(data.events)
     imported = [n for n in ("torch", "mindspore") if n in sys.modules]
     framework = _traced_framework(calls, imported)
