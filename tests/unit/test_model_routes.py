@@ -821,3 +821,26 @@ def test_mindspore_ops_a_cpu_port_writes_replay_in_torch(ms_api, torch_api):
     call = _call(ms_api, (X, W), framework="mindspore")
     route = route_for(call, "torch", load_mapping())
     assert isinstance(route, Route) and route.api == torch_api
+
+
+def test_an_in_place_method_falls_back_to_its_out_of_place_twin_written_back(monkeypatch):
+    """MindSpore 2.10's CPU build has no InplaceMaskedFillScalar kernel; masked_fill runs."""
+    call = _call("torch.Tensor.masked_fill_", (X, Ext(1), Lit(0.0)), kind="tensor_method")
+    route = route_for(call, "mindspore", load_mapping())
+    assert _names(route) == ["mindspore.Tensor.masked_fill_ + assign (in place, as torch)",
+                             "mindspore.Tensor.masked_fill + assign (in place, as torch)"]
+    (twin,) = route.fallbacks
+    assert twin.args == (X, Ext(1), Lit(0.0))
+    resolve = Resolver({"Tensor.masked_fill": lambda x, mask, value: ("filled", x)})
+    receiver = types.SimpleNamespace()
+    written = []
+    monkeypatch.setattr("opbench.model.replay.routes.write_back",
+                        lambda r, result: written.append((r, result)) or r)
+    assert twin.make(resolve)(receiver, "MASK", 0.0) is receiver
+    assert written == [(receiver, ("filled", receiver))]
+    plain = route_for(_call("torch.Tensor.__iadd__", (X, W), kind="tensor_method"),
+                      "mindspore", load_mapping())
+    assert plain.fallbacks == ()                     # an operator has no twin by name
+    clone = route_for(_call("torch.Tensor.clone", (X,), kind="tensor_method"), "mindspore",
+                      load_mapping())
+    assert _names(clone) == ["mindspore.Tensor.clone", "mindspore.Tensor.copy"]
