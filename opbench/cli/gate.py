@@ -98,9 +98,9 @@ def progress_printer(quiet: bool, stage: str):
     def report(i, n, inst, result):
         if quiet or result is None:
             return
-        ms = result.get("measurements") or {}
-        ratios = " ".join(f"{k} {m['ratio']:.3g}" for k, m in ms.items())
-        err.print(f"[dim]{stage} \\[{i + 1}/{n}][/] {escape(inst.id)}: {result.get('verdict')} "
+        ratios = " ".join(f"{k} {m.ratio:.3g}" for k, m in result.measurements.items())
+        verdict = result.verdict.value if result.verdict else None
+        err.print(f"[dim]{stage} \\[{i + 1}/{n}][/] {escape(inst.id)}: {verdict} "
                   f"{ratios}",
                   highlight=False)
     return report
@@ -387,7 +387,7 @@ def _trend_table(points, selector: str):
 
     names = short_ids(p.instance_id for p in points)
     machines = {p.machine_id or "-" for p in points}
-    versions = {f"{p.reference_version or '?'} / {p.target_version or '?'}" for p in points}
+    versions = {p.frameworks for p in points}
     per_run = [("machine", len(machines) > 1), ("versions", len(versions) > 1)]
     shared = [f"{name}: {next(iter(values))}" for (name, varies), values
               in zip(per_run, (machines, versions)) if not varies]
@@ -419,7 +419,7 @@ def _trend_table(points, selector: str):
             if per_run[0][1]:
                 cells.append(p.machine_id or "-")
             if per_run[1][1]:
-                cells.append(f"{p.reference_version or '?'} / {p.target_version or '?'}")
+                cells.append(p.frameworks)
             cells += [ratio, change, p.verdict or "-", _fmt_time(p.target_median_s)]
             table.add_row(*cells)
         blocks += [Text(""), table]

@@ -6,7 +6,7 @@ import os
 import sys
 import traceback
 
-from typing import Any
+from typing import Any, Sequence
 
 import click
 from rich.console import Console
@@ -22,7 +22,10 @@ from opbench.trace.record import write_log, write_record
 from opbench.trace.record_format import RECORD_FILE
 from opbench.trace.summary import SORT_KEYS, summarize
 from opbench.trace.table import TEXT_WIDTH, build_table
-from opbench.trace.target import TargetError, parse_target, run_target
+from opbench.cli.common import fail
+from opbench.runner.interpreters import InterpreterError, check_interpreter
+from opbench.runner.spawn import spawn_child
+from opbench.trace.target import TargetError, named_interpreter, parse_target, run_target
 from opbench.trace.tracer import FRAMEWORK_CHOICES, TraceError, Tracer
 
 DEFAULT_OUTPUT_DIR = "opbench-trace"
@@ -47,6 +50,42 @@ class _TraceCommand(click.Command):
             return form.make_context(f"{info_name} {args[0]}", list(args[1:]), parent=parent,
                                      **extra)
         return super().make_context(info_name, args, parent=parent, **extra)
+
+
+def _options_again(nested: bool, mode: str | None, legacy_serial: bool | None, quiet: bool,
+                   output_dir: str, framework: str, write_cases: bool, group_by_shape: bool,
+                   sort_by: str, limit: int | None) -> list[str]:
+    """This command's options as words for the same command in another interpreter."""
+    if mode is None and legacy_serial is not None:
+        mode = ASYNC if legacy_serial is False else SERIAL
+    words = ["-o", os.path.abspath(output_dir), "--framework", framework, "--sort-by", sort_by]
+    words += ["--mode", mode] if mode else []
+    words += ["--limit", str(limit)] if limit is not None else []
+    for flag, on in (("--nested", nested), ("-q", quiet), ("--cases", write_cases),
+                     ("--group-by-shape", group_by_shape)):
+        words += [flag] if on else []
+    return words
+
+
+def trace_in(python: str, framework: str, options: list[str], words: Sequence[str]) -> int:
+    """`opbench trace OPTIONS -- WORDS` run in the interpreter `python`, as `opbench model`
+    runs its capture: this opbench first on its path (so it needs the framework traced and
+    opbench's dependencies, not an install of opbench), checked first by the runner's one
+    interpreter check, started by the runner's one spawn function with this terminal; its
+    exit status."""
+    frameworks = () if framework == "both" else (framework,)
+    try:
+        check_interpreter(python, frameworks, this_opbench=True)
+    except InterpreterError as exc:
+        fail(str(exc))
+    process = spawn_child("opbench.cli", ["trace", *options, "--", *words], python,
+                          this_opbench=True, stdin=None)
+    try:
+        return process.wait()
+    except BaseException:           # Ctrl-C reaches the child too: leave nothing behind
+        process.kill()
+        process.wait()
+        raise
 
 
 @click.command("trace", cls=_TraceCommand, context_settings={"ignore_unknown_options": True,
@@ -86,6 +125,11 @@ def trace_command(nested: bool, mode: str | None, legacy_serial: bool | None, qu
       opbench trace --nested --mode async -o out/ -- python -m mypkg.eval
       opbench trace compare torch-out/ mindspore-out/   # two records, API by API
     """
+    python = named_interpreter(command)
+    if python is not None:
+        words = _options_again(nested, mode, legacy_serial, quiet, output_dir, framework,
+                               write_cases, group_by_shape, sort_by, limit)
+        sys.exit(trace_in(python, framework, words, command[1:]))
     try:
         target = parse_target(command)
     except TargetError as err:

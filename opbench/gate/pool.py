@@ -80,13 +80,15 @@ def _pool_measurement(parts: Sequence[Measurement], reference: str,
         process_of_round += [f"{run_index + 1}.{label}" for label in labels]
         pass_of_round += p.pass_of_round or [1] * n
         run_of_round += [run_index] * n
-    pooled = {**parts[0].to_dict(), "samples_s": samples, "order": order,
+    # the first run's interference line says nothing of the pool: only the pool's own stays
+    first = {k: v for k, v in parts[0].to_dict().items() if k != "interference_ruled_out"}
+    pooled = {**first, "samples_s": samples, "order": order,
               "run_of_round": run_of_round, "rounds": len(samples[reference]),
               "process_of_round": process_of_round, "pass_of_round": pass_of_round}
-    pooled.update(measurement_statistics(samples, reference, target, parts[0].threshold,
-                                         order=order or None, groups=process_of_round,
-                                         shares=share_of_round(pooled)))
-    return Measurement.from_dict(pooled)
+    stats = measurement_statistics(samples, reference, target, parts[0].threshold,
+                                   order=order or None, groups=process_of_round,
+                                   shares=share_of_round(pooled))
+    return Measurement.from_dict({**pooled, **stats.as_fields()})
 
 
 def _pool_instance(versions: Sequence[InstanceRecord], reference: str,

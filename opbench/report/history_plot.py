@@ -10,11 +10,24 @@ from typing import Sequence
 
 from opbench.results.history import TrendPoint
 
-__all__ = ["PlotUnavailable", "plot_trend"]
+__all__ = ["PlotUnavailable", "plot_trend", "trend_series"]
 
 
 class PlotUnavailable(Exception):
     """matplotlib is not installed."""
+
+
+def trend_series(points: Sequence[TrendPoint]) -> dict[str, list[TrendPoint]]:
+    """The lines of a trend: one per instance and mode, and per frameworks' code (versions
+    and builds, TrendPoint.frameworks) where the points hold more than one: two builds of
+    one version string are two series, not one line through both."""
+    several = len({p.frameworks for p in points}) > 1
+    series: dict[str, list[TrendPoint]] = defaultdict(list)
+    for p in points:
+        if p.ratio is not None:
+            code = f" {p.frameworks}" if several else ""
+            series[f"{p.instance_id} ({p.mode}){code}"].append(p)
+    return dict(series)
 
 
 def plot_trend(points: Sequence[TrendPoint], path: str | os.PathLike, title: str,
@@ -33,10 +46,7 @@ def plot_trend(points: Sequence[TrendPoint], path: str | os.PathLike, title: str
     labels = {}
     for p in points:
         labels[p.run_id] = f"#{p.run_id}" + (f"\n{p.git_commit[:7]}" if p.git_commit else "")
-    series: dict[str, list[TrendPoint]] = defaultdict(list)
-    for p in points:
-        if p.ratio is not None:
-            series[f"{p.instance_id} ({p.mode})"].append(p)
+    series = trend_series(points)
 
     fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(runs) + 3), 4.5))
     try:

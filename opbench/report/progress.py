@@ -14,7 +14,7 @@ import importlib.abc
 import sys
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -32,6 +32,9 @@ from rich.text import Text
 
 from opbench.cases.ids import short_id
 from opbench.config.vocabulary import FRAMEWORKS
+
+if TYPE_CHECKING:
+    from opbench.results.records import InstanceRecord
 
 # The modules whose first import is worth announcing (each takes seconds): the frameworks'.
 FRAMEWORK_MODULES = FRAMEWORKS
@@ -139,7 +142,8 @@ class RunProgress:
             self._bar.__exit__(*exc)
             self._bar = None
 
-    def on_progress(self, i: int, n: int, instance: Any, result: dict | None) -> None:
+    def on_progress(self, i: int, n: int, instance: Any,
+                    result: InstanceRecord | None) -> None:
         """runner.run's callback: before (result None) and after each instance of pass 1."""
         if self.quiet:
             return
@@ -156,13 +160,12 @@ class RunProgress:
                 self._line(f"{self._prefix()}\\[{i + 1}/{n}] {name} ...")
             return
         self._finished += 1
-        verdict = result.get("verdict") or "ERROR"
-        if not result.get("measurements") and verdict == "PASS":
+        verdict = result.verdict.value if result.verdict else "ERROR"
+        if not result.measured and verdict == "PASS":
             verdict = "AGREE"       # a correctness-only run: nothing was timed
-        ratios = " ".join(f"{k} {m['ratio']:.3g}"
-                          for k, m in (result.get("measurements") or {}).items())
+        ratios = " ".join(f"{k} {m.ratio:.3g}" for k, m in result.measurements.items())
         line = (f"{self._prefix()}\\[{i + 1}/{n}] {name}: {verdict} {ratios} "
-                f"({result.get('duration_s', 0):.1f} s")
+                f"({result.duration_s or 0:.1f} s")
         remaining = n * self.passes - self._finished
         if self._bar is None and remaining and self._finished:
             per_instance = (self.clock() - self._started_s) / self._finished

@@ -3,7 +3,7 @@
 SQLite because it is in the standard library, is a single file a CI job can cache or
 upload as an artifact, and answers "this operator over the last N runs" with an index
 instead of re-reading N JSON files. A run is stored with what makes it comparable or not -
-machine, framework versions, commit, configuration - and every measurement's ratio,
+machine, framework versions and builds, commit, configuration - and every measurement's ratio,
 interval, verdict, medians and raw samples (so a stored run can serve as a baseline later).
 
 Recording the same results record twice is a no-op: each run is keyed by a digest of its
@@ -31,7 +31,11 @@ DEFAULT_DB = "opbench.db"
 # run (milliseconds), short enough that a stuck lock does not hang a CI job.
 LOCK_WAIT_S = 30.0
 # Bump with a migration in _migrate when the tables change; readers refuse newer files.
-SCHEMA_VERSION = 1
+# 2: runs name each side's build (reference_build, target_build): two builds of one version
+#    string (a nightly, a patched build) are different code, and a history keyed by the
+#    version alone showed them as one series. A v1 file gains the columns, empty (its runs'
+#    builds were not kept).
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -51,7 +55,9 @@ CREATE TABLE IF NOT EXISTS runs (
     target_version TEXT,
     device TEXT,
     threads INTEGER,
-    config_json TEXT
+    config_json TEXT,
+    reference_build TEXT,
+    target_build TEXT
 );
 CREATE TABLE IF NOT EXISTS measurements (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -101,6 +107,17 @@ class TrendPoint:
     rounds: int | None
     reference_median_s: float | None
     target_median_s: float | None
+    reference_build: str | None = None
+    target_build: str | None = None
+
+    @property
+    def frameworks(self) -> str:
+        """`2.13.0 / 2.10.0 (build 1a2b3c)`: the reference's and target's code, by version
+        and, where the run named one, build: what makes two runs one series or two."""
+        def one(version: str | None, build: str | None) -> str:
+            return (version or "?") + (f" (build {build})" if build else "")
+        return (f"{one(self.reference_version, self.reference_build)} / "
+                f"{one(self.target_version, self.target_build)}")
 
 
 def _digest(record: RunRecord) -> str:
@@ -135,6 +152,11 @@ class HistoryStore:
             with self._db:
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        elif version == 1:
+            with self._db:
+                for column in ("reference_build", "target_build"):
+                    self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         self._db.close()
@@ -165,16 +187,18 @@ class HistoryStore:
         env, config = record.environment, record.config
         reference, target = config.reference, config.target
         versions = record.framework_versions()
+        builds = {name: info.build for name, info in record.frameworks.items()}
         with self._db:
             cursor = self._db.execute(
                 "INSERT INTO runs (digest, recorded_utc, created_utc, source, label, machine_id,"
                 " cpu_model, git_commit, opbench_version, reference, target, reference_version,"
-                " target_version, device, threads, config_json)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " target_version, device, threads, config_json, reference_build, target_build)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (digest, utc_now(), record.created_utc, source, label,
                  env.machine_id, env.cpu_model, env.git_commit, env.opbench, reference, target,
                  versions.get(reference), versions.get(target), config.device,
-                 config.threads, json.dumps(config.to_dict(), sort_keys=True)))
+                 config.threads, json.dumps(config.to_dict(), sort_keys=True),
+                 builds.get(reference), builds.get(target)))
             run_id = int(cursor.lastrowid)
             self._db.executemany(
                 "INSERT INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -221,7 +245,8 @@ class HistoryStore:
         rows = self._db.execute(
             "SELECT r.id, r.created_utc, r.git_commit, r.machine_id, r.reference_version,"
             " r.target_version, r.label, m.instance_id, m.op, m.mode, m.verdict, m.ratio,"
-            " m.ci_low, m.ci_high, m.rounds, m.reference_median_s, m.target_median_s"
+            " m.ci_low, m.ci_high, m.rounds, m.reference_median_s, m.target_median_s,"
+            " r.reference_build, r.target_build"
             f" FROM measurements m JOIN runs r ON r.id = m.run_id WHERE {where}"
             " ORDER BY r.id, m.instance_id, m.mode", params).fetchall()
         points = [TrendPoint(*row) for row in rows]

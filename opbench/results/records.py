@@ -16,10 +16,12 @@ written back unless the file had the key. Free-form JSON inside a record (an ins
 params, a measurement's calibration, unknown keys) is frozen too: mappings become read-only
 mappings, arrays tuples; to_dict gives plain dicts and lists again.
 
-The run builds its record as plain dicts while it measures (runner/, verdicts/conclusions.py,
-runloop/recorded_run.py; worker processes pickle dicts); every save goes through
+While it measures, the run holds each instance as the dict its frozen values write (the
+runner's RawInstance, runner/raw_records.py; the judge's new record, verdicts/conclusions.py:
+layers below this one, and worker processes send dicts); every save goes through
 write_run_dict, which writes `RunRecord.from_dict(d).to_dict()`: what is written is what this
-model reads. Records compare equal when their keys, values and key order are.
+model reads, and the run loop hands each instance to its callbacks as an InstanceRecord.
+Records compare equal when their keys, values and key order are.
 """
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 from opbench.cases.case_files import CaseInstance
 from opbench.results.records import InstanceRecord
+from opbench.runloop.recorded_run import FROM_ENVIRONMENT
 
 __all__ = ["FreshStageError", "remeasure_in_fresh_processes"]
 
@@ -31,13 +32,16 @@ def remeasure_in_fresh_processes(instances: Sequence[CaseInstance], ids: Sequenc
                                  config: Any, *, on_progress: Any = None,
                                  on_pass: Any = None,
                                  spawn: Callable[[int], Any] | None = None,
-                                 early_stop: Any = None) -> dict[str, InstanceRecord]:
+                                 early_stop: Any = None,
+                                 facts_cache: Any = FROM_ENVIRONMENT
+                                 ) -> dict[str, InstanceRecord]:
     """Measure `ids` (a subset of `instances`) again, as stage 1 did, in new worker
     processes: {id: instance record}; early_stop (results.sequential_run.EarlyStop): each
     instance stops at the end of the process after which its rule decides it. Raises
     FreshStageError when an id is not among the instances or the workers cannot be
-    started."""
-    from opbench.runloop.recorded_run import run_passes
+    started. facts_cache: where the per-call floors are kept (runner/machine_facts.py; the
+    environment's cache by default, as a run's: stage 1 has just measured or read them)."""
+    from opbench.runloop.recorded_run import machine_facts, run_passes
     from opbench.runner.workers import WorkerError, worker_pool
     from opbench.verdicts.conclusions import apply_between_process_prior
 
@@ -49,10 +53,10 @@ def remeasure_in_fresh_processes(instances: Sequence[CaseInstance], ids: Sequenc
     try:
         with worker_pool(config, spawn=spawn) as pool:
             pool.open()
-            pool.measure_overheads()
+            machine_facts(pool, config, facts_cache)
             records = run_passes(pool, subset, [], on_progress=on_progress, on_pass=on_pass,
                                  early_stop=early_stop)
     except WorkerError as exc:
         raise FreshStageError(f"the stage-2 worker processes failed: {exc}") from None
-    apply_between_process_prior(records, config)
+    records, _ = apply_between_process_prior(records, config)
     return {inst.id: InstanceRecord.from_dict(record) for inst, record in zip(subset, records)}

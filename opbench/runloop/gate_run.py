@@ -30,7 +30,8 @@ from opbench.gate.settings import GATE_RUN_SETTINGS
 from opbench.results.history import HistoryError, HistoryStore
 from opbench.results.records import InstanceRecord, RecordedConfig, RunRecord
 from opbench.runloop.sequential_run import EarlyStop
-from opbench.runloop.recorded_run import InstanceCallback, PassCallback, open_session, run_passes
+from opbench.runloop.recorded_run import (InstanceCallback, PassCallback, machine_facts,
+                                          open_session, run_passes)
 from opbench.runner.injection import Injection, injection_from_env
 from opbench.runner.raw_records import instance_header
 from opbench.verdicts.stats import DEFAULT_CONFIDENCE
@@ -196,7 +197,7 @@ def _remeasure_here(instances: Sequence[CaseInstance], ids: Sequence[str],
     way (all passes; a self-test's injection applies here too)."""
     session = open_session(replace(config, processes=1), injection=injection)
     try:
-        session.measure_overheads()
+        machine_facts(session, session.config)     # the floors: from the cache, as a run's
         wanted = set(ids)
         subset = [inst for inst in instances if inst.id in wanted]
         records = run_passes(session, subset, [], on_progress=hooks.stage2_progress,

@@ -18,17 +18,18 @@ from typing import Any, Callable, Sequence
 from opbench.cases.case_files import CaseInstance
 from opbench.config import RunConfig
 from opbench.results.io import new_record, utc_now
-from opbench.results.records import RunRecord
+from opbench.results.records import InstanceRecord, RunRecord
 from opbench.results.safe_write import ResilientSaver
 from opbench.runloop.sequential_run import (
                                             EarlyStop,
+                                            InstanceCallback,
                                             LookCallback,
                                             mark_decided,
                                             run_sequential,
                                             )
 from opbench.runner.measure import Clock
 from opbench.runner.injection import Injection, InjectingSession
-from opbench.runner.machine_facts import FactsCache, obtain_machine_facts
+from opbench.runner.machine_facts import FactsCache, MachineFacts, obtain_machine_facts
 from opbench.runner.protocol import MeasuringSession
 from opbench.runner.session import ApiError, Session
 from opbench.runner.workers import worker_pool
@@ -60,10 +61,21 @@ def measure_everywhere(session: MeasuringSession, instance: CaseInstance) -> dic
         record = extend_instance(session, instance, record, pass_index)
     return record
 
-InstanceCallback = Callable[[int, int, CaseInstance, "dict[str, Any] | None"], None]
 
 # run()'s default: the machine-facts cache of the environment (machine_facts.cache_dir).
 FROM_ENVIRONMENT = "environment"
+
+
+def machine_facts(session: MeasuringSession, config: RunConfig,
+                  facts_cache: "FactsCache | None | str" = FROM_ENVIRONMENT) -> MachineFacts:
+    """The per-call floors and ceilings for an opened session (its `overhead` set), as every
+    run and gate stage gets them: from the machine-facts cache when it holds them for this
+    machine and these builds, else measured now and kept (runner/machine_facts.py).
+    facts_cache: FROM_ENVIRONMENT (the user's cache directory), a FactsCache, or None
+    (measured every time)."""
+    cache = FactsCache.from_environment() if facts_cache == FROM_ENVIRONMENT else facts_cache
+    return obtain_machine_facts(session, config, cache,
+                                now=lambda: datetime.fromisoformat(utc_now()))
 
 
 # on_pass(pass_index, passes, measured, decided): before each later pass, how many instances
@@ -133,9 +145,7 @@ def _run_opened(session, instances, config, json_path, on_progress, on_pass, on_
     started = time.perf_counter()
     # the floors and ceilings: from the cache when it holds them for this machine and these
     # builds, else measured now (and kept); the record keeps the figures and their source
-    facts = (obtain_machine_facts(session, config, facts_cache,
-                                  now=lambda: datetime.fromisoformat(utc_now()))
-             if config.timing else None)
+    facts = machine_facts(session, config, facts_cache) if config.timing else None
     record = new_record(config.as_dict(), session.framework_info(),
                         dict(facts.overhead) if facts else {})
     if facts is not None:
@@ -162,7 +172,7 @@ def _run_opened(session, instances, config, json_path, on_progress, on_pass, on_
         record["finished_utc"] = utc_now()
         save()
         raise
-    prior = apply_between_process_prior(record["instances"], config)
+    record["instances"], prior = apply_between_process_prior(record["instances"], config)
     if prior is not None:
         record["between_process_prior"] = {"sd": prior.sd, "df": prior.df,
                                            "instances": prior.instances}
@@ -195,13 +205,13 @@ def run_passes(session: MeasuringSession, instances: Sequence[CaseInstance],
         records.append(result)
         save()
         if on_progress:
-            on_progress(i, len(instances), inst, result)
+            on_progress(i, len(instances), inst, InstanceRecord.from_dict(result))
     passes = session.total_passes if session.config.timing else 1
     per_process = session.config.passes
     open_ = set(range(len(instances)))
     for pass_index in range(2, passes + 1):
         if early_stop is not None and (pass_index - 1) % per_process == 0:
-            _stop_decided(early_stop, (pass_index - 1) // per_process, records[first:], open_)
+            _stop_decided(early_stop, (pass_index - 1) // per_process, records, first, open_)
             if not open_:
                 break
         if on_pass:
@@ -209,7 +219,7 @@ def run_passes(session: MeasuringSession, instances: Sequence[CaseInstance],
         for offset, inst in enumerate(instances):
             if offset not in open_:
                 continue
-            # a worker pool hands back a new record; a Session extends this one in place
+            # a new record each pass (the session pools into a copy; the judge writes anew)
             records[first + offset] = extend_instance(session, inst, records[first + offset],
                                                       pass_index)
             save()
@@ -217,13 +227,14 @@ def run_passes(session: MeasuringSession, instances: Sequence[CaseInstance],
 
 
 def _stop_decided(early_stop: EarlyStop, processes: int, records: list[dict[str, Any]],
-                  open_: set[int]) -> None:
-    """The look after `processes` worker processes: the open instances its rule settles are
-    marked and leave `open_`."""
-    settled = set(early_stop.settled(processes, records))
+                  first: int, open_: set[int]) -> None:
+    """The look after `processes` worker processes: the open instances its rule settles
+    (among records[first:], this run's) are marked and leave `open_`."""
+    settled = set(early_stop.settled(processes, records[first:]))
     for offset in sorted(open_):
-        if records[offset].get("id") in settled:
-            mark_decided(records[offset], processes, early_stop.confidences[processes - 1])
+        if records[first + offset].get("id") in settled:
+            records[first + offset] = mark_decided(records[first + offset], processes,
+                                                   early_stop.confidences[processes - 1])
             open_.discard(offset)
 
 

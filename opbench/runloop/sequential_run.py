@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from opbench.cases.case_files import CaseInstance
+from opbench.results.records import InstanceRecord
 from opbench.runner.protocol import MeasuringSession
 from opbench.verdicts.conclusions import judge_instance, run_between_process_prior
 from opbench.verdicts.rules import Verdict
 from opbench.verdicts.sequential import decided, look_for
 
-__all__ = ["EarlyStop", "LookCallback", "mark_decided", "run_sequential", "settled",
+__all__ = ["EarlyStop", "LookCallback", "is_settled", "mark_decided", "run_sequential",
+           "with_course",
            "STOPPED_BUDGET", "STOPPED_CAP",
            "STOPPED_DECIDED", "STOPPED_FAILED"]
 
@@ -33,7 +35,9 @@ STOPPED_CAP = "cap"             # still undecided after max_processes
 STOPPED_BUDGET = "budget"       # still undecided when the time budget ran out
 STOPPED_FAILED = "failed"       # MISMATCH or ERROR: more processes cannot change it
 
-InstanceCallback = Callable[[int, int, CaseInstance, "dict[str, Any] | None"], None]
+# on_progress(i, n, instance, record): before (None) and after each instance of the first
+# pass or process, with the instance's record as the results file will hold it.
+InstanceCallback = Callable[[int, int, CaseInstance, "InstanceRecord | None"], None]
 # on_look(process, max_processes, undecided, decided, eta_s): before each process after the
 # first, how many instances it will measure, how many are settled, and how long the
 # undecided took in the previous process (the next one's duration, up to a fresh start).
@@ -53,10 +57,12 @@ class EarlyStop:
     confidences: tuple[float, ...]
 
 
-def mark_decided(record: dict[str, Any], processes: int, confidence: float) -> None:
-    """An instance record stopped at the look after its `processes`-th process says so."""
-    record["sequential"] = {"processes": processes, "stopped": STOPPED_DECIDED,
-                            "look_confidence": confidence}
+def mark_decided(record: Mapping[str, Any], processes: int, confidence: float
+                 ) -> dict[str, Any]:
+    """A new instance record saying it stopped at the look after its `processes`-th
+    process."""
+    return {**record, "sequential": {"processes": processes, "stopped": STOPPED_DECIDED,
+                                     "look_confidence": confidence}}
 
 
 def run_sequential(session: MeasuringSession, instances: Sequence[CaseInstance],
@@ -81,9 +87,11 @@ def run_sequential(session: MeasuringSession, instances: Sequence[CaseInstance],
         share_s[i] = clock() - before
         save()
         if on_progress:
-            on_progress(i, len(instances), inst, records[-1])
+            on_progress(i, len(instances), inst, InstanceRecord.from_dict(records[-1]))
+    for i in range(len(instances)):
+        records[first + i] = with_course(records[first + i])
     ours = records[first:]
-    open_ = [i for i, r in enumerate(ours) if not settled(r)]
+    open_ = [i for i, r in enumerate(ours) if not is_settled(r)]
     for process in range(2, plan.max_processes + 1):
         if not open_:
             break
@@ -99,15 +107,19 @@ def run_sequential(session: MeasuringSession, instances: Sequence[CaseInstance],
         for i in open_:
             before = clock()
             record = session.extend_instance(instances[i], ours[i], process)
-            ours[i] = records[first + i] = _judged(session, record, process, records)
+            judged = _judged(session, record, process, records)
+            # the record saved is the judged one; whether it is settled is written after
+            records[first + i] = judged
             share_s[i] = clock() - before
             save()
-            if not settled(ours[i]):
+            ours[i] = records[first + i] = with_course(judged)
+            if not is_settled(ours[i]):
                 still.append(i)
         open_ = still
     for i in open_:
-        ours[i]["sequential"]["stopped"] = (STOPPED_CAP if _processes(ours[i]) >=
-                                            plan.max_processes else STOPPED_BUDGET)
+        stopped = STOPPED_CAP if _processes(ours[i]) >= plan.max_processes else STOPPED_BUDGET
+        ours[i] = records[first + i] = {**ours[i], "sequential": {**ours[i]["sequential"],
+                                                                  "stopped": stopped}}
     return ours
 
 
@@ -133,19 +145,23 @@ def _processes(record: dict[str, Any]) -> int:
     return min(counts, default=1)
 
 
-def settled(record: dict[str, Any]) -> bool:
-    """True (and the record says why) when the instance measures no more."""
+def with_course(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A new record whose `sequential` entry (added when absent) says whether the instance
+    measures no more: stopped "failed" or "decided", or None while it goes on."""
     verdict = record.get("verdict")
-    course = record.setdefault("sequential", {"processes": _processes(record),
-                                              "stopped": None, "look_confidence": None})
+    course = dict(record.get("sequential") or {"processes": _processes(record),
+                                               "stopped": None, "look_confidence": None})
     if verdict in (Verdict.MISMATCH.value, Verdict.ERROR.value) or not record.get(
             "measurements"):
         course["stopped"] = STOPPED_FAILED
-        return True
     # every view decided, not just the instance's worst: a SLOW serial row would otherwise
     # stop a forward+backward row still INCONCLUSIVE (seen on 11 instances of the library)
-    if decided(verdict) and all(decided(m["verdict"])
-                                for m in record["measurements"].values()):
+    elif decided(verdict) and all(decided(m["verdict"])
+                                  for m in record["measurements"].values()):
         course["stopped"] = STOPPED_DECIDED
-        return True
-    return False
+    return {**record, "sequential": course}
+
+
+def is_settled(record: Mapping[str, Any]) -> bool:
+    """The instance measures no more (with_course said why)."""
+    return record["sequential"]["stopped"] is not None

@@ -2,7 +2,7 @@
 answer is a MISMATCH, not a win. Pure numpy; outputs arrive already converted."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,9 @@ class CheckResult:
     # differs); None when they agree or differ in count, shape or dtype kind.
     worst_output: int | None = None
     worst_index: tuple[int, ...] | None = None
+    # The case's expect_mismatch reason, on a check that failed as the case expects (the
+    # instance is then timed, and every view says why its outputs differ).
+    expected_mismatch: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         found = {"ok": self.ok, "max_abs_err": _finite(self.max_abs_err),
@@ -32,7 +35,16 @@ class CheckResult:
                  "atol": self.atol, "detail": self.detail}
         if self.worst_index is not None:
             found.update(worst_output=self.worst_output, worst_index=list(self.worst_index))
+        if self.expected_mismatch is not None:
+            found["expected_mismatch"] = self.expected_mismatch
         return found
+
+    def expected_by(self, reason: str | None) -> "CheckResult":
+        """The check as the case sees it: a failure it expects (`reason`, its
+        expect_mismatch) carries the reason; anything else is unchanged."""
+        if self.ok or not reason:
+            return self
+        return replace(self, expected_mismatch=reason)
 
 
 def _finite(x: float) -> float | None:

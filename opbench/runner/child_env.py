@@ -12,10 +12,11 @@ interpreter check compares (runner/interpreters.py).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Mapping
 
-__all__ = ["child_environment", "OPBENCH_ROOT"]
+__all__ = ["child_environment", "is_this_interpreter", "OPBENCH_ROOT"]
 
 # The directory holding the opbench package this process runs.
 OPBENCH_ROOT = Path(__file__).resolve().parents[2]
@@ -31,3 +32,10 @@ def child_environment(with_this_opbench: bool,
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(OPBENCH_ROOT), env.get("PYTHONPATH")) if p)
     return env
+
+
+def is_this_interpreter(python: str | None) -> bool:
+    """None, or the path of the interpreter running this process (as named: a venv's
+    python is a symlink to its base interpreter, which other venvs share, so links are not
+    resolved). Its children get this opbench first (child_environment)."""
+    return python is None or os.path.abspath(python) == os.path.abspath(sys.executable)

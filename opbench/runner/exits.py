@@ -5,13 +5,21 @@ Why not the bare return code: `exit -11` makes the reader know that Popen report
 signal N as -N and look 11 up; the signal's name says "the operator crashed" (SIGSEGV,
 SIGBUS, SIGABRT) or "something killed it" (SIGKILL: often the kernel's out-of-memory killer)
 at once. A process started through a shell wrapper reports a signal the shell's way, as
-128 + N; that status is named as well.
+128 + N; that status is named as well. `SideLost` is what a measurement raises when a side's
+process ended so (kept here, below both the session that raises it through and the worker
+handle that subclasses it).
 """
 from __future__ import annotations
 
 import signal
 
-__all__ = ["describe_exit", "signal_text"]
+__all__ = ["describe_exit", "signal_text", "SideLost"]
+
+class SideLost(RuntimeError):
+    """A side's worker process died, hung or could not be reached in the middle of an
+    instance: not the instance's failure but the process's, so it is raised through to the
+    pool (workers.py), which records it against the instance and starts a fresh process."""
+
 
 # The shell's convention for a child ended by signal N: exit status 128 + N.
 SHELL_SIGNAL_BASE = 128

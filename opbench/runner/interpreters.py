@@ -2,8 +2,11 @@
 `--reference mindspore@PYTHON` ends the run with one message and the pip command that
 fixes it, before anything is timed, and never falls back to this interpreter.
 
-The probe runs `PYTHON -c PROBE FRAMEWORK` with this environment (as the worker will) and
-only *finds* the framework (importlib.util.find_spec): importing MindSpore takes seconds.
+The probe runs `PYTHON -c PROBE FRAMEWORK...` with the environment the child will have
+(child_env.py: this opbench first only for a child started so, as the model's are) and
+only *finds* the frameworks (importlib.util.find_spec): importing MindSpore takes seconds.
+One probe answers for every framework the interpreter must hold (the model replays both
+in the script's interpreter: one interpreter start, not one per framework).
 """
 from __future__ import annotations
 
@@ -11,10 +14,10 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from opbench.config import OPBENCH_VERSION
-from opbench.runner.child_env import child_environment
+from opbench.runner.child_env import child_environment, is_this_interpreter
 from opbench.runner.ipc import wire_fingerprint
 
 __all__ = ["InterpreterError", "check_interpreter", "PROBE"]
@@ -31,9 +34,9 @@ try:
     wire = wire_fingerprint()
 except Exception as exc:
     wire = None
-print(json.dumps({"opbench": version, "wire": wire, "has_framework":
-                  importlib.util.find_spec(sys.argv[1]) is not None,
-                  "python": sys.version.split()[0]}))
+missing = [name for name in sys.argv[1:] if importlib.util.find_spec(name) is None]
+print(json.dumps({"opbench": version, "wire": wire, "has_framework": not missing,
+                  "missing": missing, "python": sys.version.split()[0]}))
 """
 # Starting an interpreter and finding two packages: well under a second here; a cold
 # disk or a network home can take seconds.
@@ -53,17 +56,25 @@ def _opbench_source() -> str:
     return f"'opbench=={OPBENCH_VERSION}'"
 
 
-def check_interpreter(python: str, framework: str,
-                      run: Callable[..., Any] = subprocess.run) -> dict[str, Any]:
+def check_interpreter(python: str, framework: str | Sequence[str],
+                      run: Callable[..., Any] = subprocess.run,
+                      this_opbench: bool | None = None) -> dict[str, Any]:
     """The probe's facts (opbench version, python version) when `python` exists, holds
-    `framework` and this very opbench version; InterpreterError otherwise."""
-    who = f"the interpreter {python} (for {framework})"
+    `framework` (a name, or several: one probe for all) and this very opbench version;
+    InterpreterError otherwise. `this_opbench`: probe with this opbench first on the path,
+    as a child started with spawn_child(this_opbench=True) will import it (default: as
+    spawn_child's, for this interpreter only)."""
+    if this_opbench is None:
+        this_opbench = is_this_interpreter(python)
+    frameworks = (framework,) if isinstance(framework, str) else tuple(framework)
+    who = f"the interpreter {python}" + (f" (for {' and '.join(frameworks)})"
+                                         if frameworks else "")
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise InterpreterError(f"{who} does not exist or is not executable")
     try:
-        done = run([python, "-c", PROBE, framework], capture_output=True, text=True,
+        done = run([python, "-c", PROBE, *frameworks], capture_output=True, text=True,
                    timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL,
-                   env=child_environment(with_this_opbench=False))
+                   env=child_environment(with_this_opbench=this_opbench))
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InterpreterError(f"{who} could not be started: {exc}") from None
     try:
@@ -85,6 +96,7 @@ def check_interpreter(python: str, framework: str,
                                f"same version); install this one there: {pip} "
                                f"{_opbench_source()}")
     if not facts.get("has_framework"):
-        raise InterpreterError(f"{who} has no {framework}; install it there: {pip} "
-                               f"{framework}")
+        missing = facts.get("missing") or frameworks
+        raise InterpreterError(f"{who} has no {' or '.join(missing)}; install it there: "
+                               f"{pip} {' '.join(missing)}")
     return facts

@@ -7,8 +7,10 @@ handler) that worker_main.py and side_server.py answer through, and a worker pro
 A new message is a record here (its fields are its arguments; `doing` is what the worker is
 doing while it answers, for the message when it dies on it), a handler in the table of the
 process that answers it (worker_main.WorkerServer, or side_server.SideServer for a side's
-per-instance work), and a `Worker.call(TheRequest(...))` in the parent (workers.py). Nothing
-else changes: the socket, the serialisation and the error replies are here.
+per-instance work, or model/replay/main.ReplayServer for a model's replay), and a
+`Worker.call(TheRequest(...))` in the parent (workers.py; the model's replay processes:
+model/impact/processes.py). Nothing else changes: the socket, the serialisation and the
+error replies are here.
 
 Serialisation: pickle (protocol 5) over a multiprocessing Connection's byte messages, as the
 verb tuples were before. The records carry numpy arrays (outputs, gradients), RunConfigs and
@@ -40,6 +42,7 @@ __all__ = [
     "Request", "Open", "OpenSide", "Overheads", "Ceilings", "CheckApis", "Run", "Extend",
     "Close", "Forward", "Backward", "Sample", "RunWarmUp", "SyncCost", "PeakMemory",
     "SideInfo", "SideOverheads", "SideCeilings", "SideCheckApis", "SIDE_REQUESTS",
+    "REPLAY_PROBE", "REPLAY_TIME", "ReplayStep", "ReplayResult",
     "Reply", "Ok", "Failed", "ForwardDone", "BackwardDone", "OperatorFailed",
     "UnreadableMessage", "send", "receive", "connection_from_fd", "Dispatcher",
     "answer_requests", "activity", "wire_fingerprint"]
@@ -235,6 +238,53 @@ class SideCheckApis(Request):
 SIDE_REQUESTS: tuple[type[Request], ...] = (
     Forward, Backward, Sample, RunWarmUp, SyncCost, PeakMemory,
     SideInfo, SideOverheads, SideCeilings, SideCheckApis)
+
+
+# -- a model replay process's request (model/replay/main.py ReplayServer) -----------------
+# What kind of replay: PROBE runs the step once (each call's route chosen, its status, its
+# outputs' fingerprints); TIME warms up, then times the step and each call.
+REPLAY_PROBE, REPLAY_TIME = "probe", "time"
+
+
+@dataclass(frozen=True)
+class ReplayStep(Request):
+    """Replay a model's step program (model/steady.StepProgram: opaque to this layer) in
+    `framework`, set up as asked (device, threads, launch mode; pinned to `cpus` before the
+    framework starts its thread pools); -> ReplayResult. A replay process sets its framework
+    up at its first request; later ones must ask for the same set-up."""
+
+    doing: ClassVar[str] = "replaying the model's step"
+    framework: str
+    program: Any
+    kind: str = REPLAY_TIME
+    device: str = "cpu"
+    threads: int | None = None       # None: the framework's own default
+    cpus: tuple[int, ...] = ()       # () : left unpinned
+    launch: str | None = None        # "blocking" switches MindSpore's queue off
+    routes: Mapping[int, int] | None = None   # call index -> the route the probe chose
+    skip: tuple[int, ...] = ()       # calls stood in for without trying them
+    samples: int = 5                 # step samples per round
+    passes: int = 2                  # per-call passes per round
+    rounds: int = 1
+    warmup_runs: int = 3
+    warmup_s: float = 0.2
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What a replay process found (inside Ok): its framework's facts, each call's status
+    (model/replay/executor.CallStatus), and the probe's fingerprints or the timings."""
+
+    framework: str
+    version: str
+    threads: int
+    launch: str
+    status: tuple[Any, ...]
+    pid: int
+    fingerprints: tuple[Any, ...] | None = None      # a probe's, one per call
+    warmup_runs: int | None = None
+    samples_s: tuple[float, ...] = ()                # step samples, every round's
+    per_call_s: tuple[tuple[float, ...], ...] = ()   # per call: its latencies
 
 
 # -- replies --------------------------------------------------------------------------------

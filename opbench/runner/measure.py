@@ -121,9 +121,11 @@ class Calibration:
 
 
 @dataclass(frozen=True)
-class Measurement:
-    """Raw result of one interleaved measurement. per_call_s[side][i] is round i's mean
-    time per call; order[i] is the order the sides ran in round i."""
+class MeasuredRounds:
+    """Raw result of one interleaved measurement (one share of a measurement's rounds; the
+    measurement itself is the record results/records.py types as Measurement).
+    per_call_s[side][i] is round i's mean time per call; order[i] is the order the sides ran
+    in round i."""
 
     mode: str
     loops: int
@@ -441,7 +443,7 @@ def _interleaved_rounds(sides: Sequence[AnySide], loops: int, rounds: int, mode:
 
 def measure(sides: Sequence[AnySide], settings: MeasureSettings,
             clock: Clock = time.perf_counter, resolution_s: float | None = None,
-            settle: Settle | None = None, cpu_clock: Clock | None = None) -> Measurement:
+            settle: Settle | None = None, cpu_clock: Clock | None = None) -> MeasuredRounds:
     """The whole protocol: warm-up each side, calibrate one loop count, then interleaved
     rounds, each sample after settle() (when given). Every raw per-round sample is kept,
     with its CPU time when `cpu_clock` (time.process_time) is given."""
@@ -466,12 +468,12 @@ def measure(sides: Sequence[AnySide], settings: MeasureSettings,
             f"{calibration.target_sample_time_s * 1e3:.3g} ms (coarser, but the gap dwarfs it)")
     done = _interleaved_rounds(sides, calibration.loops, rounds, settings.mode, clock, settle,
                                cpu_clock=cpu_clock)
-    return Measurement(mode=settings.mode, loops=calibration.loops, per_call_s=done.per_call_s,
-                       order=done.order,
-                       warmup_calls={name: w.calls for name, w in warmups.items()},
-                       calibration=calibration,
-                       rounds_requested=settings.rounds, notes=tuple(notes),
-                       settled=done.settled, cpu_s=done.cpu_s)
+    return MeasuredRounds(mode=settings.mode, loops=calibration.loops,
+                          per_call_s=done.per_call_s, order=done.order,
+                          warmup_calls={name: w.calls for name, w in warmups.items()},
+                          calibration=calibration,
+                          rounds_requested=settings.rounds, notes=tuple(notes),
+                          settled=done.settled, cpu_s=done.cpu_s)
 
 
 def times_slower(slow_s: float, fast_s: float) -> str:
@@ -511,8 +513,9 @@ def more_rounds(sides: Sequence[AnySide], mode: str, loops: int, rounds: int,
 
 
 @dataclass(frozen=True)
-class Overhead:
-    """What a framework costs before any kernel work: the user can tell "kernel slower"
+class MeasuredOverhead:
+    """What a framework costs before any kernel work, as one process measured it (the run
+    keeps it per side as results/records.py's Overhead): the user can tell "kernel slower"
     from "per-call overhead" by comparing an op's time with these."""
 
     framework: str
@@ -525,7 +528,7 @@ class Overhead:
 def measure_overhead(name: str, trivial: Callable[[], Any], sync: Callable[[], None],
                      clock: Clock = time.perf_counter,
                      min_sample_time_s: float = DEFAULT_MIN_SAMPLE_TIME_S,
-                     rounds: int = 7, resolution_s: float | None = None) -> Overhead:
+                     rounds: int = 7, resolution_s: float | None = None) -> MeasuredOverhead:
     """Dispatch floor of `name` in both modes (median over rounds) and its sync cost."""
     side = Side(name, trivial, sync)
     sync()
@@ -540,6 +543,6 @@ def measure_overhead(name: str, trivial: Callable[[], Any], sync: Callable[[], N
         m = measure([side], settings, clock, resolution_s)
         samples = sorted(m.per_call_s[name])
         floors[mode] = samples[len(samples) // 2]
-    return Overhead(framework=name, sync_cost_s=sync_cost_s(sync, clock),
+    return MeasuredOverhead(framework=name, sync_cost_s=sync_cost_s(sync, clock),
                     dispatch_floor_serial_s=floors[SERIAL], dispatch_floor_async_s=floors[ASYNC],
                     first_call_serial_s=first)

@@ -2,81 +2,231 @@
 anything is judged.
 
 The session (session.py) measures; this module turns what was measured into record fields:
-the instance header, a measurement's raw rounds with where each came from (pass, process,
-the wait before each sample), the protocol's own notes, and the rounds of a later pass
-pooled in. Statistics and verdicts are added by opbench/verdicts/conclusions.py. Pure:
-dicts and measure()'s results in, dicts out; shared with the worker processes (workers.py
-builds headers for failed instances).
+the instance header, and a measurement's raw rounds with where each came from (pass,
+process, the wait before each sample) and the protocol's own notes as a frozen
+RawMeasurement, a later pass's rounds pooled into a new one. Statistics and verdicts are
+judged by opbench/verdicts/conclusions.py into new records. Pure: measure()'s results in,
+frozen values and dicts out; shared with the worker processes (workers.py builds headers
+for failed instances).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from opbench.cases.case_files import CaseInstance
-from opbench.runner.measure import ROUNDS_CUT_NOTE, Measurement, MoreRounds
+from opbench.runner.check import CheckResult
+from opbench.runner.measure import ROUNDS_CUT_NOTE, MeasuredRounds, MoreRounds
 from opbench.runner.core_use import effective_cores, samples_over
 
 if TYPE_CHECKING:   # runner imports this module
     from opbench.config import RunConfig
 
-__all__ = ["BACKWARD_SUFFIX", "add_core_use", "add_settled", "instance_header", "jsonable",
-           "key_mode",
-           "new_measurement", "output_shapes", "pool_rounds", "protocol_notes"]
+__all__ = ["BACKWARD_SUFFIX", "RawInstance", "RawMeasurement", "instance_header", "jsonable",
+           "key_mode", "output_shapes", "protocol_notes"]
 
 BACKWARD_SUFFIX = "+backward"
 
 
-def new_measurement(m: Measurement, mode: str, threshold: float, rounds_requested: int,
-                    process_index: int, allowed_cores: int | None = None) -> dict[str, Any]:
-    """A measurement's record from its first share (pass 1 in one process): raw rounds and
-    where they came from; statistics are added by the caller (measurement_statistics plus
-    its own explanations)."""
-    record = {
-        "mode": mode,
-        "loops": m.loops,
-        "rounds": m.rounds,
-        "rounds_requested": rounds_requested,
-        "passes": 1,
-        "rounds_per_pass": m.rounds,
-        "pass_of_round": [1] * m.rounds,
-        "processes": 1,
-        "process_of_round": [process_index] * m.rounds,
-        "samples_s": {n: list(v) for n, v in m.per_call_s.items()},
-        "order": [list(o) for o in m.order],
-        "warmup_calls": m.warmup_calls,
-        "calibration": {"target_sample_time_s": m.calibration.target_sample_time_s,
-                        "clock_resolution_s": m.calibration.clock_resolution_s,
-                        "sync_cost_s": m.calibration.sync_cost_s,
-                        "probes": [{"loops": lp, "sample_s": t}
-                                   for lp, t in m.calibration.probes]},
-        "threshold": threshold,
-    }
-    add_settled(record, m.settled)
-    add_core_use(record, m.cpu_s, allowed_cores)
-    return record
+@dataclass(frozen=True)
+class RawMeasurement:
+    """A measurement's raw rounds and where each came from (pass, process, the wait before
+    each sample, the CPU time it took), before anything is judged: `first` makes it from
+    pass 1's share, `pooled` makes a new one with a later share's rounds added, and
+    `as_dict` is the record the results file keeps (verdicts/conclusions.py adds the
+    statistics and notes to a copy)."""
+
+    mode: str
+    loops: int
+    rounds_requested: int
+    rounds_per_pass: int
+    threshold: float
+    samples_s: Mapping[str, tuple[float, ...]]
+    order: tuple[tuple[str, ...], ...]
+    pass_of_round: tuple[int, ...]
+    process_of_round: tuple[Any, ...]
+    warmup_calls: Mapping[str, int]
+    calibration: Mapping[str, Any]
+    passes: int = 1
+    # the wait before each sample (None: no settle), aligned with samples_s; timed-out waits
+    settle_s: Mapping[str, tuple[float | None, ...]] = field(default_factory=dict)
+    settle_timed_out: Mapping[str, int] = field(default_factory=dict)
+    # each sample's process CPU seconds (None where a share had no CPU clock); None: no
+    # share had one, and the record says nothing of cores
+    cpu_s: Mapping[str, tuple[float | None, ...]] | None = None
+    allowed_cores: int | None = None
+    protocol_notes: tuple[str, ...] = ()
+
+    @classmethod
+    def first(cls, m: MeasuredRounds, threshold: float, rounds_requested: int,
+              process_index: int, allowed_cores: int | None = None,
+              notes: Sequence[str] = ()) -> "RawMeasurement":
+        """The record of pass 1's share in one process."""
+        c = m.calibration
+        raw = cls(mode=m.mode, loops=m.loops, rounds_requested=rounds_requested,
+                  rounds_per_pass=m.rounds, threshold=threshold,
+                  samples_s={n: tuple(v) for n, v in m.per_call_s.items()},
+                  order=tuple(tuple(o) for o in m.order), pass_of_round=(1,) * m.rounds,
+                  process_of_round=(process_index,) * m.rounds,
+                  warmup_calls=dict(m.warmup_calls),
+                  calibration={"target_sample_time_s": c.target_sample_time_s,
+                               "clock_resolution_s": c.clock_resolution_s,
+                               "sync_cost_s": c.sync_cost_s,
+                               "probes": [{"loops": lp, "sample_s": t} for lp, t in c.probes]},
+                  protocol_notes=tuple(notes))
+        return raw._with_settled(m.settled)._with_cpu(m.cpu_s, allowed_cores)
+
+    @classmethod
+    def of(cls, m: Mapping[str, Any]) -> "RawMeasurement":
+        """A measurement record's raw part again (a later pass pools into it; the
+        statistics and notes it carries are redone by the judge)."""
+        order = tuple(tuple(o) for o in m["order"])
+        return cls(mode=m["mode"], loops=m["loops"], rounds_requested=m["rounds_requested"],
+                   rounds_per_pass=m["rounds_per_pass"], threshold=m["threshold"],
+                   samples_s={n: tuple(v) for n, v in m["samples_s"].items()}, order=order,
+                   pass_of_round=tuple(m["pass_of_round"]),
+                   process_of_round=tuple(m.get("process_of_round") or (1,) * len(order)),
+                   warmup_calls=m["warmup_calls"], calibration=m["calibration"],
+                   passes=m.get("passes", 1),
+                   settle_s={n: tuple(v) for n, v in m.get("settle_s", {}).items()},
+                   settle_timed_out=dict(m.get("settle_timed_out", {})),
+                   cpu_s=({n: tuple(v) for n, v in m["cpu_s"].items()} if "cpu_s" in m
+                          else None),
+                   allowed_cores=m.get("allowed_cores"),
+                   protocol_notes=tuple(m.get("protocol_notes", ())))
+
+    @property
+    def rounds(self) -> int:
+        return len(self.order)
+
+    def pooled(self, extra: MoreRounds, pass_index: int, process_index: int,
+               allowed_cores: int | None = None) -> "RawMeasurement":
+        """A new record with a later share's rounds added, with their pass, process and
+        waits; the judge redoes the statistics."""
+        added = len(extra.order)
+        raw = replace(self,
+                      samples_s={n: v + tuple(extra.per_call_s.get(n, ()))
+                                 for n, v in self.samples_s.items()},
+                      order=self.order + tuple(tuple(o) for o in extra.order),
+                      pass_of_round=self.pass_of_round + (pass_index,) * added,
+                      process_of_round=self.process_of_round + (process_index,) * added,
+                      passes=max(self.passes, pass_index))
+        return raw._with_settled(extra.settled)._with_cpu(extra.cpu_s, allowed_cores)
+
+    def _with_settled(self, settled: Mapping[str, Sequence[Any]]) -> "RawMeasurement":
+        """Each sample's pre-sample wait (seconds) and whether it timed out, aligned with
+        samples_s, so a reader can see how long the other side's leftovers lasted."""
+        waits, timed_out = dict(self.settle_s), dict(self.settle_timed_out)
+        for name, results in settled.items():
+            waits[name] = waits.get(name, ()) + tuple(
+                None if r is None else round(r.waited_s, 6) for r in results)
+            timed_out[name] = timed_out.get(name, 0) + sum(
+                1 for r in results if r is not None and r.timed_out)
+        return replace(self, settle_s=waits, settle_timed_out=timed_out)
+
+    def _with_cpu(self, cpu_s: Mapping[str, Sequence[float]],
+                  allowed_cores: int | None) -> "RawMeasurement":
+        """The share's CPU seconds appended (nulls where a share had no CPU clock, so they
+        stay aligned with samples_s), once any share had a CPU clock."""
+        if not cpu_s and self.cpu_s is None:
+            return self
+        rounds_before = self.rounds - len(next(iter(cpu_s.values()), ()))
+        kept = {}
+        for name in self.samples_s:
+            values = (self.cpu_s or {}).get(name, ())
+            values += (None,) * (rounds_before - len(values))   # shares without a CPU clock
+            kept[name] = values + tuple(cpu_s.get(name, (None,) * (self.rounds - len(values))))
+        return replace(self, cpu_s=kept,
+                       allowed_cores=self.allowed_cores if allowed_cores is None
+                       else allowed_cores)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The measurement's record, in the order the results file has always had it."""
+        record = {
+            "mode": self.mode,
+            "loops": self.loops,
+            "rounds": self.rounds,
+            "rounds_requested": self.rounds_requested,
+            "passes": self.passes,
+            "rounds_per_pass": self.rounds_per_pass,
+            "pass_of_round": list(self.pass_of_round),
+            "processes": len(set(self.process_of_round)),
+            "process_of_round": list(self.process_of_round),
+            "samples_s": {n: list(v) for n, v in self.samples_s.items()},
+            "order": [list(o) for o in self.order],
+            "warmup_calls": dict(self.warmup_calls),
+            "calibration": self.calibration,
+            "threshold": self.threshold,
+            "settle_s": {n: list(v) for n, v in self.settle_s.items()},
+            "settle_timed_out": dict(self.settle_timed_out),
+        }
+        if self.cpu_s is not None:
+            record.update(self._core_use())
+        record["protocol_notes"] = list(self.protocol_notes)
+        return record
+
+    def _core_use(self) -> dict[str, Any]:
+        """Each sample's process CPU seconds, each side's effective cores over all its
+        samples (CPU time over wall time) and how many of its samples used more cores than
+        the run allows (pinning.py)."""
+        cpu = {n: list(v) for n, v in (self.cpu_s or {}).items()}
+        walls = {n: [t * self.loops for t in samples] for n, samples in self.samples_s.items()}
+        fields: dict[str, Any] = {
+            "cpu_s": cpu,
+            "effective_cores": {n: (None if (c := effective_cores(cpu[n], walls[n])) is None
+                                    else round(c, 3)) for n in cpu}}
+        if self.allowed_cores is not None:
+            fields["allowed_cores"] = self.allowed_cores
+            fields["samples_over_cores"] = {n: samples_over(cpu[n], walls[n],
+                                                            self.allowed_cores) for n in cpu}
+        return fields
 
 
-def pool_rounds(m: dict[str, Any], extra: MoreRounds, pass_index: int,
-                process_index: int, allowed_cores: int | None = None) -> None:
-    """A later share's rounds appended to a measurement's record, with their pass, process
-    and waits; the caller redoes the statistics."""
-    for name, values in extra.per_call_s.items():
-        m["samples_s"][name].extend(values)
-    m["order"].extend(list(o) for o in extra.order)
-    m["pass_of_round"].extend([pass_index] * len(extra.order))
-    m.setdefault("process_of_round", [1] * (len(m["order"]) - len(extra.order)))
-    m["process_of_round"].extend([process_index] * len(extra.order))
-    add_settled(m, extra.settled)
-    add_core_use(m, extra.cpu_s, allowed_cores)
-    m["passes"] = max(m.get("passes", 1), pass_index)
-    m["processes"] = len(set(m["process_of_round"]))
-    m["rounds"] = len(m["order"])
+@dataclass(frozen=True)
+class RawInstance:
+    """What the runner recorded for one instance, before anything is judged: what it is
+    (`header`, instance_header), how its outputs and gradients compared, each measurement's
+    raw rounds, each side's peak memory, what failed and how long it all took. A stage that
+    never ran stays None and writes no key; `as_dict` is the record in the order the results
+    file has always had it (the judge, verdicts/conclusions.py, makes a new one from it)."""
+
+    header: Mapping[str, Any]
+    check: CheckResult | None = None
+    output_shapes: Any = None                 # one shape, or one per output of a tuple
+    grad_check: CheckResult | None = None
+    threshold: float | None = None
+    measurements: Mapping[str, RawMeasurement] | None = None
+    peak_memory: Mapping[str, Any] | None = None
+    error: str | None = None
+    traceback: str | None = None
+    duration_s: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        record = dict(self.header)
+        if self.error is not None:
+            record["error"] = self.error          # the header's key: its place is kept
+        if self.check is not None:
+            record["check"] = self.check.as_dict()
+            record["output_shapes"] = self.output_shapes
+        if self.grad_check is not None:
+            record["grad_check"] = self.grad_check.as_dict()
+        if self.threshold is not None:
+            record["threshold"] = self.threshold
+        if self.measurements is not None:
+            record["measurements"] = {k: m.as_dict() for k, m in self.measurements.items()}
+        if self.peak_memory is not None:
+            record["peak_memory"] = self.peak_memory
+        if self.traceback is not None:
+            record["traceback"] = self.traceback
+        if self.duration_s is not None:
+            record["duration_s"] = self.duration_s
+        return record
 
 
-def protocol_notes(m: Measurement, config: "RunConfig") -> list[str]:
+def protocol_notes(m: MeasuredRounds, config: "RunConfig") -> list[str]:
     """measure()'s notes speak of the first pass's share; restate a cut in totals."""
     if config.shares == 1:
         return list(m.notes)
@@ -89,42 +239,6 @@ def protocol_notes(m: Measurement, config: "RunConfig") -> list[str]:
                         f"{m.rounds * config.shares} ({m.rounds} in each of {pieces}) to "
                         f"stay within {config.settings.max_time_s:g} s")
     return notes
-
-
-def add_settled(m: dict[str, Any], settled: Mapping[str, Sequence[Any]]) -> None:
-    """Keep each sample's pre-sample wait (seconds) and whether it timed out, aligned with
-    samples_s, so a reader can see how long the other side's leftovers lasted."""
-    waits = m.setdefault("settle_s", {})
-    timed_out = m.setdefault("settle_timed_out", {})
-    for name, results in settled.items():
-        waits.setdefault(name, []).extend(
-            [None if r is None else round(r.waited_s, 6) for r in results])
-        timed_out[name] = timed_out.get(name, 0) + sum(
-            1 for r in results if r is not None and r.timed_out)
-
-
-def add_core_use(m: dict[str, Any], cpu_s: Mapping[str, Sequence[float]],
-                 allowed_cores: int | None) -> None:
-    """Each sample's process CPU seconds (aligned with samples_s; null where a share had no
-    CPU clock), each side's effective cores over all its samples (CPU time over wall time)
-    and how many of its samples used more cores than the run allows (pinning.py)."""
-    if not cpu_s and "cpu_s" not in m:
-        return
-    rounds_before = len(m["order"]) - len(next(iter(cpu_s.values()), ()))
-    kept = m.setdefault("cpu_s", {})
-    for name in m["samples_s"]:
-        values = kept.setdefault(name, [])
-        values.extend([None] * (rounds_before - len(values)))   # shares without a CPU clock
-        values.extend(cpu_s.get(name, [None] * (len(m["order"]) - len(values))))
-    walls = {name: [t * m["loops"] for t in samples] for name, samples in m["samples_s"].items()}
-    m["effective_cores"] = {name: (None if (c := effective_cores(kept[name], walls[name]))
-                                   is None else round(c, 3)) for name in kept}
-    if allowed_cores is not None:
-        m["allowed_cores"] = allowed_cores
-    allowed = m.get("allowed_cores")
-    if allowed is not None:
-        m["samples_over_cores"] = {name: samples_over(kept[name], walls[name], allowed)
-                                   for name in kept}
 
 
 def key_mode(key: str) -> str:

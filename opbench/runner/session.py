@@ -21,21 +21,37 @@ from opbench.cases.case_files import FLOAT_DTYPES, CaseInstance, FrameworkCall, 
 from opbench.config import LAUNCH_BLOCKING, MeasureSettings, RunConfig
 from opbench.frameworks import Adapter, get_adapter
 from opbench.runner import inputs as inputs_mod
+from opbench.runner.exits import SideLost
 from opbench.runner.ceilings import cache_sizes, level_copy_bytes, measure_ceilings
-from opbench.runner.check import SHAPE, compare_outputs, select_outputs
-from opbench.runner.measure import Clock, MoreRounds, Side, measure, measure_overhead, more_rounds
+from opbench.runner.check import SHAPE, CheckResult, compare_outputs, select_outputs
+from opbench.runner.measure import Clock, Side, measure, measure_overhead, more_rounds
 from opbench.runner.memory import peak_memory
 from opbench.runner.pinning import current_cpus, pin_process, pin_run_cores
 from opbench.runner.quiesce import Quiescer, ThreadActivityProbe
 from opbench.runner.raw_records import (
                                         BACKWARD_SUFFIX,
+                                        RawInstance,
+                                        RawMeasurement,
                                         instance_header,
                                         key_mode,
-                                        new_measurement,
                                         output_shapes,
-                                        pool_rounds,
                                         protocol_notes,
                                         )
+
+@dataclass
+class _Found:
+    """What one instance's stages found so far, in this process (run_instance freezes it
+    into a RawInstance): an exception keeps what the stages before it found."""
+
+    check: CheckResult | None = None
+    output_shapes: Any = None
+    grad_check: CheckResult | None = None
+    threshold: float | None = None
+    measurements: dict[str, RawMeasurement] | None = None
+    peak_memory: dict[str, Any] | None = None
+    error: str | None = None
+    traceback: str | None = None
+
 
 # A share of a measurement (one pass in one process) takes at least this many rounds: one
 # round would always run the sides in the same order within that process.
@@ -44,12 +60,6 @@ MIN_ROUNDS_PER_SHARE = 2
 
 class ApiError(Exception):
     """APIs in the cases that do not resolve in the installed frameworks (load-time)."""
-
-
-class SideLost(RuntimeError):
-    """A side's worker process died, hung or could not be reached in the middle of an
-    instance: not the instance's failure but the process's, so it is raised through to the
-    pool (workers.py), which records it against the instance and starts a fresh process."""
 
 
 class SideFailed(Exception):
@@ -281,20 +291,20 @@ class Session:
         """Inputs -> both frameworks -> outputs compared -> timed -> verdict. Never raises for
         an operator's failure: that becomes verdict ERROR with the message."""
         started = self.clock()
-        record = instance_header(instance, self.config)
+        found = _Found()
         try:
-            self._run_into(instance, record)
+            self._run_into(instance, found)
         except SideLost:
             raise
         except Exception as exc:  # a failing operator is recorded; the run goes on
-            record["error"] = record.get("error") or _error_text(exc)
-            record["traceback"] = traceback.format_exc(limit=8)
-        record["duration_s"] = self.clock() - started
-        return record
+            found.error = found.error or _error_text(exc)
+            found.traceback = traceback.format_exc(limit=8)
+        return RawInstance(instance_header(instance, self.config),
+                           duration_s=self.clock() - started, **vars(found)).as_dict()
 
-    def _run_into(self, instance: CaseInstance, record: dict[str, Any]) -> None:
+    def _run_into(self, instance: CaseInstance, found: "_Found") -> None:
         cfg = self.config
-        checked = self._checked_sides(instance, record)
+        checked = self._checked_sides(instance, found)
         if checked is None:
             return
         if not cfg.timing:
@@ -302,10 +312,10 @@ class Session:
 
         threshold = (instance.case.threshold if instance.case.threshold is not None
                      else cfg.threshold)
-        record["threshold"] = threshold
-        record["measurements"] = {key: self._measure(sides, key_mode(key), threshold)
-                                  for key, sides in self._timed_sides(*checked).items()}
-        record["peak_memory"] = self._peak_memory(checked[0])
+        found.threshold = threshold
+        found.measurements = {key: self._measure(sides, key_mode(key), threshold)
+                              for key, sides in self._timed_sides(*checked).items()}
+        found.peak_memory = self._peak_memory(checked[0])
         self._measured_here.add(instance.id)
 
     def _timed_sides(self, prepared: Mapping[str, Any],
@@ -325,29 +335,45 @@ class Session:
         """Pass `pass_index` of a measured instance (2, 3, ... in the process that measured it
         first; any pass in another worker process): fresh inputs and callables,
         the outputs checked again, then as many rounds per measurement as the first pass took,
-        at its loop count, pooled with the earlier rounds; statistics and verdict are redone.
-        A failure is noted in the record and keeps what earlier passes measured."""
+        at its loop count, pooled with the earlier rounds. Returns a new record (`record` is
+        left as it was) for the judge to redo statistics and verdict. A failure is noted in
+        it and keeps what earlier passes measured."""
         measurements = record.get("measurements")
         if not measurements:
             return record
         started = self.clock()
-        try:
-            self._extend_measurements(instance, record, measurements, pass_index)
-        finally:
-            record["duration_s"] = record.get("duration_s", 0.0) + self.clock() - started
-        return record
+        pooled = dict(measurements)
 
-    def _extend_measurements(self, instance: CaseInstance, record: dict[str, Any],
-                             measurements: dict[str, Any], pass_index: int) -> None:
-        scratch = instance_header(instance, self.config)
+        def extended() -> dict[str, Any]:
+            return {**record, "measurements": pooled,
+                    "duration_s": record.get("duration_s", 0.0) + self.clock() - started}
+
+        try:
+            failed = self._extend_measurements(instance, pooled, pass_index)
+        except SideLost as lost:
+            # the pool notes the loss on the record it hands back (workers.py): what this
+            # pass pooled before it stays, as the rounds of the earlier passes do
+            lost.record = extended()
+            raise
+        if failed is None:
+            return extended()
+        return {**extended(), "pass_errors": list(record.get("pass_errors", [])) + [failed]}
+
+    def _extend_measurements(self, instance: CaseInstance, pooled: dict[str, Any],
+                             pass_index: int) -> str | None:
+        """A later share of each measurement's rounds, each pooled into `pooled` (this
+        pass's working copy of the measurements) as it is measured; the failure's line, or
+        None."""
+        scratch = _Found()
         try:
             checked = self._checked_sides(instance, scratch)
             if checked is None:
-                raise RuntimeError(scratch.get("error") or "outputs no longer agree")
+                raise RuntimeError(scratch.error or "outputs no longer agree")
             timed = self._timed_sides(*checked)
-            for key, m in measurements.items():
+            for key in list(pooled):
                 if key not in timed:
                     continue
+                raw = RawMeasurement.of(pooled[key])
                 # The op was warmed up and calibrated in pass 1; the fresh tensors need only
                 # a few calls, so the passes share one warm-up budget between them.
                 # A later pass of this process warms up briefly (the op is warm); the
@@ -355,33 +381,30 @@ class Session:
                 warmup_s = self.config.settings.warmup_time_s
                 if instance.id in self._measured_here:
                     warmup_s /= self.config.passes
-                extra = more_rounds(timed[key], m["mode"], m["loops"], m["rounds_per_pass"],
+                extra = more_rounds(timed[key], raw.mode, raw.loops, raw.rounds_per_pass,
                                     self.clock, warmup_s,
-                                    settle=self._settle(), first_round=len(m["order"]),
+                                    settle=self._settle(), first_round=raw.rounds,
                                     cpu_clock=self.cpu_clock)
-                self._pool_rounds(m, extra, pass_index)
+                pooled[key] = raw.pooled(extra, pass_index, self.process_index,
+                                         self.allowed_cores).as_dict()
             self._measured_here.add(instance.id)
         except SideLost:
             raise
         except Exception as exc:
             where = (f"process {self.process_index}, " if self.config.processes > 1 else "")
-            record.setdefault("pass_errors", []).append(
-                f"{where}pass {pass_index}: {scratch.get('error') or _error_text(exc)}")
-            return
-
-    def _pool_rounds(self, m: dict[str, Any], extra: MoreRounds, pass_index: int) -> None:
-        pool_rounds(m, extra, pass_index, self.process_index, self.allowed_cores)
+            return f"{where}pass {pass_index}: {scratch.error or _error_text(exc)}"
+        return None
 
     @property
     def allowed_cores(self) -> int | None:
         """The cores a side may use: the run's thread count, when CPU time is measured."""
         return self.config.threads if self.cpu_clock is not None else None
 
-    def _checked_sides(self, instance: CaseInstance, record: dict[str, Any]
+    def _checked_sides(self, instance: CaseInstance, found: "_Found"
                        ) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        """Inputs -> both frameworks -> outputs (and gradients) compared. Returns the prepared
-        forward calls and the forward+backward callables, or None when the outputs disagree
-        unexpectedly (the record then says MISMATCH and why)."""
+        """Inputs -> both frameworks -> outputs (and gradients) compared (into `found`).
+        Returns the prepared forward calls and the forward+backward callables, or None when
+        the outputs disagree unexpectedly (the judge then says MISMATCH and why)."""
         cfg = self.config
         arrays = inputs_mod.generate_inputs(instance)
         rtol, atol = inputs_mod.tolerance_for(instance)
@@ -391,22 +414,22 @@ class Session:
             try:
                 prepared[name], outputs[name] = self.forward_side(instance, arrays, name)
             except SideFailed as exc:
-                record["error"] = str(exc)
+                found.error = str(exc)
                 raise
-        check = compare_outputs(outputs[cfg.reference], outputs[cfg.target], rtol, atol,
-                                mode=SHAPE if instance.case.compare == SHAPE else "values")
-        record["check"] = check.as_dict()
-        record["output_shapes"] = output_shapes(outputs[cfg.reference])
         expected = instance.case.expect_mismatch
+        check = compare_outputs(outputs[cfg.reference], outputs[cfg.target], rtol, atol,
+                                mode=SHAPE if instance.case.compare == SHAPE else "values"
+                                ).expected_by(expected)
+        found.check = check
+        found.output_shapes = output_shapes(outputs[cfg.reference])
         if not check.ok and not expected:
             return None         # MISMATCH (verdicts/conclusions.py): nothing to time
-        if not check.ok:
-            record["check"]["expected_mismatch"] = expected
 
         grad_sides: dict[str, Any] = {}
         if cfg.backward and instance.case.backward:
-            grad_sides = self._backward_sides(instance, arrays, outputs, rtol, atol, record)
-            if not record["grad_check"]["ok"] and not instance.case.expect_mismatch:
+            grad_sides, grad_check = self._backward_sides(instance, arrays, outputs, rtol,
+                                                          atol, found)
+            if not grad_check.ok and not expected:
                 return None
         return prepared, grad_sides
 
@@ -469,8 +492,9 @@ class Session:
         return peak_memory({n: call(prepared[n]) for n in self.config.frameworks},
                            self.config.device)
 
-    def _backward_sides(self, instance, arrays, outputs, rtol, atol, record):
-        """Forward+backward callables for both sides, gradients compared like outputs."""
+    def _backward_sides(self, instance, arrays, outputs, rtol, atol, found):
+        """Forward+backward callables for both sides, and their gradients compared like
+        outputs (the comparison is also kept in `found`)."""
         cfg = self.config
         grads: dict[str, Any] = {}
         sides: dict[str, Any] = {}
@@ -479,15 +503,14 @@ class Session:
                 sides[name], grads[name] = self.backward_side(instance, arrays, name,
                                                                outputs[cfg.reference])
             except SideFailed as exc:
-                record["error"] = str(exc)
+                found.error = str(exc)
                 raise
-        check = compare_outputs(grads[cfg.reference], grads[cfg.target], rtol, atol)
-        record["grad_check"] = check.as_dict()
+        check = compare_outputs(grads[cfg.reference], grads[cfg.target], rtol, atol
+                                ).expected_by(instance.case.expect_mismatch)
+        found.grad_check = check
         if not check.ok and not instance.case.expect_mismatch:
-            record["error"] = f"gradients differ: {check.detail}"
-        elif not check.ok:
-            record["grad_check"]["expected_mismatch"] = instance.case.expect_mismatch
-        return sides
+            found.error = f"gradients differ: {check.detail}"
+        return sides, check
 
     def _grad_weights(self, instance: CaseInstance, reference_out: Any, p: _Prepared) -> Any:
         """Seeded weights shaped like the (selected) output, one per floating output."""
@@ -521,13 +544,12 @@ class Session:
                        max_time_s=settings.max_time_s / cfg.shares,
                        min_rounds=math.ceil(settings.min_rounds / cfg.shares))
 
-    def _measure(self, sides: Sequence[Side], mode: str, threshold: float) -> dict[str, Any]:
+    def _measure(self, sides: Sequence[Side], mode: str, threshold: float) -> RawMeasurement:
         m = measure(sides, self._pass_settings(mode), self.clock, settle=self._settle(),
                     cpu_clock=self.cpu_clock)
-        record = new_measurement(m, mode, threshold, self.config.settings.rounds,
-                                 self.process_index, self.allowed_cores)
-        record["protocol_notes"] = protocol_notes(m, self.config)
-        return record
+        return RawMeasurement.first(m, threshold, self.config.settings.rounds,
+                                    self.process_index, self.allowed_cores,
+                                    protocol_notes(m, self.config))
 
 
 __all__ = ["Session", "ApiError", "SideFailed", "SideLost", "substitute_refs"]

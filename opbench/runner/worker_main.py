@@ -1,11 +1,12 @@
 """The worker process: one side's framework (side_server.py) that the parent measures
 through, or one Session with both frameworks that measures what its parent asks.
 
-Started by opbench/runner/workers.py as `python -m opbench.runner.worker_main FD`; FD is
-one end of a socket pair over which requests arrive and replies leave (runner/ipc.py: the
-records, their serialisation, the dispatcher; stdout is left to the frameworks' own prints,
-stderr to their logs). The worker exits when its parent closes the socket or dies, so a
-crashed parent leaves no worker behind.
+Started by opbench/runner/workers.py's pools (worker_handle.spawn_worker) as
+`python -m opbench.runner.worker_main FD`; FD is one end of a socket pair over which
+requests arrive and replies leave (runner/ipc.py: the records, their serialisation, the
+dispatcher; stdout is left to the frameworks' own prints, stderr to their logs). The
+worker exits when its parent closes the socket or dies, so a crashed parent leaves no
+worker behind.
 
 Requests (ipc.py), each answered Ok(value) or Failed(message, traceback):
   OpenSide(config, framework, process_index)  set up `framework` alone; -> its info and

@@ -23,7 +23,7 @@ VERDICT_SEVERITY = ("ERROR", "MISMATCH", "SLOW", "INCONCLUSIVE", "PASS")
 
 
 @dataclass(frozen=True)
-class Measurement:
+class InstanceRatio:
     instance_id: str
     mode: str                   # serial | async | "" (the instance's own verdict)
     ratio: float | None
@@ -52,12 +52,12 @@ def _number(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _instance_measurements(inst: InstanceRecord) -> list[Measurement]:
-    found = [Measurement(inst.id, mode, _number(m.ratio), _number(m.ci_low),
+def _instance_measurements(inst: InstanceRecord) -> list[InstanceRatio]:
+    found = [InstanceRatio(inst.id, mode, _number(m.ratio), _number(m.ci_low),
                          _number(m.ci_high), str(m.verdict))
              for mode, m in inst.measurements.items()]
     if not found and inst.verdict is not None:
-        found.append(Measurement(inst.id, "", None, None, None, str(inst.verdict)))
+        found.append(InstanceRatio(inst.id, "", None, None, None, str(inst.verdict)))
     return found
 
 
@@ -65,7 +65,7 @@ class ResultsIndex:
     """Measurements by API name (either framework's)."""
 
     def __init__(self) -> None:
-        self._measurements: dict[str, list[Measurement]] = {}   # instance id -> its list
+        self._measurements: dict[str, list[InstanceRatio]] = {}   # instance id -> its list
         self._instances_by_api: dict[str, list[str]] = {}
 
     @classmethod
@@ -116,7 +116,7 @@ class ResultsIndex:
                            worst.instance_id, len(instance_ids))
 
 
-def _severity_rank(measurement: Measurement) -> int:
+def _severity_rank(measurement: InstanceRatio) -> int:
     verdict = measurement.verdict.upper()
     return VERDICT_SEVERITY.index(verdict) if verdict in VERDICT_SEVERITY else len(
         VERDICT_SEVERITY)

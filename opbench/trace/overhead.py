@@ -24,7 +24,10 @@ WARMUP_CALLS = 20
 
 
 @dataclass(frozen=True)
-class Overhead:
+class TracerOverhead:
+    """What the tracer's interception adds to one call (not a framework's own per-call
+    floor: that is runner/measure.py's MeasuredOverhead, recorded as results' Overhead)."""
+
     framework: str
     probe: str                       # what was called, e.g. "torch.add on 1-element tensors"
     traced_ns_per_call: float
@@ -43,7 +46,7 @@ class Overhead:
 
 def calibrate(framework: str, probe: str, run_traced: Loop, run_untraced: Loop, *,
               clock: Callable[[], int] = time.perf_counter_ns, calls: int = CALIBRATION_CALLS,
-              rounds: int = CALIBRATION_ROUNDS) -> Overhead:
+              rounds: int = CALIBRATION_ROUNDS) -> TracerOverhead:
     run_traced(WARMUP_CALLS)
     run_untraced(WARMUP_CALLS)
     traced: list[float] = []
@@ -55,4 +58,5 @@ def calibrate(framework: str, probe: str, run_traced: Loop, run_untraced: Loop, 
             start = clock()
             loop(calls)
             samples.append((clock() - start) / calls)
-    return Overhead(framework, probe, statistics.median(traced), statistics.median(untraced))
+    return TracerOverhead(framework, probe, statistics.median(traced),
+                          statistics.median(untraced))

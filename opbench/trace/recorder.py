@@ -35,7 +35,7 @@ from opbench.trace.events import (
                                   Signature,
                                   StatsKey,
                                   )
-from opbench.trace.overhead import Overhead
+from opbench.trace.overhead import TracerOverhead
 from opbench.trace.signature import TensorDescriber, describe_call
 
 Clock = Callable[[], int]
@@ -90,7 +90,7 @@ class TraceData:
     # Step marks (opbench.model.step() under `opbench trace`): (index, label); the calls of
     # a step are the events whose index lies after its mark and before the next one.
     markers: list[tuple[int, str]] = field(default_factory=list)
-    overheads: list[Overhead] = field(default_factory=list)
+    overheads: list[TracerOverhead] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property

@@ -2,6 +2,9 @@
 
 In-process (runpy) is what lets the tracer see the program's calls: `python` as the first word
 is accepted for readability and dropped; `-m module` runs a module as `python -m` would.
+A first word that is a path to another interpreter (`envs/ms29/bin/python`) names where the
+program must run: `opbench trace` then runs itself there (cli/trace.py, named_interpreter),
+as `opbench model` runs its capture, instead of silently tracing in this interpreter.
 """
 from __future__ import annotations
 
@@ -56,6 +59,19 @@ def parse_target(words: Sequence[str]) -> Target:
     if not os.path.exists(first):
         raise TargetError(f"no such script: {first}")
     return Target("script", first, tuple(rest[1:]))
+
+
+def named_interpreter(words: Sequence[str]) -> str | None:
+    """The absolute path of the interpreter the command's first word names, when it is a
+    path (holds a separator) to a `python...` other than this one (the same path as
+    sys.executable is this one); None otherwise: a bare `python` keeps meaning this
+    interpreter, as it always did here."""
+    if not words or os.sep not in words[0] or not _PYTHON.match(os.path.basename(words[0])):
+        return None
+    path = os.path.abspath(words[0])
+    if sys.executable and path == os.path.abspath(sys.executable):
+        return None
+    return path
 
 
 @dataclass(frozen=True)

@@ -3,24 +3,27 @@ verdict from its raw rounds, the instance's explanation and verdict, and the run
 between-process prior applied once every process has measured.
 
 The runner records what happened (outputs checked, raw rounds, errors); this module judges
-it. Pure: records (dicts) in, the same records completed in place. Shared by every path
+it. Pure: records (dicts) in, new records out, the given ones never changed; a measurement's
+rounds are read in one place (RawRounds.of) and its statistics are a frozen value
+(MeasurementStatistics) until they are written into the new record. Shared by every path
 that measures (opbench/runloop/recorded_run.py, the pytest front door, the gate's pooled
 baselines).
 """
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict
-from typing import Any, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Mapping, Sequence
 
 from opbench.config import RunConfig
 from opbench.verdicts.explain import explain_measurement, explain_modes
-from opbench.verdicts.interference import contaminated_versions, detect_interference
+from opbench.verdicts.interference import Finding, contaminated_versions, detect_interference
 from opbench.verdicts.rules import Verdict, ratio_verdict, worst
 from opbench.verdicts.stats import (
                                     BetweenProcessPrior,
                                     Look,
                                     RatioEstimate,
+                                    Summary,
                                     between_process_excess,
                                     look_estimate,
                                     ratio_estimate,
@@ -28,8 +31,102 @@ from opbench.verdicts.stats import (
                                     summarize,
                                     )
 
-__all__ = ["apply_between_process_prior", "conclude", "judge_instance", "judge_measurement",
-           "measurement_statistics", "run_between_process_prior", "share_of_round"]
+__all__ = ["MeasurementStatistics", "RawRounds", "apply_between_process_prior",
+           "judge_instance", "judge_measurement", "measurement_statistics",
+           "run_between_process_prior", "share_of_round"]
+
+
+@dataclass(frozen=True)
+class RawRounds:
+    """What a measurement record's raw rounds say, read from its dict in one place (the
+    runner's raw record, runner/raw_records.py, or a pooled baseline's): each side's per-call
+    seconds, each round's side order, process and pass, the threshold it is judged against."""
+
+    samples_s: Mapping[str, Sequence[float]]
+    order: Sequence[Sequence[str]] = ()
+    threshold: float | None = None      # every record the runner writes has one
+    mode: str | None = None
+    process_of_round: Sequence[Any] | None = None
+    pass_of_round: Sequence[Any] | None = None
+    protocol_notes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, m: Mapping[str, Any]) -> "RawRounds":
+        return cls(samples_s=m["samples_s"], order=m.get("order", ()),
+                   threshold=m.get("threshold"),
+                   mode=m.get("mode"), process_of_round=m.get("process_of_round"),
+                   pass_of_round=m.get("pass_of_round"),
+                   protocol_notes=tuple(m.get("protocol_notes", ())))
+
+    @property
+    def processes(self) -> int:
+        """How many processes the rounds came from (absent: all from one)."""
+        return len(set(self.process_of_round or [1]))
+
+    def shares(self) -> list[tuple[Any, Any]] | None:
+        """Each round's (process, pass): the alternation of sides restarts at every share."""
+        processes, passes = self.process_of_round, self.pass_of_round
+        if not processes and not passes:
+            return None
+        n = len(self.order)
+        return list(zip(processes or [1] * n, passes or [1] * n))
+
+    def sides(self, names: Sequence[str]) -> dict[str, Sequence[float]]:
+        return {n: self.samples_s[n] for n in names}
+
+
+# Set only when interference was found and could not change the verdict: a recomputation
+# drops the previous one.
+_RULED_OUT = "interference_ruled_out"
+# Written last in a measurement's record, after its raw rounds and statistics.
+_NOTE_KEYS = ("protocol_notes", "notes")
+
+
+@dataclass(frozen=True)
+class MeasurementStatistics:
+    """A measurement's statistics and verdict from its rounds (measurement_statistics):
+    each side's summary, the ratio with its interval, interference found in the samples,
+    why it is INCONCLUSIVE or why interference did not change it, and the verdict."""
+
+    summary: Mapping[str, Summary]
+    estimate: RatioEstimate
+    interference: tuple[Finding, ...]
+    verdict: Verdict
+    inconclusive_reason: str | None = None
+    interference_ruled_out: str | None = None
+
+    def median_s(self, side: str) -> float:
+        return self.summary[side].median_s
+
+    def as_fields(self) -> dict[str, Any]:
+        """The measurement record's statistics keys, in the order the results file has
+        always had them (the golden run holds it)."""
+        est = self.estimate
+        fields: dict[str, Any] = {
+            "summary": {n: asdict(s) for n, s in self.summary.items()},
+            "ratio": est.ratio,
+            "ci_low": est.ci_low,
+            "ci_high": est.ci_high,
+            "confidence": est.confidence,
+            "coverage": est.coverage,
+            "method": est.method,
+            "too_few_rounds": est.too_few_rounds,
+            "n_processes": est.n_processes,
+            "between_process_sd": est.between_sd,
+            "interference": [f.as_dict() for f in self.interference],
+            "inconclusive_reason": self.inconclusive_reason,
+        }
+        if self.interference_ruled_out is not None:
+            fields[_RULED_OUT] = self.interference_ruled_out
+        fields["verdict"] = self.verdict.value
+        return fields
+
+
+# Every key as_fields may write: a measurement judged again drops them all first.
+_STATISTICS_KEYS = frozenset({"summary", "ratio", "ci_low", "ci_high", "confidence", "coverage",
+                              "method", "too_few_rounds", "n_processes", "between_process_sd",
+                              "interference", "inconclusive_reason", _RULED_OUT, "verdict"})
+
 
 def measurement_statistics(per_call: Mapping[str, Sequence[float]], reference: str,
                            target: str, threshold: float,
@@ -37,8 +134,8 @@ def measurement_statistics(per_call: Mapping[str, Sequence[float]], reference: s
                            groups: Sequence[int] | None = None,
                            prior: BetweenProcessPrior | None = None,
                            shares: Sequence[Any] | None = None,
-                           look_confidence: float | None = None) -> dict[str, Any]:
-    """A measurement record's statistics from its rounds (per-call seconds by framework,
+                           look_confidence: float | None = None) -> MeasurementStatistics:
+    """A measurement's statistics from its rounds (per-call seconds by framework,
     round i of each side paired): per-side summaries, the reference/target ratio with its
     interval (the process as the unit when `groups` names several processes, see
     stats.ratio_estimate), interference found in the samples (`order` is each round's
@@ -58,43 +155,30 @@ def measurement_statistics(per_call: Mapping[str, Sequence[float]], reference: s
 
     est = estimate(per_call)
     verdict = ratio_verdict(est, threshold)
-    findings = (detect_interference({n: per_call[n] for n in (reference, target)}, order,
-                                    groups, shares) if order else [])
-    fields: dict[str, Any] = {
-        "summary": {n: asdict(summarize(v)) for n, v in per_call.items()},
-        "ratio": est.ratio,
-        "ci_low": est.ci_low,
-        "ci_high": est.ci_high,
-        "confidence": est.confidence,
-        "coverage": est.coverage,
-        "method": est.method,
-        "too_few_rounds": est.too_few_rounds,
-        "n_processes": est.n_processes,
-        "between_process_sd": est.between_sd,
-        "interference": [f.as_dict() for f in findings],
-        "inconclusive_reason": None,
-    }
+    both = {n: per_call[n] for n in (reference, target)}
+    findings = detect_interference(both, order, groups, shares) if order else []
+    reason = ruled_out = None
     if est.too_few_rounds:
-        fields["inconclusive_reason"] = "too few rounds for a 95% interval"
+        reason = "too few rounds for a 95% interval"
     elif findings and verdict in (Verdict.PASS, Verdict.SLOW):
         versions = {label: estimate(samples) for label, samples in contaminated_versions(
-            {n: per_call[n] for n in (reference, target)}, order, findings).items()}
+            both, order, findings).items()}
         differing = {label: v for label, v in versions.items()
                      if ratio_verdict(v, threshold) is not verdict}
         if differing:
-            fields["inconclusive_reason"] = (
-                f"would be {verdict.value}, but " + "; ".join(f.detail for f in findings) +
-                "; " + _versions_text(differing, threshold))
+            reason = (f"would be {verdict.value}, but " + "; ".join(f.detail for f in findings)
+                      + "; " + _versions_text(differing, threshold))
             verdict = Verdict.INCONCLUSIVE
         else:
-            fields[_RULED_OUT] = (
-                f"{verdict.value} whatever the interference: " +
-                _versions_text(versions, threshold))
+            ruled_out = (f"{verdict.value} whatever the interference: " +
+                         _versions_text(versions, threshold))
     elif verdict is Verdict.INCONCLUSIVE:
-        fields["inconclusive_reason"] = (f"the interval [{est.ci_low:.3g}, {est.ci_high:.3g}] "
-                                         f"straddles the threshold {threshold:g}")
-    fields["verdict"] = verdict.value
-    return fields
+        reason = (f"the interval [{est.ci_low:.3g}, {est.ci_high:.3g}] "
+                  f"straddles the threshold {threshold:g}")
+    return MeasurementStatistics(
+        summary={n: summarize(v) for n, v in per_call.items()}, estimate=est,
+        interference=tuple(findings), verdict=verdict, inconclusive_reason=reason,
+        interference_ruled_out=ruled_out)
 
 
 def _versions_text(versions: Mapping[str, RatioEstimate], threshold: float) -> str:
@@ -108,35 +192,49 @@ def _versions_text(versions: Mapping[str, RatioEstimate], threshold: float) -> s
                      for label, v in versions.items())
 
 
-def apply_between_process_prior(records: Sequence[dict[str, Any]], config: RunConfig
-                                ) -> BetweenProcessPrior | None:
-    """Recompute every measurement's statistics with the run's typical between-process
+def apply_between_process_prior(records: Sequence[Mapping[str, Any]], config: RunConfig
+                                ) -> tuple[list[dict[str, Any]], BetweenProcessPrior | None]:
+    """Every measurement's statistics recomputed with the run's typical between-process
     spread (run_between_process_prior: stats.run_spread_prior) once all processes have
     measured: an instance's own 2-3 processes say little about that spread, the whole run
-    says a lot. Returns the prior used (None when too few instances ran in several
-    processes)."""
+    says a lot. Returns new instance records (the given ones unchanged; the same ones when
+    too few instances ran in several processes) and the prior used (None then)."""
     prior = run_between_process_prior(records, config)
     if prior is None:
-        return None
-    for inst in records:
-        if inst.get("sequential"):
-            continue     # judged at the look that stopped it, with the run's prior so far
-        measurements = inst.get("measurements") or {}
-        for m in measurements.values():
-            if len(set(m.get("process_of_round") or [1])) < 2:
-                continue
-            m.pop(_RULED_OUT, None)    # a line of the statistics replaced here
-            m.update(measurement_statistics(
-                {n: m["samples_s"][n] for n in config.frameworks}, config.reference,
-                config.target, m["threshold"], order=m["order"], groups=m["process_of_round"],
-                prior=prior, shares=share_of_round(m)))
-        if measurements and inst.get("verdict") not in (Verdict.MISMATCH.value,
-                                                        Verdict.ERROR.value):
-            inst["verdict"] = worst(Verdict(m["verdict"]) for m in measurements.values()).value
-    return prior
+        return [dict(inst) for inst in records], None
+    return [_with_prior(inst, config, prior) for inst in records], prior
 
 
-def run_between_process_prior(records: Sequence[dict[str, Any]], config: RunConfig
+def _with_prior(inst: Mapping[str, Any], config: RunConfig,
+                prior: BetweenProcessPrior) -> dict[str, Any]:
+    """An instance record with its multi-process measurements' statistics at `prior` (their
+    notes kept: the floors they compare with did not change)."""
+    measurements = inst.get("measurements") or {}
+    if inst.get("sequential") or not measurements:
+        return dict(inst)    # judged at the look that stopped it, with the run's prior so far
+    judged = {}
+    for key, m in measurements.items():
+        rounds = RawRounds.of(m)
+        if rounds.processes < 2:
+            judged[key] = m
+            continue
+        fields = measurement_statistics(
+            rounds.sides(config.frameworks), config.reference, config.target,
+            rounds.threshold, order=rounds.order, groups=rounds.process_of_round, prior=prior,
+            shares=rounds.shares()).as_fields()
+        # the keys keep their places; a ruled-out line of the earlier statistics is replaced
+        judged[key] = {**{k: v for k, v in m.items() if k != _RULED_OUT}, **fields}
+    out = {**inst, "measurements": judged}
+    if inst.get("verdict") not in (Verdict.MISMATCH.value, Verdict.ERROR.value):
+        out["verdict"] = _worst_of(judged.values())
+    return out
+
+
+def _worst_of(measurements: Iterable[Mapping[str, Any]]) -> str:
+    return worst(Verdict(m["verdict"]) for m in measurements).value
+
+
+def run_between_process_prior(records: Sequence[Mapping[str, Any]], config: RunConfig
                               ) -> BetweenProcessPrior | None:
     """The run's typical between-process spread from every measurement made in several
     processes so far (stats.run_spread_prior); None with too few. A sequential run asks
@@ -146,10 +244,11 @@ def run_between_process_prior(records: Sequence[dict[str, Any]], config: RunConf
     excesses = []
     for inst in records:
         for m in (inst.get("measurements") or {}).values():
-            groups = m.get("process_of_round")
-            if groups and len(set(groups)) > 1:
-                found = _excess_of(tuple(m["samples_s"][config.reference]),
-                                   tuple(m["samples_s"][config.target]), tuple(groups))
+            rounds = RawRounds.of(m)
+            if rounds.processes > 1:
+                found = _excess_of(tuple(rounds.samples_s[config.reference]),
+                                   tuple(rounds.samples_s[config.target]),
+                                   tuple(rounds.process_of_round))
                 if found is not None:
                     excesses.append(found)
     return run_spread_prior(excesses)
@@ -171,84 +270,77 @@ def _excess_of(ref_s: tuple[float, ...], target_s: tuple[float, ...],
     return between_process_excess(ref_s, target_s, groups)
 
 
-def conclude(record: dict[str, Any], config: RunConfig) -> None:
-    """An instance's explanation and verdict from its measurements (redone after a pass)."""
-    measurements = record["measurements"]
-    per_mode = {k: {n: m["summary"][n]["median_s"] for n in config.frameworks}
-                for k, m in measurements.items()}
-    record["explanation"] = explain_modes(per_mode, config.launch, config.device,
-                                          config.framework_of)
-    record["verdict"] = worst(Verdict(m["verdict"]) for m in measurements.values()).value
-
-
 def share_of_round(m: Mapping[str, Any]) -> list[tuple[Any, Any]] | None:
-    """Each round's (process, pass): the alternation of sides restarts at every share."""
-    processes, passes = m.get("process_of_round"), m.get("pass_of_round")
-    if not processes and not passes:
-        return None
-    n = len(m["order"])
-    return list(zip(processes or [1] * n, passes or [1] * n))
+    """A measurement record's (process, pass) of each round (RawRounds.shares)."""
+    return RawRounds.of(m).shares()
 
 
-# Set by measurement_statistics only when interference was found and could not change the
-# verdict: a recomputation drops the previous one.
-_RULED_OUT = "interference_ruled_out"
-# Written last in a measurement's record, after its raw rounds and statistics.
-_NOTE_KEYS = ("protocol_notes", "notes")
-
-
-def judge_measurement(m: dict[str, Any], config: RunConfig,
+def judge_measurement(m: Mapping[str, Any], config: RunConfig,
                       overhead: Mapping[str, Mapping[str, float]],
-                      look: Look | None = None) -> None:
-    """A measurement's statistics and verdict from its rounds, and its notes: the protocol's
-    own, then what the per-call floors (`overhead`) explain. Redone after every share of
-    rounds; the record keeps one key order (raw rounds, statistics, notes) however often.
-    look: a sequential run's look (verdicts/sequential.py), whose confidence and prior the
-    interval takes."""
-    fields = measurement_statistics({n: m["samples_s"][n] for n in config.frameworks},
-                                    config.reference, config.target, m["threshold"],
-                                    order=m["order"], groups=m.get("process_of_round"),
-                                    shares=share_of_round(m),
-                                    prior=look.prior if look else None,
-                                    look_confidence=look.confidence if look else None)
-    medians = {n: fields["summary"][n]["median_s"] for n in config.frameworks}
-    notes = list(m.get("protocol_notes", [])) + explain_measurement(m["mode"], medians,
-                                                                    overhead)
-    judged = {k: v for k, v in m.items()
-              if k not in fields and k not in _NOTE_KEYS and k != _RULED_OUT}
-    judged.update(fields)
-    judged["protocol_notes"] = list(m.get("protocol_notes", []))
-    judged["notes"] = notes
-    m.clear()
-    m.update(judged)
+                      look: Look | None = None) -> dict[str, Any]:
+    """A new measurement record: `m`'s raw rounds, then their statistics and verdict, then
+    the notes (the protocol's own, then what the per-call floors in `overhead` explain).
+    Redone after every share of rounds; the record keeps one key order (raw rounds,
+    statistics, notes) however often. look: a sequential run's look
+    (verdicts/sequential.py), whose confidence and prior the interval takes."""
+    return _judged_measurement(m, config, overhead, look)[0]
+
+
+def _judged_measurement(m: Mapping[str, Any], config: RunConfig,
+                        overhead: Mapping[str, Mapping[str, float]], look: Look | None
+                        ) -> tuple[dict[str, Any], MeasurementStatistics]:
+    """judge_measurement's record, and the statistics in it as a frozen value."""
+    rounds = RawRounds.of(m)
+    stats = measurement_statistics(rounds.sides(config.frameworks), config.reference,
+                                   config.target, rounds.threshold, order=rounds.order,
+                                   groups=rounds.process_of_round, shares=rounds.shares(),
+                                   prior=look.prior if look else None,
+                                   look_confidence=look.confidence if look else None)
+    medians = {n: stats.median_s(n) for n in config.frameworks}
+    judged = {k: v for k, v in m.items() if k not in _STATISTICS_KEYS and k not in _NOTE_KEYS}
+    judged.update(stats.as_fields())
+    judged["protocol_notes"] = list(rounds.protocol_notes)
+    judged["notes"] = list(rounds.protocol_notes) + explain_measurement(rounds.mode, medians,
+                                                                        overhead)
+    return judged, stats
 
 
 def _failed_check(check: Mapping[str, Any] | None) -> bool:
     return bool(check) and not check.get("ok") and not check.get("expected_mismatch")
 
 
-def judge_instance(record: dict[str, Any], config: RunConfig,
+def judge_instance(record: Mapping[str, Any], config: RunConfig,
                    overhead: Mapping[str, Mapping[str, float]],
                    look: Look | None = None) -> dict[str, Any]:
-    """An instance's verdict from what the runner recorded: MISMATCH when outputs or
-    gradients disagree (and the case does not expect it), ERROR when a step failed, else
-    the worst of its measurements' verdicts (PASS for a correctness-only run); at a
-    sequential run's `look`, with that look's interval. Returns the record, completed in
-    place."""
+    """A new instance record with its verdict from what the runner recorded: MISMATCH when
+    outputs or gradients disagree (and the case does not expect it), ERROR when a step
+    failed, else the worst of its measurements' verdicts (PASS for a correctness-only run);
+    at a sequential run's `look`, with that look's interval. `record` is left as it was."""
     if _failed_check(record.get("check")) or _failed_check(record.get("grad_check")):
-        record["verdict"] = Verdict.MISMATCH.value
-    elif record.get("error"):
-        record["verdict"] = Verdict.ERROR.value
-    elif record.get("measurements"):
-        for m in record["measurements"].values():
-            judge_measurement(m, config, overhead, look)
-        if "explanation" not in record and "duration_s" in record:
-            # the explanation stands before the instance's duration, as it always has
-            duration = record.pop("duration_s")
-            conclude(record, config)
-            record["duration_s"] = duration
-        else:
-            conclude(record, config)
-    elif not config.timing:
-        record["verdict"] = Verdict.PASS.value
-    return record
+        return {**record, "verdict": Verdict.MISMATCH.value}
+    if record.get("error"):
+        return {**record, "verdict": Verdict.ERROR.value}
+    if record.get("measurements"):
+        judged = {key: _judged_measurement(m, config, overhead, look)
+                  for key, m in record["measurements"].items()}
+        return _concluded({**record, "measurements": {k: m for k, (m, _) in judged.items()}},
+                          {k: stats for k, (_, stats) in judged.items()}, config)
+    if not config.timing:
+        return {**record, "verdict": Verdict.PASS.value}
+    return dict(record)
+
+
+def _concluded(record: Mapping[str, Any], statistics: Mapping[str, MeasurementStatistics],
+               config: RunConfig) -> dict[str, Any]:
+    """An instance's explanation and verdict from its measurements' statistics; the first
+    time, the explanation stands before the instance's duration, as it always has."""
+    per_mode = {k: {n: s.median_s(n) for n in config.frameworks}
+                for k, s in statistics.items()}
+    explanation = explain_modes(per_mode, config.launch, config.device, config.framework_of)
+    moved = "explanation" not in record and "duration_s" in record
+    out = {k: v for k, v in record.items() if not (moved and k == "duration_s")}
+    out["explanation"] = explanation
+    out["verdict"] = worst(s.verdict for s in statistics.values()).value
+    if moved:
+        out["duration_s"] = record["duration_s"]
+    return out

@@ -77,9 +77,10 @@ meas = measure(sides, settings, settle=quiescer.settle if quiescer else None)
 stop[0] = True
 fields = measurement_statistics(meas.per_call_s, "torch", "mindspore", 0.8, order=meas.order)
 waits = [r for r in meas.settled["torch"] if r is not None]
-print(json.dumps({"findings": fields["interference"], "verdict": fields["verdict"],
-                  "reason": fields["inconclusive_reason"],
-                  "ruled_out": fields.get("interference_ruled_out"),
+print(json.dumps({"findings": [f.as_dict() for f in fields.interference],
+                  "verdict": fields.verdict.value,
+                  "reason": fields.inconclusive_reason,
+                  "ruled_out": fields.interference_ruled_out,
                   "torch_s": meas.per_call_s["torch"],
                   "waits_s": [r.waited_s for r in waits],
                   "timed_out": sum(r.timed_out for r in waits)}))

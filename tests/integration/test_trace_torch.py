@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import sys
 from collections import Counter
 
@@ -239,3 +240,30 @@ def test_command_traces_a_script_in_process(setup_torch, tmp_path):
     assert calls["torch.Tensor.backward"] == 3 and "torch.nn.Sequential" not in calls
     assert (out / "cases.yaml").exists() and (out / "trace.log").exists()
     assert "torch.nn.Linear" in result.output
+
+
+def test_command_traces_a_script_in_the_interpreter_its_command_names(setup_torch, tmp_path):
+    """`opbench trace -- /path/to/python train.py` runs the trace in that interpreter (it
+    ran in opbench's own before, silently: issue 33). The interpreter here is this Python
+    behind another path, marking its environment so the script can tell where it ran."""
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/sh\nexport OPBENCH_TEST_NAMED=yes\nexec "{sys.executable}" "$@"\n',
+                      encoding="utf-8")
+    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import os, torch\n"
+        "assert os.environ.get('OPBENCH_TEST_NAMED') == 'yes', 'not the named interpreter'\n"
+        "for _ in range(2):\n"
+        "    torch.relu(torch.ones(2, 4))\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(trace_command, ["--framework", "torch", "-q", "-o", str(out),
+                                                "--", str(python), str(script)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    record = json.loads((out / "trace_record.json").read_text())
+    calls = Counter()
+    for row in record["summary"]:
+        calls[row["api"]] += row["calls"]
+    assert calls["torch.relu"] == 2

@@ -205,3 +205,14 @@ def test_a_mismatch_records_which_output_and_element_differ():
     assert (flags.worst_output, flags.worst_index) == (0, (1,))   # the first that differs
     agree = compare_outputs(ref, ref, rtol=1e-4, atol=1e-5)
     assert agree.worst_index is None and "worst_index" not in agree.as_dict()
+
+
+def test_a_failure_the_case_expects_carries_its_reason_last():
+    failed = compare_outputs(np.array([1.0, 2.0]), np.array([1.0, 3.0]), 1e-5, 1e-8)
+    expected = failed.expected_by("known offset")
+    assert failed.expected_mismatch is None and expected.expected_mismatch == "known offset"
+    assert list(expected.as_dict())[-1] == "expected_mismatch"
+    assert list(expected.as_dict())[:-1] == list(failed.as_dict())
+    agreeing = compare_outputs(np.array([1.0]), np.array([1.0]), 1e-5, 1e-8)
+    assert agreeing.expected_by("known offset") is agreeing       # nothing failed
+    assert failed.expected_by(None) is failed                      # the case expects nothing

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import opbench.runner.spawn as spawn_mod
 import opbench.runner.workers as workers_mod
 from opbench.runner.child_env import OPBENCH_ROOT, child_environment
 
@@ -52,7 +53,7 @@ def test_a_worker_is_started_with_that_environment(monkeypatch):
         seen.append((argv[0], kwargs["env"]))
         raise Stop
 
-    monkeypatch.setattr(workers_mod.subprocess, "Popen", popen)
+    monkeypatch.setattr(spawn_mod.subprocess, "Popen", popen)
     for python in (None, "/envs/ms29/bin/python"):
         try:
             workers_mod.spawn_worker(1, "mindspore", python)

@@ -64,3 +64,25 @@ def test_a_real_worker_process_reports_a_missing_framework(monkeypatch):
     with pytest.raises(WorkerError, match="unknown framework 'nosuchframework'"):
         pool.open()
     assert pool.workers == []
+
+
+def test_the_fresh_stage_takes_its_floors_from_the_machine_facts_cache(instances, tmp_path,
+                                                                      monkeypatch):
+    """Stage 2's per-call floors come as a run's do (runner/machine_facts.py): measured
+    when the cache holds none for this machine and these builds, then read from it."""
+    from opbench.runner.machine_facts import CACHED, FactsCache
+
+    measured, obtained = [], []
+    real_measure = WorkerPool.measure_overheads
+    monkeypatch.setattr(WorkerPool, "measure_overheads",
+                        lambda pool: measured.append(1) or real_measure(pool))
+    import opbench.runloop.recorded_run as recorded_run
+    real_facts = recorded_run.obtain_machine_facts
+    monkeypatch.setattr(recorded_run, "obtain_machine_facts",
+                        lambda *a, **k: obtained.append(real_facts(*a, **k)) or obtained[-1])
+    cache = FactsCache(tmp_path / "facts")
+    for _ in range(2):
+        remeasure_in_fresh_processes(instances, ["add"], fake_config(processes=1),
+                                     spawn=Spawner(FakeOpeningSession), facts_cache=cache)
+    assert len(measured) == 1
+    assert [facts.source for facts in obtained] == ["measured", CACHED]

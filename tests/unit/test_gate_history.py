@@ -9,7 +9,8 @@ from click.testing import CliRunner
 from test_gate_evaluate import pair_of_runs
 
 from opbench.cli.gate import history_command
-from opbench.results.history import HistoryError, HistoryStore
+from opbench.report.history_plot import trend_series
+from opbench.results.history import _SCHEMA, HistoryError, HistoryStore
 from opbench.results.records import RunRecord
 
 
@@ -85,3 +86,41 @@ def test_history_command_without_a_db_is_a_usage_error(tmp_path):
         store.record_run(RunRecord.from_dict(pair_of_runs(42)[0]))
     result = CliRunner().invoke(history_command, ["--db", str(missing), "softmax"])
     assert result.exit_code == 2
+
+
+def test_two_builds_of_one_version_are_two_series(tmp_path):
+    """A nightly and a patched build both say MindSpore 2.10.0: the history keeps each
+    run's build, the trend's lines split by it, and `opbench history` names both."""
+    base, cur = pair_of_runs(43, {"add[b]": 1.25})
+    base["frameworks"]["mindspore"]["build"] = "1a2b3c"
+    cur["frameworks"]["mindspore"]["build"] = "9f8e7d"
+    assert base["frameworks"]["mindspore"]["version"] == \
+        cur["frameworks"]["mindspore"]["version"]
+    db = tmp_path / "h.db"
+    with HistoryStore(db) as store:
+        store.record_run(RunRecord.from_dict(base))
+        store.record_run(RunRecord.from_dict(cur))
+        points = [p for p in store.trend("add") if p.instance_id == "add[b]"]
+    assert [p.target_build for p in points] == ["1a2b3c", "9f8e7d"]
+    assert points[0].frameworks != points[1].frameworks
+    assert points[0].frameworks.endswith("2.10.0 (build 1a2b3c)")
+    series = trend_series(points)
+    assert len(series) == 2 and all(len(line) == 1 for line in series.values())
+    shown = CliRunner().invoke(history_command, ["--db", str(db), "add"], terminal_width=250)
+    assert shown.exit_code == 0, shown.output
+    assert "(build 1a2b3c)" in shown.output and "(build 9f8e7d)" in shown.output
+    # one build throughout: one line per instance and mode, as before
+    assert len(trend_series(points[:1])) == 1
+
+
+def test_a_version_1_history_gains_the_build_columns(tmp_path):
+    db = tmp_path / "v1.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript(_SCHEMA.replace(",\n    reference_build TEXT,\n    target_build TEXT",
+                                           ""))
+        conn.execute("PRAGMA user_version = 1")
+    with HistoryStore(db) as store:
+        store.record_run(RunRecord.from_dict(pair_of_runs(44)[0]))
+        assert all(p.target_build is None for p in store.trend("add"))
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2

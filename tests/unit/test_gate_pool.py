@@ -56,6 +56,18 @@ def test_rounds_are_concatenated_in_run_order_and_the_ratio_is_redone():
     assert len(ma["samples_s"]["torch"]) == ma["rounds"]
 
 
+def test_the_first_runs_interference_line_is_not_kept_in_the_pool():
+    """A bug: the pool started from the first run's measurement and only overwrote the
+    statistics the pool had, so run 1's "SLOW whatever the interference" line stood under
+    the pooled interval, which found no interference at all."""
+    a, b = run_record(1), run_record(2)
+    a["instances"][0]["measurements"]["serial"]["interference_ruled_out"] = (
+        "SLOW whatever the interference: with torch's clusters at its worst [0.4, 0.45]")
+    m = pool([a, b], ["a.json", "b.json"]).instances[0].measurements["serial"]
+    assert m.interference == () and m.interference_ruled_out is None
+    assert not m.has("interference_ruled_out")
+
+
 def test_process_offsets_average_out():
     """The reason to pool: one baseline process 12% fast, another 12% slow. Against either
     alone an unchanged current run looks changed by ~12%; against the pool it does not."""

@@ -41,6 +41,12 @@ def _examples(instance):
         ipc.Failed("RuntimeError: no", "Traceback ...\n"), ipc.Ok(WarmUp(3, 1e-3)),
         ipc.Ok(ipc.ForwardDone(("out",), "f" * 64)), ipc.Ok(ipc.BackwardDone({"x": 1.0})),
         ipc.Ok(ipc.OperatorFailed("mindspore.add failed")),
+        # a model's replay: the step program is opaque here (a StepProgram in the model)
+        ipc.ReplayStep("mindspore", ("step", 1), ipc.REPLAY_PROBE, threads=2, cpus=(0, 1),
+                       launch="queued", routes={3: 1}, skip=(2,)),
+        ipc.Ok(ipc.ReplayResult("torch", "2.13.0", 2, "blocking", ("ok",), 4242,
+                                warmup_runs=3, samples_s=(1e-3, 1.1e-3),
+                                per_call_s=((1e-4, 1.2e-4),))),
     ]
 
 
@@ -144,8 +150,12 @@ def test_the_side_servers_table_is_the_side_requests():
 
 
 def test_a_workers_table_takes_every_request_ipc_defines():
+    """...but the model's replay's, which its own server answers (model/replay/main.py)."""
+    from opbench.model.replay.main import ReplayServer
+
     requests = {kind for kind in _message_classes() if issubclass(kind, ipc.Request)}
-    assert set(WorkerServer().dispatcher.handlers) == requests
+    assert set(WorkerServer().dispatcher.handlers) == requests - {ipc.ReplayStep}
+    assert set(ReplayServer().dispatcher.handlers) == {ipc.ReplayStep, ipc.Close}
 
 
 def test_a_side_request_before_the_side_is_open_says_what_comes_first(instance):

@@ -145,15 +145,15 @@ def test_interference_that_can_change_the_verdict_makes_it_inconclusive():
     mindspore = [8e-6] * 15
     fields = measurement_statistics({"torch": torch, "mindspore": mindspore}, "torch",
                                     "mindspore", 0.8, order=_rounds(15))
-    assert fields["verdict"] == "INCONCLUSIVE"
-    assert fields["inconclusive_reason"].startswith("would be SLOW, but torch's samples")
+    assert fields.verdict.value == "INCONCLUSIVE"
+    assert fields.inconclusive_reason.startswith("would be SLOW, but torch's samples")
     assert "with torch's clusters at its worst [1.5, 1.5] (PASS)" in \
-        fields["inconclusive_reason"]
-    assert fields["interference"][0]["kind"] == CLUSTERS
-    assert "interference_ruled_out" not in fields
+        fields.inconclusive_reason
+    assert fields.interference[0].kind == CLUSTERS
+    assert fields.interference_ruled_out is None
     clean = measurement_statistics({"torch": [1.37e-6] * 15, "mindspore": mindspore},
                                    "torch", "mindspore", 0.8, order=_rounds(15))
-    assert clean["verdict"] == "SLOW" and clean["interference"] == []
+    assert clean.verdict.value == "SLOW" and clean.interference == ()
 
 
 def test_interference_that_cannot_change_the_verdict_keeps_it_and_says_so():
@@ -164,9 +164,9 @@ def test_interference_that_cannot_change_the_verdict_keeps_it_and_says_so():
     torch = torch[::2] + torch[1::2]      # the slow ones spread among the rounds
     fields = measurement_statistics({"torch": torch, "mindspore": [34.5e-6] * 15}, "torch",
                                     "mindspore", 0.8, order=_rounds(15))
-    assert [f["kind"] for f in fields["interference"]] == [CLUSTERS]
-    assert fields["verdict"] == "SLOW" and fields["inconclusive_reason"] is None
-    line = fields["interference_ruled_out"]
+    assert [f.kind for f in fields.interference] == [CLUSTERS]
+    assert fields.verdict.value == "SLOW" and fields.inconclusive_reason is None
+    line = fields.interference_ruled_out
     assert line.startswith("SLOW whatever the interference: with torch's clusters at its "
                            "worst [0.0704, 0.0704] (SLOW)")
     assert "without torch's clusters [0.0397, 0.0397] (SLOW)" in line
@@ -178,9 +178,9 @@ def test_injected_order_effect_that_cannot_change_the_verdict_keeps_it():
     fake = FakeFrameworks(ms_call_s=400e-6)
     m = measure(fake.sides(), SETTINGS, fake.clock, resolution_s=1e-9)
     fields = _judge(m)
-    assert ("torch", ORDER_EFFECT) in {(f["side"], f["kind"]) for f in fields["interference"]}
-    assert fields["verdict"] == "SLOW"
-    assert "with torch's order effect at its worst" in fields["interference_ruled_out"]
+    assert ("torch", ORDER_EFFECT) in {(f.side, f.kind) for f in fields.interference}
+    assert fields.verdict.value == "SLOW"
+    assert "with torch's order effect at its worst" in fields.interference_ruled_out
 
 
 # ----------------------------------------------------------------------------- injected
@@ -230,8 +230,8 @@ def test_injected_interference_is_detected_without_quiesce():
     fake = FakeFrameworks(ms_call_s=15e-6)
     m = measure(fake.sides(), SETTINGS, fake.clock, resolution_s=1e-9)
     fields = _judge(m)
-    assert fields["verdict"] == "INCONCLUSIVE"
-    kinds = {(f["side"], f["kind"]) for f in fields["interference"]}
+    assert fields.verdict.value == "INCONCLUSIVE"
+    kinds = {(f.side, f.kind) for f in fields.interference}
     assert ("torch", ORDER_EFFECT) in kinds
 
 
@@ -241,9 +241,9 @@ def test_quiesce_waits_the_injected_interference_out():
     m = measure(fake.sides(), SETTINGS, fake.clock, resolution_s=1e-9,
                 settle=quiescer.settle)
     fields = _judge(m)
-    assert fields["interference"] == []
-    assert fields["verdict"] == "SLOW"   # torch 10 us vs MindSpore 40 us: ratio 0.25
-    assert fields["ratio"] == pytest.approx(0.25, rel=0.01)
+    assert fields.interference == ()
+    assert fields.verdict.value == "SLOW"   # torch 10 us vs MindSpore 40 us: ratio 0.25
+    assert fields.estimate.ratio == pytest.approx(0.25, rel=0.01)
     # a wait only where the side changes: torch's samples right after MindSpore's waited
     # for the 10 ms tail; a sample right after its own side's took no wait
     waits = [r for r in m.settled["torch"] if r is not None]
@@ -297,7 +297,7 @@ def test_rewarm_keeps_the_other_sides_cache_footprint_out_of_the_sample():
     m = measure(fake.sides(), settings, fake.clock, resolution_s=1e-9, settle=quiescer.settle)
     # every torch sample reads the steady 10 us: none is inflated by the recovery
     assert max(m.per_call_s["torch"]) == pytest.approx(10e-6, rel=1e-6)
-    assert _judge(m)["interference"] == []
+    assert _judge(m).interference == ()
 
 
 def test_one_rewarm_call_would_not_have_been_enough():
@@ -311,7 +311,7 @@ def test_one_rewarm_call_would_not_have_been_enough():
         m = measure(fake.sides(), settings, fake.clock, resolution_s=1e-9,
                     settle=quiescer.settle)
     assert max(m.per_call_s["torch"]) > 11e-6
-    assert any(f["side"] == "torch" for f in _judge(m)["interference"])
+    assert any(f.side == "torch" for f in _judge(m).interference)
 
 
 def test_rewarm_calls_for_its_time_at_least_once_at_most_a_sample():

@@ -3,6 +3,7 @@ step taken out with its own external tensors, and the ratio and verdict from per
 medians. Framework-free: replay processes are stood in for."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,11 @@ import pytest
 from test_model_steady import ProgramBuilder
 
 from opbench.model.impact import alone_programs as alone_replay
+from opbench.model.impact.processes import Interpreter
 from opbench.model.program import Ext, Ref
 from opbench.model.replay.executor import CallStatus
 from opbench.model.steady import find_region, step_program
+from opbench.runner.ipc import REPLAY_TIME, ReplayResult
 
 
 def _step():
@@ -39,13 +42,17 @@ def test_each_lone_call_reads_only_externals_of_the_shapes_it_was_given():
     assert lone.traced_ns == (step.traced_ns[1], step.traced_ns[2])
 
 
+HERE = Interpreter(sys.executable, False)
+
+
 def _fake_replays(per_call: dict[str, list[list[float]]], ok: bool = True):
     """run_replay stood in for: each request takes its framework's next process's times."""
-    def run(interpreter, request, work):
-        times = per_call[request["framework"]].pop(0)
-        assert request["launch"] == "blocking" and request["kind"] == "time"
-        return {"status": [CallStatus(i, "x", ok) for i in range(len(times))],
-                "per_call_s": times}
+    def run(python, request, work, index=1):
+        times = per_call[request.framework].pop(0)
+        assert request.launch == "blocking" and request.kind == REPLAY_TIME
+        return ReplayResult(request.framework, "fake", 1, "blocking",
+                            tuple(CallStatus(i, "x", ok) for i in range(len(times))), 1,
+                            per_call_s=tuple(tuple(t) for t in times))
     return run
 
 
@@ -57,7 +64,7 @@ def test_the_ratio_and_verdict_come_from_the_per_call_medians(monkeypatch, tmp_p
     per_call = {k: [list(p) for p in v] for k, v in per_call.items()}
     run = _fake_replays(per_call)
     monkeypatch.setattr(alone_replay, "run_replay", run)
-    found = alone_replay.replay_alone(None, step, [1, 2], "torch", "mindspore", 1, "cpu", (),
+    found = alone_replay.replay_alone(HERE, step, [1, 2], "torch", "mindspore", 1, "cpu", (),
                                       3, Path(tmp_path), lambda message: None)
     assert found[1]["ratio"] == pytest.approx(0.25) and found[1]["verdict"] == "SLOW"
     assert found[1]["reference_s"] == pytest.approx(1e-3)
@@ -70,7 +77,7 @@ def test_a_call_that_did_not_run_alone_says_so(monkeypatch, tmp_path):
     per_call = {"torch": [[[1e-3] * 8]], "mindspore": [[[1e-3] * 8]]}
     run = _fake_replays(per_call, ok=False)
     monkeypatch.setattr(alone_replay, "run_replay", run)
-    found = alone_replay.replay_alone(None, step, [1], "torch", "mindspore", 1, "cpu", (), 1,
+    found = alone_replay.replay_alone(HERE, step, [1], "torch", "mindspore", 1, "cpu", (), 1,
                                       Path(tmp_path), lambda message: None)
     assert "did not run alone" in found[1]["reason"]
 

@@ -79,7 +79,8 @@ def test_an_interpreter_that_cannot_import_opbench_gets_the_install_hint(tmp_pat
     python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n', encoding="utf-8")
     python.chmod(python.stat().st_mode | stat.S_IXUSR)
     result = invoke("-o", str(tmp_path / "out"), "--", str(python), "train.py")
-    assert_user_error(result, f"the interpreter {python} (for torch) cannot import opbench; "
+    assert_user_error(result, f"the interpreter {python} (for torch and mindspore) cannot import "
+                              f"opbench; "
                               f"install it there: {python} -m pip install")
     assert not (tmp_path / "out").exists()        # nothing ran
 

@@ -1,5 +1,5 @@
 """`opbench model` after the capture, framework-free: a synthetic torch program measured by
-measure_program with its replay processes served in this process (replay_main.serve_request
+measure_program with its replay processes served in this process (replay/main.serve_request
 on numpy fake adapters and fake clocks). Checks the parts between the pure modules: the
 probes' statuses make the coverage and the skip list, a wrong counterpart is a mismatch
 (and calls fed by a stand-in are not compared), the projection finds the slower API, and
@@ -18,7 +18,7 @@ import opbench.frameworks
 import opbench.model.impact.pipeline as impact_module
 import opbench.model.replay.executor as replay_module
 from opbench.model.impact.pipeline import ModelError, ModelOptions, measure_program
-from opbench.model.impact.processes import Interpreter
+from opbench.model.impact.processes import Interpreter, ReplayFailed
 from opbench.model.program import Call, Ext, ExternalTensor, Lit, Program, Ref, Seq
 from opbench.model.impact.record import ModelRecord, impact_json, model_schema
 from opbench.model.replay.executor import CallStatus
@@ -92,7 +92,7 @@ def replays_here(monkeypatch):
         return real_replayer(step, framework, adapter, mapping, clock=adapter.clock,
                              **options)
 
-    def run_replay(interpreter, request, workdir):
+    def run_replay(python, request, workdir, index=1):
         requests.append(request)
         return serve_request(request)
 
@@ -116,13 +116,13 @@ def test_probes_and_timed_replays_run_interleaved_with_the_probes_choices(replay
                                                                            tmp_path):
     requests, _ = replays_here
     impact = _measure(tmp_path)
-    kinds = [(r["kind"], r["framework"]) for r in requests]
+    kinds = [(r.kind, r.framework) for r in requests]
     assert kinds == [("probe", "torch"), ("probe", "mindspore"),
                      ("time", "torch"), ("time", "mindspore"),
                      ("time", "mindspore"), ("time", "torch")]
     timed = requests[2]
-    assert timed["skip"] == [2]                       # Bilinear: not replayable anywhere
-    assert timed["launch"] == "blocking" and requests[3]["launch"] == "queued"
+    assert timed.skip == (2,)                         # Bilinear: not replayable anywhere
+    assert timed.launch == "blocking" and requests[3].launch == "queued"
     assert impact.covered == [True, True, False, True, True]
     assert impact.errors == [] and impact.mismatches == []
 
@@ -177,8 +177,10 @@ def test_the_record_is_valid_against_the_schema_and_renders(replays_here, tmp_pa
 
 
 def test_a_replay_that_cannot_start_is_a_model_error(replays_here, tmp_path, monkeypatch):
-    monkeypatch.setattr(impact_module, "run_replay",
-                        lambda interpreter, request, workdir: {"error": "ImportError: no"})
+    def cannot_start(python, request, workdir, index=1):
+        raise ReplayFailed("ImportError: no")
+
+    monkeypatch.setattr(impact_module, "run_replay", cannot_start)
     with pytest.raises(ModelError, match="the torch replay could not start: ImportError"):
         _measure(tmp_path)
 
@@ -189,12 +191,12 @@ def test_failed_timing_processes_are_recorded_and_all_failing_is_an_error(replay
     served = impact_module.run_replay
     failing = {"n": 0}
 
-    def first_mindspore_timing_dies(interpreter, request, workdir):
-        if request["kind"] == "time" and request["framework"] == "mindspore":
+    def first_mindspore_timing_dies(python, request, workdir, index=1):
+        if request.kind == "time" and request.framework == "mindspore":
             failing["n"] += 1
             if failing["n"] == 1:
-                return {"error": "the mindspore replay process killed by signal 9"}
-        return served(interpreter, request, workdir)
+                raise ReplayFailed("the mindspore replay process killed by signal 9")
+        return served(python, request, workdir)
 
     monkeypatch.setattr(impact_module, "run_replay", first_mindspore_timing_dies)
     impact = _measure(tmp_path)
@@ -202,10 +204,10 @@ def test_failed_timing_processes_are_recorded_and_all_failing_is_an_error(replay
                              "killed by signal 9"]
     assert impact.step_time["mindspore"].processes == 1
 
-    def every_mindspore_timing_dies(interpreter, request, workdir):
-        if request["kind"] == "time" and request["framework"] == "mindspore":
-            return {"error": "died"}
-        return served(interpreter, request, workdir)
+    def every_mindspore_timing_dies(python, request, workdir, index=1):
+        if request.kind == "time" and request.framework == "mindspore":
+            raise ReplayFailed("died")
+        return served(python, request, workdir)
 
     monkeypatch.setattr(impact_module, "run_replay", every_mindspore_timing_dies)
     with pytest.raises(ModelError, match="no replay process of mindspore finished"):
@@ -220,19 +222,19 @@ def test_a_framework_whose_processes_run_in_modes_gets_more_processes(replays_he
     served = impact_module.run_replay
     seen = {"mindspore": 0}
 
-    def second_mindspore_process_slow(interpreter, request, workdir):
-        result = served(interpreter, request, workdir)
-        if request["kind"] == "time" and request["framework"] == "mindspore":
+    def second_mindspore_process_slow(python, request, workdir, index=1):
+        result = served(python, request, workdir)
+        if request.kind == "time" and request.framework == "mindspore":
             seen["mindspore"] += 1
             if seen["mindspore"] == 2:
-                result = {**result, "samples_s": [3 * v for v in result["samples_s"]]}
+                result = replace(result, samples_s=tuple(3 * v for v in result.samples_s))
         return result
 
     monkeypatch.setattr(impact_module, "run_replay", second_mindspore_process_slow)
     options = replace(OPTIONS, max_processes=5)
     impact = measure_program(_program(), options, Interpreter(sys.executable, False),
                              ["python", "train.py"], tmp_path)
-    timed = [r["framework"] for r in requests if r["kind"] == "time"]
+    timed = [r.framework for r in requests if r.kind == "time"]
     assert timed == ["torch", "mindspore", "mindspore", "torch"] + ["mindspore"] * 3
     assert impact.step_time["mindspore"].processes == 5
     assert impact.step_time["torch"].processes == 2
@@ -245,7 +247,7 @@ def test_a_framework_whose_processes_run_in_modes_gets_more_processes(replays_he
 def test_processes_that_agree_are_not_topped_up(replays_here, tmp_path):
     requests, _ = replays_here
     _measure(tmp_path)                  # OPTIONS: max_processes is the default 16
-    assert sum(r["kind"] == "time" for r in requests) == 4
+    assert sum(r.kind == "time" for r in requests) == 4
 
 
 def test_a_step_no_call_of_which_replays_in_both_is_an_error(replays_here, tmp_path):
@@ -268,9 +270,9 @@ def test_a_call_only_the_other_framework_cannot_run_still_replays_in_the_traced_
     requests, settings = replays_here
     settings["mindspore_without_tanh"] = True
     impact = _measure(tmp_path)
-    timed = {r["framework"]: r for r in requests if r["kind"] == "time"}
-    assert timed["torch"]["skip"] == [2]               # Bilinear: torch cannot run it either
-    assert timed["mindspore"]["skip"] == [2, 3]        # and tanh, which MindSpore cannot
+    timed = {r.framework: r for r in requests if r.kind == "time"}
+    assert timed["torch"].skip == (2,)               # Bilinear: torch cannot run it either
+    assert timed["mindspore"].skip == (2, 3)        # and tanh, which MindSpore cannot
     assert impact.status["torch"][3].ok and impact.status["mindspore"][3].stand_in
     assert impact.covered == [True, True, False, False, True]
     assert impact.coverage == pytest.approx(500 / 700)

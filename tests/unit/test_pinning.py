@@ -12,7 +12,7 @@ from opbench.runner.ceilings import measure_ceilings
 from opbench.runner.measure import Side, measure, more_rounds
 from opbench.runner.core_use import effective_cores, sample_cores, samples_over
 from opbench.runner.pinning import cores_to_pin, pin_process
-from opbench.runner.raw_records import new_measurement, pool_rounds
+from opbench.runner.raw_records import RawMeasurement
 
 
 def test_the_last_physical_cores_are_pinned_one_cpu_each():
@@ -73,7 +73,7 @@ def test_a_side_that_used_two_cores_is_recorded_and_flagged():
     sides = [clocks.side("torch", 1e-4, 1.0), clocks.side("mindspore", 1e-4, 2.0)]
     m = measure(sides, SETTINGS, clocks.wall, cpu_clock=clocks.cpu)
     assert set(m.cpu_s) == {"torch", "mindspore"} and len(m.cpu_s["torch"]) == m.rounds
-    record = new_measurement(m, "serial", 0.8, 6, 1, allowed_cores=1)
+    record = RawMeasurement.first(m, 0.8, 6, 1, allowed_cores=1).as_dict()
     assert record["effective_cores"]["torch"] == pytest.approx(1.0, rel=0.05)
     assert record["effective_cores"]["mindspore"] == pytest.approx(2.0, rel=0.05)
     assert record["samples_over_cores"] == {"torch": 0, "mindspore": m.rounds}
@@ -84,15 +84,18 @@ def test_pooled_rounds_keep_cpu_times_aligned_with_the_samples():
     clocks = _TwoClocks()
     sides = [clocks.side("torch", 1e-4, 1.0), clocks.side("mindspore", 1e-4, 1.0)]
     m = measure(sides, SETTINGS, clocks.wall, cpu_clock=clocks.cpu)
-    record = new_measurement(m, "serial", 0.8, 6, 1, allowed_cores=1)
+    first = RawMeasurement.first(m, 0.8, 6, 1, allowed_cores=1)
     # a share from a process without a CPU clock: nulls keep the alignment
     extra = more_rounds(sides, "serial", m.loops, 2, clocks.wall, 1e-4, first_round=m.rounds)
-    pool_rounds(record, extra, 2, 2, allowed_cores=1)
+    record = first.pooled(extra, 2, 2, allowed_cores=1).as_dict()
     assert len(record["cpu_s"]["torch"]) == len(record["samples_s"]["torch"])
     assert record["cpu_s"]["torch"][-2:] == [None, None]
     extra = more_rounds(sides, "serial", m.loops, 2, clocks.wall, 1e-4,
                         first_round=m.rounds + 2, cpu_clock=clocks.cpu)
-    pool_rounds(record, extra, 3, 3, allowed_cores=1)
+    # pooled into the record as written (a later pass in another process reads it back)
+    record = RawMeasurement.of(record).pooled(extra, 3, 3, allowed_cores=1).as_dict()
+    assert first.rounds == m.rounds and record["rounds"] == m.rounds + 4
+    assert record["pass_of_round"][-4:] == [2, 2, 3, 3] and record["processes"] == 3
     assert len(record["cpu_s"]["mindspore"]) == len(record["samples_s"]["mindspore"])
     assert record["cpu_s"]["mindspore"][-1] is not None
     assert record["effective_cores"]["mindspore"] == pytest.approx(1.0, rel=0.05)
@@ -101,7 +104,7 @@ def test_pooled_rounds_keep_cpu_times_aligned_with_the_samples():
 def test_without_a_cpu_clock_nothing_is_recorded():
     clocks = _TwoClocks()
     sides = [clocks.side("torch", 1e-4, 1.0), clocks.side("mindspore", 1e-4, 2.0)]
-    record = new_measurement(measure(sides, SETTINGS, clocks.wall), "serial", 0.8, 6, 1)
+    record = RawMeasurement.first(measure(sides, SETTINGS, clocks.wall), 0.8, 6, 1).as_dict()
     assert "cpu_s" not in record and "effective_cores" not in record
 
 

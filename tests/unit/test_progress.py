@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from opbench.report.progress import RunProgress, activity, announcing_imports
+from opbench.results.records import InstanceRecord
 
 
 class Clock:
@@ -25,8 +26,15 @@ def instance(instance_id: str):
 
 
 def result(verdict="PASS", ratio=0.5, duration_s=2.0):
-    return {"verdict": verdict, "duration_s": duration_s,
-            "measurements": {"serial": {"ratio": ratio}}}
+    """An instance's record as run()'s on_progress gets it: typed, as the file will hold it."""
+    summary = {"n": 3, "median_s": 1e-6}
+    serial = {"mode": "serial", "loops": 10, "rounds": 3, "threshold": 0.8,
+              "samples_s": {"torch": [1e-6] * 3, "mindspore": [2e-6] * 3},
+              "summary": {"torch": summary, "mindspore": summary}, "ratio": ratio,
+              "ci_low": ratio, "ci_high": ratio, "verdict": verdict}
+    return InstanceRecord.from_dict({
+        "id": "a", "case": "a", "op": "a", "file": "a.yaml", "apis": {},
+        "verdict": verdict, "duration_s": duration_s, "measurements": {"serial": serial}})
 
 
 def plain_console() -> Console:

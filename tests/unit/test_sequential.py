@@ -18,7 +18,7 @@ from opbench.report.text import run_notes
 from opbench.results.io import validate_record
 from opbench.runloop.recorded_run import run
 from opbench.results.records import load_results
-from opbench.runloop.sequential_run import run_sequential, settled
+from opbench.runloop.sequential_run import is_settled, run_sequential, with_course
 from opbench.runner.workers import WorkerPool
 from opbench.verdicts.rules import Verdict, ratio_verdict
 from opbench.verdicts.sequential import PLANNING_SD, look_confidence, look_for
@@ -197,9 +197,11 @@ def test_an_instance_stops_only_when_every_view_is_decided():
     record = {"verdict": "SLOW", "measurements": {
         "serial": {"verdict": "SLOW", "process_of_round": [1] * 5},
         "serial+backward": {"verdict": "INCONCLUSIVE", "process_of_round": [1] * 5}}}
-    assert not settled(record)
-    assert record["sequential"]["stopped"] is None
+    course = with_course(record)
+    assert not is_settled(course) and course["sequential"]["stopped"] is None
+    assert "sequential" not in record          # a new record; the given one as it was
     record["measurements"]["serial+backward"]["verdict"] = "PASS"
-    assert settled(record) and record["sequential"]["stopped"] == "decided"
-    failed = {"verdict": "MISMATCH", "measurements": {}}
-    assert settled(failed) and failed["sequential"]["stopped"] == "failed"
+    course = with_course(record)
+    assert is_settled(course) and course["sequential"]["stopped"] == "decided"
+    failed = with_course({"verdict": "MISMATCH", "measurements": {}})
+    assert is_settled(failed) and failed["sequential"]["stopped"] == "failed"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import sys
 
 import pytest
@@ -157,3 +158,42 @@ def test_pause_stops_recording_but_keeps_the_interception_until_stop():
     data = tracer.stop()
     assert sys.meta_path == meta_path
     assert [e.api for e in data.events] == ["fakefw.add"]
+
+
+def _interpreter(tmp_path, flags=""):
+    """`tmp_path/bin/python`: this Python behind another path, as another venv's would be
+    (with `-I -S`: one that cannot import opbench)."""
+    (tmp_path / "bin").mkdir()
+    python = tmp_path / "bin" / "python"
+    python.write_text(f'#!/bin/sh\nexport OPBENCH_TEST_WRAPPED=yes\n'
+                      f'exec "{sys.executable}" {flags} "$@"\n', encoding="utf-8")
+    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    return str(python)
+
+
+def test_a_named_interpreter_runs_the_traced_program(tmp_path):
+    """`opbench trace -- /venv/bin/python prog.py` traces in that interpreter (it printed
+    the other MindSpore's version before; here: the wrapper's mark in the environment),
+    with its arguments, options kept, outputs written, exit status passed on."""
+    python = _interpreter(tmp_path)
+    seen = tmp_path / "seen.txt"
+    prog = tmp_path / "prog.py"
+    prog.write_text(f"import os, sys\nopen({str(seen)!r}, 'w').write("
+                    f"os.environ.get('OPBENCH_TEST_WRAPPED', 'no') + '|' + "
+                    f"' '.join(sys.argv[1:]))\nsys.exit(4)\n", encoding="utf-8")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(trace_command, ["-q", "--mode", "async", "-o", str(out), "--",
+                                                python, str(prog), "--epochs", "2"])
+    assert result.exit_code == 4, result.output
+    assert seen.read_text() == "yes|--epochs 2"
+    record = json.loads((out / "trace_record.json").read_text())
+    assert record["settings"]["timing"] == "async"
+
+
+def test_a_named_interpreter_that_cannot_run_opbench_says_so_before_running(tmp_path):
+    python = _interpreter(tmp_path, "-I -S")
+    result = CliRunner().invoke(trace_command, ["-o", str(tmp_path / "out"), "--", python,
+                                                str(tmp_path / "prog.py")])
+    assert result.exit_code == 2
+    assert f"the interpreter {python} cannot import opbench" in " ".join(result.output.split())
+    assert not (tmp_path / "out").exists()

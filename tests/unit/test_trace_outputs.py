@@ -8,7 +8,7 @@ import pytest
 from trace_helpers import TickClock, recorded
 
 from opbench.trace.chrome import chrome_trace, track_counts, write_chrome_trace
-from opbench.trace.overhead import Overhead, calibrate
+from opbench.trace.overhead import TracerOverhead, calibrate
 from opbench.trace.record import RECORD_VERSION, trace_record, write_log_to
 from opbench.trace.summary import summarize
 from opbench.trace.table import header_lines, table_text
@@ -57,7 +57,7 @@ def test_nested_summary_keeps_parents_and_children_and_self_time():
                                             ("async", "host-side launch time only")])
 def test_every_output_says_how_times_were_taken(timing, phrase):
     data = recorded(timing=timing)
-    data.overheads = [Overhead("torch", "probe", 1500.0, 1000.0)]
+    data.overheads = [TracerOverhead("torch", "probe", 1500.0, 1000.0)]
     assert phrase in table_text(data)
     assert "tracer overhead (torch): 500 ns per call" in table_text(data)
     trace = chrome_trace(data)
@@ -148,4 +148,4 @@ def test_calibration_takes_the_difference_of_medians_with_a_fake_clock():
     assert overhead.traced_ns_per_call == pytest.approx(5.01)
     assert overhead.untraced_ns_per_call == pytest.approx(2.01)
     assert overhead.per_call_ns == pytest.approx(3.0)
-    assert Overhead("f", "p", 1.0, 2.0).per_call_ns == 0.0     # never negative
+    assert TracerOverhead("f", "p", 1.0, 2.0).per_call_ns == 0.0     # never negative

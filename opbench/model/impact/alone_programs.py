@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from opbench.config import DEFAULT_THRESHOLD
-from opbench.model.impact.processes import Interpreter, run_replay
+from opbench.model.impact.processes import Interpreter, ReplayFailed, run_replay
 from opbench.model.program import Ext, Ref, map_refs
 from opbench.model.impact.project import estimate_time
 from opbench.model.steady import StepProgram, external_from_output
+from opbench.runner import ipc
 
 __all__ = ["lone_calls", "replay_alone"]
 
@@ -55,9 +56,10 @@ def replay_alone(interpreter: Interpreter, step: StepProgram, indices: Sequence[
     """For each step call index: reference_s, target_s (medians alone), ratio, ratio_ci,
     verdict; or reason when it could not be measured."""
     program = lone_calls(step, indices)
-    base = {"step": program, "device": device, "threads": threads, "cpus": list(cpus),
-            "kind": "time", "launch": "blocking", "samples": 1, "passes": PASSES,
-            "rounds": 1, "warmup_runs": 3, "warmup_s": 0.1}
+    base = ipc.ReplayStep(framework=reference, program=program, kind=ipc.REPLAY_TIME,
+                          device=device, threads=threads, cpus=tuple(cpus),
+                          launch="blocking", samples=1, passes=PASSES, rounds=1,
+                          warmup_runs=3, warmup_s=0.1)
     order: list[str] = []
     for p in range(processes):
         order += [reference, target] if p % 2 == 0 else [target, reference]
@@ -66,11 +68,13 @@ def replay_alone(interpreter: Interpreter, step: StepProgram, indices: Sequence[
     for n, framework in enumerate(order, 1):
         on_progress(f"measuring {len(indices)} composed calls alone: process {n} of "
                     f"{len(order)} ({framework})")
-        result = run_replay(interpreter, {**base, "framework": framework}, work)
-        if "error" in result:
+        try:
+            result = run_replay(interpreter.path, replace(base, framework=framework), work,
+                                index=n)
+        except ReplayFailed:
             continue
-        status[framework] = result["status"]
-        timings[framework].append(result["per_call_s"])
+        status[framework] = result.status
+        timings[framework].append(result.per_call_s)
     out: dict[int, dict[str, Any]] = {}
     for position, index in enumerate(indices):
         ran = all(fw in status and status[fw][position].ok for fw in (reference, target))

@@ -15,15 +15,16 @@ import json
 import math
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from opbench.config.vocabulary import FRAMEWORKS
 from opbench.model.capture.observer import DEFAULT_MAX_CALLS
 from opbench.model.replay.optimizer_fold import adam_update_tolerances
-from opbench.model.impact.processes import (Interpreter, ModelError, check_interpreter, run_capture,
-                                            run_replay, split_command)
+from opbench.model.impact.processes import (Interpreter, ModelError, ReplayFailed,
+                                            check_interpreter, run_capture, run_replay,
+                                            split_command)
 from opbench.model.program import (Dtype, Ext, Lit, Program, Ref, Seq, SliceOf, output_at,
                                    refs_in)
 from opbench.model.impact.project import (MODES_APART, Estimate, FrameworkTiming, api_rows,
@@ -32,6 +33,7 @@ from opbench.model.impact.project import (MODES_APART, Estimate, FrameworkTiming
 from opbench.model.replay.executor import CallStatus
 from opbench.model.steady import (DEFAULT_CAPTURE_STEPS, Region, RegionError, StepProgram,
                                   find_region, step_program)
+from opbench.runner import ipc
 from opbench.trace.signature import SHORT_DTYPES
 
 __all__ = ["ModelOptions", "ModelImpact", "measure_model", "ModelError"]
@@ -299,28 +301,28 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
                          traced_framework=traced, program=program, region=region, step=step,
                          launch=launch, threads=program.threads)
     started = time.perf_counter()
-    base = {"step": step, "device": program.device, "threads": program.threads,
-            "cpus": list(program.cpus)}
+    base = ipc.ReplayStep(framework=traced, program=step, device=program.device,
+                          threads=program.threads, cpus=tuple(program.cpus))
 
     # 1. probes: routes, and outputs compared
-    probes = {}
+    probes: dict[str, ipc.ReplayResult] = {}
     for framework in (traced, other):
         on_progress(f"probing the replay in {framework}")
-        probes[framework] = run_replay(interpreter, {**base, "kind": "probe",
-                                                     "framework": framework,
-                                                     "launch": launch[framework]}, work)
-        if "error" in probes[framework]:
-            raise ModelError(f"the {framework} replay could not start: "
-                             f"{probes[framework]['error']}")
-        impact.status[framework] = list(probes[framework]["status"])
+        try:
+            probes[framework] = run_replay(
+                interpreter.path, replace(base, kind=ipc.REPLAY_PROBE, framework=framework,
+                                          launch=launch[framework]), work)
+        except ReplayFailed as exc:
+            raise ModelError(f"the {framework} replay could not start: {exc}") from None
+        impact.status[framework] = list(probes[framework].status)
     ok = [a.ok and b.ok for a, b in zip(impact.status[traced], impact.status[other])]
     impact.covered = ok
     stand_in = [not (a.ok and b.ok) for a, b in zip(impact.status[traced],
                                                      impact.status[other])]
     tainted = _tainted(step, stand_in)
     adam_atol = adam_update_tolerances(step.calls)
-    for i, (fa, fb) in enumerate(zip(probes[traced]["fingerprints"],
-                                     probes[other]["fingerprints"])):
+    for i, (fa, fb) in enumerate(zip(probes[traced].fingerprints or (),
+                                     probes[other].fingerprints or ())):
         if tainted[i]:
             continue
         found = _compare(fa, fb, max(CHECK_ATOL, adam_atol.get(i, 0.0)))
@@ -341,21 +343,21 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
               for fw in (traced, other)}
 
     # 2. timed replays, interleaved A B B A ...
-    timing: dict[str, list[dict[str, Any]]] = {traced: [], other: []}
+    timing: dict[str, list[ipc.ReplayResult]] = {traced: [], other: []}
     order = []
     for p in range(options.processes):
         order += [traced, other] if p % 2 == 0 else [other, traced]
-    request = {**base, "kind": "time", "samples": options.samples,
-               "passes": options.passes, "rounds": options.rounds}
+    request = replace(base, kind=ipc.REPLAY_TIME, samples=options.samples,
+                      passes=options.passes, rounds=options.rounds)
 
     def time_one(framework: str, n: int, of: int) -> None:
         on_progress(f"timing the replay: process {n} of {of} ({framework})")
-        result = run_replay(interpreter, {**request, "framework": framework,
-                                          "launch": launch[framework],
-                                          "routes": routes[framework],
-                                          "skip": skip[framework]}, work)
-        if "error" in result:
-            impact.errors.append(f"{framework} replay process {n}: {result['error']}")
+        try:
+            result = run_replay(interpreter.path, replace(
+                request, framework=framework, launch=launch[framework],
+                routes=routes[framework], skip=tuple(skip[framework])), work, index=n)
+        except ReplayFailed as exc:
+            impact.errors.append(f"{framework} replay process {n}: {exc}")
         else:
             timing[framework].append(result)
 
@@ -364,7 +366,7 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
     # a framework whose processes ran in different modes gets more of them (second stage)
     for framework in (traced, other):
         runs = timing[framework]
-        if not processes_split(step_time([r["samples_s"] for r in runs]), MODES_APART):
+        if not processes_split(step_time([r.samples_s for r in runs]), MODES_APART):
             continue
         more = max(options.max_processes - len(runs), 0)
         for n in range(1, more + 1):
@@ -420,10 +422,10 @@ def stand_in_share(call_s: Sequence[float], status: Sequence[CallStatus]) -> flo
     return stood_in / total if total > 0 else 0.0
 
 
-def _project(impact: ModelImpact, timing: dict[str, list[dict[str, Any]]]) -> None:
+def _project(impact: ModelImpact, timing: dict[str, list[ipc.ReplayResult]]) -> None:
     step = impact.step
-    frameworks = {fw: FrameworkTiming(fw, tuple(tuple(r["samples_s"]) for r in runs),
-                                      tuple(tuple(tuple(c) for c in r["per_call_s"])
+    frameworks = {fw: FrameworkTiming(fw, tuple(tuple(r.samples_s) for r in runs),
+                                      tuple(tuple(tuple(c) for c in r.per_call_s)
                                             for r in runs))
                   for fw, runs in timing.items()}
     for fw, t in frameworks.items():

@@ -1,73 +1,96 @@
-"""A replay process: `python -m opbench.model.replay.main REQUEST RESULT` (pickle files).
+"""A replay process: `python -m opbench.model.replay.main FD`, started by the model's
+pipeline through the runner's one spawn function (runner/workers.spawn_worker with this
+module), answering runner/ipc.py's ReplayStep requests on the socket FD through the one
+dispatcher, until Close or the parent goes away.
 
-It imports one framework only, sets it up as asked (device, threads, launch mode), replays
-the step (replay.py) and writes what it found: in a probe, each call's status and output
-fingerprints; in a timing run, step samples and per-call latencies. A failure is written as
-the result's `error`; the exit status is 0 whenever a result was written.
+It imports one framework only, sets it up at its first request (pinned to the script's
+cores through runner/pinning.py before the framework starts its thread pools; device,
+threads, launch mode), replays the step (executor.py) and answers a ReplayResult: in a
+probe, each call's status and output fingerprints; in a timing run, step samples and
+per-call latencies. A later request in the same process reuses the framework as set up
+(it is imported once); one asking for another set-up is refused. A failure is answered
+Failed with its message; the process goes on.
 """
 from __future__ import annotations
 
 import os
-import pickle
 import sys
-import traceback
 from typing import Any
 
-__all__ = ["main", "serve_request"]
+from opbench.runner import ipc
+from opbench.runner.pinning import pin_process
 
-PROBE, TIME = "probe", "time"
+__all__ = ["main", "ReplayServer", "serve_request"]
 
 
-def serve_request(request: dict[str, Any]) -> dict[str, Any]:
-    from opbench.frameworks import get_adapter
-    from opbench.frameworks.apimap import load_mapping
-    from opbench.model.replay.executor import Replayer
+class ReplayServer:
+    """One replay process's state: its framework's adapter once set up, and the set-up it
+    was given. `dispatcher` answers ReplayStep and Close."""
 
-    framework = request["framework"]
-    cpus = request.get("cpus")
-    if cpus and hasattr(os, "sched_setaffinity"):
-        # the cores the script had, set before the framework starts its thread pools
-        os.sched_setaffinity(0, cpus)
-    adapter = get_adapter(framework)
-    threads = request.get("threads") or adapter.threads()
-    adapter.setup(request.get("device", "cpu"), int(threads))
-    if request.get("launch") == "blocking":
-        adapter.block_launches()
-    replayer = Replayer(request["step"], framework, adapter, load_mapping(),
-                        skip=request.get("skip", ()), routes_chosen=request.get("routes"))
-    fingerprints = replayer.probe(fingerprints=request["kind"] == PROBE)
-    result: dict[str, Any] = {"framework": framework, "version": adapter.version(),
-                              "threads": int(threads), "launch": adapter.launch(),
-                              "status": replayer.status, "pid": os.getpid()}
-    if request["kind"] == PROBE:
-        result["fingerprints"] = fingerprints
-        return result
-    result["warmup_runs"] = replayer.warm_up(request.get("warmup_runs", 3),
-                                             request.get("warmup_s", 0.2))
-    samples: list[float] = []
-    per_call: list[list[float]] = [[] for _ in replayer.status]
-    for _ in range(request.get("rounds", 1)):
-        samples += replayer.time_step(request.get("samples", 5))
-        for i, times in enumerate(replayer.time_calls(request.get("passes", 2))):
-            per_call[i] += times
-    result["samples_s"] = samples
-    result["per_call_s"] = per_call
-    return result
+    def __init__(self) -> None:
+        self._adapter: Any = None
+        self._threads = 0
+        self._setup: tuple[Any, ...] | None = None
+        self.dispatcher = ipc.Dispatcher({ipc.ReplayStep: self.replay,
+                                          ipc.Close: lambda _: None})
+
+    def _set_up(self, request: ipc.ReplayStep) -> Any:
+        from opbench.frameworks import get_adapter
+
+        wanted = (request.framework, request.device, request.threads, request.cpus,
+                  request.launch)
+        if self._setup is not None:
+            if wanted != self._setup:
+                raise ValueError(f"this replay process holds {self._setup[0]} set up as "
+                                 f"{self._setup[1:]}; a request for {wanted} needs a fresh "
+                                 f"process")
+            return self._adapter
+        if request.cpus and hasattr(os, "sched_setaffinity"):
+            # the cores the script had, set before the framework starts its thread pools
+            pin_process(request.cpus)
+        adapter = get_adapter(request.framework)
+        threads = request.threads or adapter.threads()
+        adapter.setup(request.device, int(threads))
+        if request.launch == "blocking":
+            adapter.block_launches()
+        self._adapter, self._threads, self._setup = adapter, int(threads), wanted
+        return adapter
+
+    def replay(self, request: ipc.ReplayStep) -> ipc.ReplayResult:
+        from opbench.frameworks.apimap import load_mapping
+        from opbench.model.replay.executor import Replayer
+
+        adapter = self._set_up(request)
+        replayer = Replayer(request.program, request.framework, adapter, load_mapping(),
+                            skip=request.skip, routes_chosen=dict(request.routes or {}))
+        probe = request.kind == ipc.REPLAY_PROBE
+        fingerprints = replayer.probe(fingerprints=probe)
+        facts = dict(framework=request.framework, version=adapter.version(),
+                     threads=self._threads, launch=adapter.launch(),
+                     status=tuple(replayer.status), pid=os.getpid())
+        if probe:
+            return ipc.ReplayResult(**facts, fingerprints=tuple(fingerprints))
+        warmup_runs = replayer.warm_up(request.warmup_runs, request.warmup_s)
+        samples: list[float] = []
+        per_call: list[list[float]] = [[] for _ in replayer.status]
+        for _ in range(request.rounds):
+            samples += replayer.time_step(request.samples)
+            for i, times in enumerate(replayer.time_calls(request.passes)):
+                per_call[i] += times
+        return ipc.ReplayResult(**facts, warmup_runs=warmup_runs, samples_s=tuple(samples),
+                                per_call_s=tuple(tuple(times) for times in per_call))
+
+
+def serve_request(request: ipc.ReplayStep) -> ipc.ReplayResult:
+    """One request answered by a fresh server in this process (the unit tests' replay
+    process, on fake adapters)."""
+    return ReplayServer().replay(request)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    request_path, result_path = args[0], args[1]
-    with open(request_path, "rb") as handle:
-        request = pickle.load(handle)
-    try:
-        result = serve_request(request)
-    except Exception as exc:     # written back: the parent records it and goes on
-        result = {"error": f"{type(exc).__name__}: {exc}",
-                  "traceback": traceback.format_exc(limit=8)}
-    with open(result_path, "wb") as handle:
-        pickle.dump(result, handle)
-    return 0
+    conn = ipc.connection_from_fd(int(args[0]))
+    return ipc.answer_requests(conn, ReplayServer().dispatcher)
 
 
 if __name__ == "__main__":
