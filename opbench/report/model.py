@@ -79,9 +79,11 @@ def model_lines(record: ModelRecord) -> list[str]:
                     if ratio.ci_low is not None and ratio.ci_high is not None else "")
         lines.append(f"ratio {ref}/{tgt} {ratio.ratio:.3g}{interval} (below 1: {tgt} slower)")
     if record.self_check is not None:
+        base = (f"{fmt_time(record.own_traced_s)}, " if record.own_traced_s is not None
+                else "")
         lines.append(f"self-check: {traced}'s replayed calls take {record.self_check * 100:+.0f}"
-                     f"% against their traced time ({fmt_time(record.covered_traced_s)}; each "
-                     f"call synced in both, as traced)")
+                     f"% against their traced time ({base}every call it replayed as itself; "
+                     f"each call synced in both, as traced)")
         if abs(record.self_check) >= SELF_CHECK_APART:
             processes = record.projected_s[traced].processes if traced in record.projected_s \
                 else 0
@@ -91,6 +93,11 @@ def model_lines(record: ModelRecord) -> list[str]:
     lines.append(f"coverage: {record.coverage * 100:.0f}% of the region's traced time "
                  f"({fmt_time(record.traced_s)}) was replayed in both "
                  f"{'builds' if record.one_framework else 'frameworks'}")
+    for fw in (ref, tgt):
+        share = record.stand_in_share.get(fw)
+        if share:
+            lines.append(f"  stand-ins: {share * 100:.1f}% of {fw}'s replayed step (calls it "
+                         f"could not run, replaced by outputs of the recorded shape and dtype)")
     for row in record.not_covered[:NOT_COVERED_SHOWN]:
         lines.append(f"  not covered: {row.api} x{row.calls} ({row.share * 100:.1f}%): "
                      f"{row.reason}")

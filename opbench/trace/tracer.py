@@ -121,6 +121,16 @@ class Tracer:
         if self._recorder is not None:
             self._recorder.mark(label)
 
+    def pause(self) -> None:
+        """Stop recording and syncing and let the traced code run on at full speed: the
+        intercepted calls then pass straight through (trace/recorder.py: inactive). Unlike
+        stop(), it leaves the interception installed, so it may be called from inside an
+        intercepted call (where undoing the patches would pull them from under the call on
+        the stack); stop() later undoes them and returns what was recorded up to the pause."""
+        if self._recorder is None:
+            raise TraceError("this tracer was never started")
+        self._recorder.stop()
+
     def _on_import(self, name: str) -> None:
         if not self.running or name in self._interceptors:
             return

@@ -140,3 +140,80 @@ def test_clipping_masked_writes_and_zeroed_gradients_replay_in_both(tmp_path):
     mapped = {row["api"]: row["mapped_api"] for row in model["apis"]}
     assert mapped["torch._foreach_norm"].startswith("mindspore.ops.norm per tensor")
     assert mapped["torch.Tensor.zero_"].startswith("mindspore.ops.zeros_like + assign")
+
+
+# torch.autograd.grad(loss, [w, b]) and a hand-written update of what it returns: before,
+# MindSpore refused it ("mindspore.grad takes its arguments differently"), 40% of the traced
+# time of tests/conformance/autograd_grad_manual_update.py not covered.
+AUTOGRAD = """
+import torch
+torch.manual_seed(0)
+torch.set_num_threads(1)
+x, y = torch.randn(32, 16), (torch.rand(32) > 0.5).float()
+w = torch.zeros(16, requires_grad=True)
+b = torch.zeros(1, requires_grad=True)
+hidden = (torch.randn(16, 16) * 0.1).requires_grad_()
+for _ in range(6):
+    logits = torch.tanh(x @ hidden) @ w + b
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y)
+    gw, gb, gh = torch.autograd.grad(loss, [w, b, hidden])
+    with torch.no_grad():
+        w.sub_(0.1 * gw)
+        b.sub_(0.1 * gb)
+        hidden.sub_(0.1 * gh)
+print(float(loss))
+"""
+
+
+def test_autograd_grad_replays_in_mindspore_as_value_and_grad_over_the_forward(tmp_path):
+    model, done = _projected(tmp_path, _script(tmp_path, "autograd.py", AUTOGRAD))
+    assert model["errors"] == [] and model["mismatches"] == [], model["mismatches"]
+    assert model["not_covered"] == [], model["not_covered"]
+    assert model["stand_in_share"] == {"torch": 0.0, "mindspore": 0.0}
+    rows = {row["api"]: row for row in model["apis"]}
+    grad = rows["torch.autograd.grad"]
+    assert grad["mapped_api"].startswith("value_and_grad over the replayed forward")
+    assert grad["reference_s"] > 0 and grad["target_s"] > 0
+
+
+# value_and_grad with has_aux and a grad_position: the grad function returns ((loss, logits),
+# (the input's gradient, (the weights' gradients))). Before, the script's reads of the logits
+# (at (0, 1) of the call's output) indexed the loss in both replays and stood in, and the
+# weights' gradients sat deeper than a captured path reached: the update read unseen tensors.
+HAS_AUX = """
+import mindspore as ms
+import numpy as np
+from mindspore import mint, nn, ops
+ms.set_context(mode=ms.PYNATIVE_MODE)
+ms.set_device("CPU")
+ms.set_seed(0)
+net = nn.SequentialCell(mint.nn.Linear(16, 32), nn.ReLU(), mint.nn.Linear(32, 4))
+params = net.trainable_params()
+x = ms.Tensor(np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32))
+y = ms.Tensor(np.array([0, 1, 2, 3] * 2, np.int32))
+optimizer = nn.SGD(params, learning_rate=0.05)
+
+def forward(data, label):
+    logits = net(data)
+    return ops.cross_entropy(logits, label), logits
+
+grad_fn = ms.value_and_grad(forward, 0, params, has_aux=True)
+for _ in range(6):
+    (loss, logits), (x_grad, grads) = grad_fn(x, y)
+    optimizer(grads)
+    hits = (logits.argmax(-1) == y).sum()
+    print(float(loss.asnumpy()), int(hits.asnumpy()))
+"""
+
+
+def test_has_aux_and_grad_position_replay_the_aux_reads_and_the_update(tmp_path):
+    model, done = _projected(tmp_path, _script(tmp_path, "aux.py", HAS_AUX))
+    assert model["traced_framework"] == "mindspore"
+    assert model["errors"] == [] and model["mismatches"] == [], model["mismatches"]
+    assert model["stand_in_share"]["mindspore"] == 0.0
+    rows = {row["api"]: row for row in model["apis"]}
+    assert rows["mindspore.value_and_grad"]["mapped_api"] == "torch.Tensor.backward"
+    assert rows["mindspore.nn.SGD"]["mapped_api"] == "torch.optim.SGD.step"
+    assert "mindspore.Tensor.argmax" in rows            # read through the aux logits
+    not_covered = {row["api"] for row in model["not_covered"]}
+    assert "mindspore.Tensor.argmax" not in not_covered, model["not_covered"]

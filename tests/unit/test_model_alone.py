@@ -96,3 +96,39 @@ def test_the_apis_that_lose_most_are_measured_alone_first():
     # each API's signature losing most, the APIs by their total (view's 0.6 s beats a lone
     # signature of it), then the rest by traced time; equal rows stay distinct
     assert [id(r) for r in order] == [id(rows[i]) for i in (0, 2, 4, 1, 3)]
+
+
+def _instance(**fields):
+    from opbench.results.records import InstanceRecord
+    from opbench.verdicts.rules import Verdict
+    base = dict(id="i1", case="c", op="layer_norm", file="isolated_cases.yaml",
+                apis={"torch": "torch.nn.functional.layer_norm"}, verdict=Verdict.ERROR)
+    return InstanceRecord(**{**base, **fields})
+
+
+def test_a_case_that_failed_alone_carries_its_error_not_a_stock_phrase():
+    # issue 32: layer_norm read "not measured alone (the measurement failed)" with no reason
+    from types import SimpleNamespace
+    from opbench.model.impact.alone_cases import _measured, cause_of, IsolatedRow
+    inst = _instance(error="Traceback (most recent call last):\n  File \"x\", line 1\n"
+                           "TypeError: layer_norm() got an unexpected keyword argument 'bias'")
+    record = SimpleNamespace(instances=[inst])
+    *_, why = _measured(record, "i1", "torch", "mindspore")
+    assert why == "ERROR: TypeError: layer_norm() got an unexpected keyword argument 'bias'"
+    row = IsolatedRow(("torch.nn.functional.layer_norm", "sig", "mindspore.mint.nn.functional"
+                       ".layer_norm"), "i1", "ERROR", None, None, None, None, why)
+    cause, text = cause_of(SimpleNamespace(), row, None)
+    assert cause == "unknown" and "unexpected keyword argument 'bias'" in text
+
+
+def test_a_mismatch_alone_says_the_outputs_differ():
+    from types import SimpleNamespace
+    from opbench.model.impact.alone_cases import _measured
+    from opbench.results.records import Check
+    from opbench.verdicts.rules import Verdict
+    check = Check(ok=False, max_abs_err=0.5, rtol=1e-3, atol=1e-5, detail="")
+    record = SimpleNamespace(instances=[_instance(verdict=Verdict.MISMATCH, check=check)])
+    *_, why = _measured(record, "i1", "torch", "mindspore")
+    assert why == "MISMATCH: the frameworks' outputs differ alone (max abs error 0.5)"
+    *_, why = _measured(SimpleNamespace(instances=[]), "i1", "torch", "mindspore")
+    assert "did not run it" in why

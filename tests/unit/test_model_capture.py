@@ -481,6 +481,51 @@ def test_a_backward_is_a_call_on_the_loss_and_weights_whose_grads_feed_the_optim
                              Seq("tuple", (Ref(2, (1, 0)), Ref(2, (1, 1)))))
 
 
+def test_has_aux_and_grad_position_keep_the_aux_values_and_every_weight_gradient(torch):
+    """value_and_grad(fn, 0, weights, has_aux=True) returns ((loss, logits), (input's
+    gradient, (weights' gradients))): the weights' gradients sat three levels down, where no
+    path of the captured call reached, so the update read them as unseen tensors. The call's
+    output is kept as (out, weights' gradients, inputs' gradients), and the forward's output
+    is recorded as the calls that made it."""
+    from opbench.model.capture.observer import backward_result
+    capture = Capture()
+    feed = Feeder(capture)
+    w1, w2 = FakeParameter((8, 16)), FakeParameter((8,))
+    x = FakeTensor((4, 16))
+    first = capture.next_position()
+    logits = feed.function("torch.matmul", (x, w1), result=_hidden())
+    loss = feed.function("torch.sum", (logits,), result=_hidden(1))
+    grads = (FakeTensor((8, 16)), FakeTensor((8,)))
+    x_grad = FakeTensor((4, 16))
+    capture.backward(loss, [w1, w2], 0, ((loss, logits), (x_grad, grads)), first, 1000)
+    feed.function("torch.optim_step", ([w1, w2], grads), result=None)
+    feed.function("torch.argmax", (logits,), result=_hidden(1))
+    calls = capture.calls([_event(0, 100, 200), _event(1, 300, 50), _event(2, 2000, 10),
+                           _event(3, 2100, 10)])
+    backward = calls[2]
+    assert dict(backward.kwargs) == {"forward_out": Seq("tuple", (Ref(1), Ref(0)))}
+    assert [node[0] for node in backward.outputs[1]] == ["seq", "seq", "tensor"]
+    assert calls[3].args[1] == Seq("tuple", (Ref(2, (1, 0)), Ref(2, (1, 1))))
+    assert calls[4].args == (Ref(2, (0, 1)),)            # the logits, as the aux value
+    # without a grad_position or weights the result is kept as it was returned
+    assert backward_result(("l", ("g",)), None, True) == ("l", ("l", ("g",)))
+    assert backward_result("l", None, True) == ("l", "l")
+
+
+def test_a_compiled_function_is_one_unreplayable_call_whose_result_later_calls_read(torch):
+    """ms_jit.py: a @jit step's result read by loss.asnumpy() is that call's output."""
+    capture = Capture()
+    feed = Feeder(capture)
+    x = FakeTensor((4, 16))
+    loss = FakeTensor(())
+    capture.compiled("mindspore.jit", (x,), {}, loss, "a compiled function: why", 0, 5000)
+    feed.function("torch.Tensor.item", (loss,), result=1.5)
+    jit, item = capture.calls([_event(1, 6000, 10)])
+    assert jit.api == "mindspore.jit" and not jit.replayable and jit.problem.endswith("why")
+    assert jit.args == (Ext(0),) and jit.duration_ns == 5000
+    assert item.args == (Ref(0),)
+
+
 def test_a_backward_without_a_captured_loss_or_without_weights_says_why(torch):
     capture = Capture()
     w = FakeParameter((8,))

@@ -377,6 +377,22 @@ def test_a_self_check_far_from_zero_says_the_traced_time_is_one_process():
     assert "one process's" not in "\n".join(model_lines(ModelRecord.from_json(record)))
 
 
+def test_the_self_check_names_its_base_and_each_framework_s_stand_in_share():
+    """The self-check's base is the traced time of the calls the traced framework replayed as
+    themselves (own_traced_s), not the covered time; stand-ins are a share of each step."""
+    record = _record()
+    record["model"].update(own_traced_s=4.1e-3,
+                           stand_in_share={"torch": 0.0, "mindspore": 0.125})
+    text = "\n".join(model_lines(ModelRecord.from_json(record)))
+    assert ("self-check: torch's replayed calls take -8% against their traced time (4.1 ms, "
+            "every call it replayed as itself;") in text
+    assert "stand-ins: 12.5% of mindspore's replayed step" in text
+    assert "of torch's replayed step" not in text          # no stand-ins: no line
+    del record["model"]["own_traced_s"]                    # a record written before it
+    text = "\n".join(model_lines(ModelRecord.from_json(record)))
+    assert "against their traced time (every call it replayed as itself;" in text
+
+
 def test_the_terminal_table_keeps_api_names_whole_in_120_columns():
     """Each API and what it replays as on a line of their own, whole, and the figures under
     them within 120 columns (in one eleven-column table they were folded to a few

@@ -105,9 +105,23 @@ def test_the_backward_in_torch_clears_the_grads_and_returns_loss_and_grads():
     loss, weights = FakeTorchTensor("loss"), [FakeTorchTensor("w1"), FakeTorchTensor("w2")]
     weights[0].grad = "stale grad"
     fn = route.make(lambda name: None)
-    value = fn(loss, weights)
+    assert route.args == (Ref(2), Seq("list", ()), Ref(2))    # no has_aux: out is the loss
+    value = fn(loss, weights, loss)
     assert loss.backwards == 1
     assert value == (loss, (None, None))     # cleared first, as zero_grad(set_to_none) does
+
+
+def test_with_has_aux_the_torch_backward_returns_the_forward_s_whole_output():
+    """`(loss, logits), grads = grad_fn(x, y)`: the script reads the logits at (0, 1) of the
+    backward's output, so the replay returns the forward's output there, not the loss."""
+    from dataclasses import replace
+    out = Seq("tuple", (Ref(2), Ref(1)))
+    route = torch_backward(replace(_backward_call(Ref(2), Seq("list", ())),
+                                   kwargs=(("forward_out", out),)))
+    assert route.args == (Ref(2), Seq("list", ()), out)
+    loss, logits = FakeTorchTensor("loss"), FakeTorchTensor("logits")
+    value = route.make(lambda name: None)(loss, [FakeTorchTensor("w")], (loss, logits))
+    assert value == ((loss, logits), (None,))
 
 
 def test_a_backward_without_weights_has_no_torch_route():

@@ -274,6 +274,58 @@ def test_sdpa_with_an_additive_mask_adds_it():
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
 
 
+def test_sdpa_with_enable_gqa_repeats_the_key_and_value_heads_to_the_query_s():
+    """transformers' Llama / Qwen2 pass enable_gqa=True with 2 key/value heads for 6 query
+    heads: MindSpore's matmul refused the shapes (6.6% of hf_qwen2_inference.py)."""
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((2, 6, 4, 8)).astype(np.float32)
+    k = rng.standard_normal((2, 2, 5, 8)).astype(np.float32)
+    v = rng.standard_normal((2, 2, 5, 8)).astype(np.float32)
+    call = _call("torch.nn.functional.scaled_dot_product_attention", (X, Ext(1), Ext(2)),
+                 (("enable_gqa", Lit(True)),))
+    functions = {**NUMPY_MINT, "mindspore.mint.broadcast_to": np.broadcast_to,
+                 "mindspore.mint.unsqueeze": np.expand_dims}
+    out = route_for(call, "mindspore", load_mapping()).make(Resolver(functions))(q, k, v)
+    k6, v6 = np.repeat(k, 3, axis=1), np.repeat(v, 3, axis=1)     # torch's repeat_interleave
+    expected = _softmax(q @ k6.swapaxes(-2, -1) / math.sqrt(8), -1) @ v6
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_repeat_flip_and_roll_take_torch_s_sizes_as_mindspore_s_cpu_routes_do():
+    """x.repeat(1, 4, 1) is numpy's tile (MindSpore's Tensor.repeat has no CPU kernel),
+    x.flip(-1) takes a tuple in MindSpore, torch.roll is two slices concatenated (no CPU
+    Roll kernel)."""
+    mapping = load_mapping()
+    repeat = route_for(_call("torch.Tensor.repeat", (X, Lit(1), Lit(4), Lit(1))), "mindspore",
+                       mapping)
+    assert _names(repeat) == ["mindspore.Tensor.repeat", "mindspore.ops.tile"]
+    assert repeat.fallbacks[0].args == (X, Seq("tuple", (Lit(1), Lit(4), Lit(1))))
+    listed = route_for(_call("torch.Tensor.repeat", (X, Seq("list", (Lit(2), Lit(1))))),
+                       "mindspore", mapping)
+    assert listed.fallbacks[0].args == (X, Seq("tuple", (Lit(2), Lit(1))))
+    flip = route_for(_call("torch.Tensor.flip", (X, Lit(-1))), "mindspore", mapping)
+    assert flip.api == "mindspore.Tensor.flip" and flip.args == (X, Seq("tuple", (Lit(-1),)))
+    flip = route_for(_call("torch.flip", (X,), (("dims", Seq("list", (Lit(0), Lit(1)))),)),
+                     "mindspore", mapping)
+    assert flip.api == "mindspore.mint.flip"
+    assert flip.args == (X, Seq("tuple", (Lit(0), Lit(1))))
+    roll = route_for(_call("torch.roll", (X,), (("shifts", Lit(1)), ("dims", Lit(0)))),
+                     "mindspore", mapping)
+    assert roll.api == "mindspore.mint.roll"
+    composed = roll.fallbacks[0]
+    narrow = lambda x, dim, start, length: np.take(x, range(start, start + length), axis=dim)
+    functions = {"mindspore.mint.cat": lambda parts, dim: np.concatenate(parts, dim),
+                 "mindspore.mint.narrow": narrow}
+    x = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(composed.make(Resolver(functions))(x), np.roll(x, 1, 0))
+    two = route_for(_call("torch.roll", (X, Seq("tuple", (Lit(-1), Lit(2))),
+                                         Seq("tuple", (Lit(0), Lit(1))))), "mindspore", mapping)
+    np.testing.assert_array_equal(two.fallbacks[0].make(Resolver(functions))(x),
+                                  np.roll(x, (-1, 2), (0, 1)))
+    flat = route_for(_call("torch.roll", (X, Lit(1))), "mindspore", mapping)
+    assert isinstance(flat, Unmapped) and "flattened" in flat.reason
+
+
 def test_sdpa_without_a_mask_passes_none_and_with_dropout_is_unmapped():
     call = _call("torch.nn.functional.scaled_dot_product_attention",
                  (X, Ext(1), Ext(2), Lit(None)))
@@ -707,3 +759,88 @@ def test_rmsprop_and_adagrads_addc_updates_are_composed_in_mindspore(monkeypatch
 def test_an_addc_update_with_a_tensor_value_is_not_replayed():
     call = _call("torch.Tensor.addcmul_", (Ext(1), Ref(2), Ref(3)), kwargs=(("value", Ext(4)),))
     assert isinstance(route_for(call, "mindspore", SMALL_MAPPING), Unmapped)
+
+
+def test_a_cpu_alternative_takes_torch_s_keywords_under_its_own_names_by_its_signature():
+    """ops.stack(tensors, axis=0) is mint.stack's CPU route: torch's dim=0 went to it as
+    written and failed ("unexpected keyword argument 'dim'")."""
+    mapping = ApiMapping([MappingEntry("torch.stack", "mindspore.mint.stack", "function",
+                                       "same", alternatives=("mindspore.ops.stack",))])
+    route = route_for(_call("torch.stack", (Seq("list", (X, X)),), (("dim", Lit(0)),)),
+                      "mindspore", mapping)
+    (ops,) = route.fallbacks
+    assert ops.kwargs == (("dim", Lit(0)),)                  # renamed where it is called
+
+    def ops_stack(tensors, axis=0):
+        return ("ops.stack", axis)
+
+    def mint_stack(tensors, dim=0):
+        return ("mint.stack", dim)
+
+    def anything(tensors, **kwargs):
+        return kwargs
+
+    assert ops.make(Resolver({"mindspore.ops.stack": ops_stack}))([1], dim=2) == \
+        ("ops.stack", 2)
+    assert ops.make(Resolver({"mindspore.ops.stack": mint_stack}))([1], dim=2) == \
+        ("mint.stack", 2)                                    # it takes dim: kept
+    assert ops.make(Resolver({"mindspore.ops.stack": anything}))([1], dim=2) == {"dim": 2}
+    assert route.make(Resolver({"mindspore.mint.stack": mint_stack}))([1], dim=1) == \
+        ("mint.stack", 1)                                    # the primary: as before
+
+    def ops_sum(x, axis=None, keep_dims=False):
+        return (axis, keep_dims)
+    renamed = route_for(_call("torch.sum", (X,), (("dim", Lit(1)), ("keepdim", Lit(True)))),
+                        "mindspore", ApiMapping([MappingEntry(
+                            "torch.sum", "mindspore.mint.sum", "function", "same",
+                            alternatives=("mindspore.ops.sum",))])).fallbacks[0]
+    assert renamed.make(Resolver({"mindspore.ops.sum": ops_sum}))(1, dim=1, keepdim=True) == \
+        (1, True)
+
+
+@pytest.mark.parametrize("api", ["torch.zeros", "torch.ones", "torch.randn"])
+def test_torch_sizes_written_one_by_one_are_one_shape_in_mindspore(api):
+    """torch.zeros(n, 64) -> mint.zeros((n, 64)): MindSpore takes the shape as one argument."""
+    size = Ref(2)                                            # x.size(0), made in the step
+    route = route_for(_call(api, (size, Lit(64)), (("dtype", Dtype("float32")),)),
+                      "mindspore", load_mapping())
+    assert route.args == (Seq("tuple", (size, Lit(64))),)
+    assert dict(route.kwargs) == {"dtype": Dtype("float32")}
+    one = route_for(_call(api, (Seq("tuple", (Lit(2), Lit(3))),)), "mindspore", load_mapping())
+    assert one.args == (Seq("tuple", (Lit(2), Lit(3))),)     # already one shape: as written
+
+
+@pytest.mark.parametrize("ms_api, torch_api", [
+    ("mindspore.ops.tanh", "torch.tanh"), ("mindspore.ops.abs", "torch.abs"),
+    ("mindspore.ops.assign", "torch.Tensor.copy_"),
+    ("mindspore.Tensor.astype", "torch.Tensor.to"),
+    ("mindspore.ops.mse_loss", "torch.nn.functional.mse_loss")])
+def test_mindspore_ops_a_cpu_port_writes_replay_in_torch(ms_api, torch_api):
+    """MindSpore scripts call the `ops` spellings (nn.Tanh lowers to ops.tanh): "no entry in
+    the API mapping" before, in four MindSpore conformance scripts."""
+    call = _call(ms_api, (X, W), framework="mindspore")
+    route = route_for(call, "torch", load_mapping())
+    assert isinstance(route, Route) and route.api == torch_api
+
+
+def test_an_in_place_method_falls_back_to_its_out_of_place_twin_written_back(monkeypatch):
+    """MindSpore 2.10's CPU build has no InplaceMaskedFillScalar kernel; masked_fill runs."""
+    call = _call("torch.Tensor.masked_fill_", (X, Ext(1), Lit(0.0)), kind="tensor_method")
+    route = route_for(call, "mindspore", load_mapping())
+    assert _names(route) == ["mindspore.Tensor.masked_fill_ + assign (in place, as torch)",
+                             "mindspore.Tensor.masked_fill + assign (in place, as torch)"]
+    (twin,) = route.fallbacks
+    assert twin.args == (X, Ext(1), Lit(0.0))
+    resolve = Resolver({"Tensor.masked_fill": lambda x, mask, value: ("filled", x)})
+    receiver = types.SimpleNamespace()
+    written = []
+    monkeypatch.setattr("opbench.model.replay.routes.write_back",
+                        lambda r, result: written.append((r, result)) or r)
+    assert twin.make(resolve)(receiver, "MASK", 0.0) is receiver
+    assert written == [(receiver, ("filled", receiver))]
+    plain = route_for(_call("torch.Tensor.__iadd__", (X, W), kind="tensor_method"),
+                      "mindspore", load_mapping())
+    assert plain.fallbacks == ()                     # an operator has no twin by name
+    clone = route_for(_call("torch.Tensor.clone", (X,), kind="tensor_method"), "mindspore",
+                      load_mapping())
+    assert _names(clone) == ["mindspore.Tensor.clone", "mindspore.Tensor.copy"]

@@ -83,3 +83,37 @@ def test_the_calls_a_loss_depends_on_are_those_of_every_backward_and_autograd_gr
     calls = _hand_written_sgd_step()
     assert loss_dependencies(calls) == {0, 1}
     assert loss_dependencies([c for c in calls if not c.backward]) == set()
+
+
+def test_autograd_grad_that_changes_the_work_is_refused_with_the_keyword_named():
+    """MindSpore replays torch.autograd.grad(loss, inputs) as value_and_grad over the
+    forward; a second derivative or a vector-Jacobian product is another computation."""
+    from dataclasses import replace
+    from opbench.model.replay.executor import unreplayable_autograd_grad
+
+    def grad_call(*args, **kwargs):
+        written = tuple((k, Lit(v) if not isinstance(v, Ref) else v)
+                        for k, v in kwargs.items())
+        return replace(_call(3, "torch.autograd.grad", Ref(2), Seq("list", (Ext(0), Ext(1))), *args),
+                       kwargs=written)
+    assert unreplayable_autograd_grad(grad_call()) is None
+    assert unreplayable_autograd_grad(grad_call(retain_graph=True)) is None
+    assert unreplayable_autograd_grad(grad_call(create_graph=False)) is None
+    assert "create_graph" in unreplayable_autograd_grad(grad_call(create_graph=True))
+    assert "grad_outputs" in unreplayable_autograd_grad(grad_call(grad_outputs=Ref(1)))
+    assert "grad_outputs" in unreplayable_autograd_grad(grad_call(Ref(1)))
+
+
+def test_autograd_grad_s_loss_is_read_through_the_tuple_torch_passes_it_in():
+    """torch.autograd.grad(loss, [w]) is captured as grad((loss,), (w,)): MindSpore's replay
+    read its first argument as the loss and refused ("not made inside the step")."""
+    from opbench.model.replay.trainable import loss_dependencies, loss_of
+    calls = [_call(0, "torch.matmul", Ext(IMAGES), Ext(WEIGHT)),
+             _call(1, "torch.sum", Ref(0)),
+             _call(2, "torch.autograd.grad", Seq("tuple", (Ref(1),)),
+                   Seq("tuple", (Ext(WEIGHT),)))]
+    assert loss_of(calls[2]) == Ref(1)
+    assert loss_dependencies(calls) == {0, 1}
+    assert loss_of(calls[1]) is None                          # not a backward
+    two = _call(3, "torch.autograd.grad", Seq("tuple", (Ref(0), Ref(1))), Ext(WEIGHT))
+    assert loss_of(two) is None                               # several outputs

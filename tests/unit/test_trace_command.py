@@ -136,6 +136,30 @@ def test_an_exception_in_the_traced_block_propagates_and_stops_the_tracer():
     assert not tracer.running
 
 
+def test_pause_stops_recording_but_keeps_the_interception_until_stop():
+    """`opbench model --run-on` pauses inside an intercepted call: the calls after it pass
+    through unrecorded, and stop() later undoes the interception and returns the calls
+    recorded before the pause."""
+    from trace_helpers import FakeTensor, fake_spec, site
+    with pytest.raises(TraceError, match="never started"):
+        Tracer().pause()
+    meta_path = list(sys.meta_path)
+    tracer = trace(framework="both").start()
+    installed = list(sys.meta_path)                   # with the import hook, if one waits
+    recorder = tracer._recorder          # noqa: SLF001 (a fake framework's calls go to it)
+    recorder.add_framework("fakefw", sync=lambda: None, tensor_spec=fake_spec)
+    add = site("fakefw", "fakefw.add")
+    x = FakeTensor(2, 3)
+    assert recorder.call(add, lambda a: "first", (x,), {}) == "first"
+    tracer.pause()
+    assert not tracer.running
+    assert recorder.call(add, lambda a: "after", (x,), {}) == "after"   # passed through
+    assert sys.meta_path == installed                 # pausing undid nothing
+    data = tracer.stop()
+    assert sys.meta_path == meta_path
+    assert [e.api for e in data.events] == ["fakefw.add"]
+
+
 def _interpreter(tmp_path, flags=""):
     """`tmp_path/bin/python`: this Python behind another path, as another venv's would be
     (with `-I -S`: one that cannot import opbench)."""

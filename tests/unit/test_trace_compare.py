@@ -139,7 +139,8 @@ def test_calls_with_no_counterpart_are_listed_with_their_share_and_why():
     cast = only_b["mindspore.Tensor.astype"]
     assert cast.calls == 1 and cast.total_ns == 5000
     assert cast.share == pytest.approx(5000 / comparison.b.api_ns)
-    assert cast.reason.startswith("not in the API mapping")
+    # Tensor.astype is an alternative of torch's Tensor.to (the model replay routes by it)
+    assert cast.reason == "its counterpart torch.Tensor.to is not called in A"
     assert only_b["mindspore.Tensor.__getitem__"].calls == 2
     only_a = {u.api: u for u in comparison.unmatched_of("a")}
     assert "mindspore.Tensor.unbind is not called in B" in only_a["torch.Tensor.unbind"].reason

@@ -268,6 +268,16 @@ def _ms_cross_entropy(m: Any, args: tuple, kwargs: dict) -> Lowered:
                                           m.reduction, float(m.label_smoothing)))
 
 
+def _ms_mse(m: Any, args: tuple, kwargs: dict) -> Lowered:
+    """nn.MSELoss keeps its reduction as LossBase's two flags (reduce, average), not by name;
+    ops.mse_loss takes it by keyword (torch's mse_loss has size_average third)."""
+    logits = args[0] if args else kwargs["logits"]
+    labels = args[1] if len(args) > 1 else kwargs["labels"]
+    reduction = "none" if not m.reduce else ("mean" if m.average else "sum")
+    extra = (("reduction", reduction),) if reduction != "mean" else ()
+    return Lowered(MS + "mse_loss", (logits, labels), extra)
+
+
 def _ms_flatten(m: Any, args: tuple, kwargs: dict) -> Lowered:
     return Lowered(MS + "flatten", (_first(args, kwargs, "x"),),
                    (("start_dim", m.start_dim), ("end_dim", m.end_dim)))
@@ -372,6 +382,7 @@ LOWERINGS: dict[str, Callable[[Any, tuple, dict], Lowered | str]] = {
     "mindspore.nn.LayerNorm": _ms_layer_norm,
     "mindspore.nn.Embedding": _ms_embedding,
     "mindspore.nn.CrossEntropyLoss": _ms_cross_entropy,
+    "mindspore.nn.MSELoss": _ms_mse,
     "mindspore.nn.Flatten": _ms_flatten,
     "mindspore.nn.SGD": _ms_sgd,
     "mindspore.nn.Adam": _ms_adam,

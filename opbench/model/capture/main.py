@@ -19,6 +19,7 @@ from typing import Any
 from opbench.model import markers
 from opbench.model.capture.observer import DEFAULT_MAX_CALLS, Capture
 from opbench.model.capture.ms_backward import MindSporeBackward
+from opbench.model.capture.ms_jit import MindSporeJit
 from opbench.model.program import Program
 from opbench.model.steady import DEFAULT_CAPTURE_STEPS
 from opbench.trace.events import SERIAL
@@ -87,14 +88,6 @@ class EnoughSteps(SystemExit):
         super().__init__(0)
 
 
-def _pause(tracer: Tracer) -> None:
-    """Stop recording and syncing, and let the script run on: the recorder's calls then pass
-    straight through (trace/recorder.py: inactive). Not Tracer.stop(): it undoes the
-    interception, which must not happen inside an intercepted call (the automatic rule
-    decides inside one); stop() at the end undoes it."""
-    tracer._recorder.stop()      # noqa: SLF001 (Tracer has no pause(); see docs/model.md)
-
-
 def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
                     steps: int | None = DEFAULT_CAPTURE_STEPS,
                     run_on: bool = False) -> Program:
@@ -110,7 +103,9 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
             if not ended:
                 ended.append(f"the capture stopped once {steps} steady steps were recorded "
                              f"(--capture-steps); the script ran on untraced")
-                _pause(tracer)
+                # pause, not stop: this runs inside an intercepted call, whose patches
+                # stop() would undo under it; the capture's stop() at the end undoes them
+                tracer.pause()
             return
         if not ended:
             ended.append(f"the capture ended the script once {steps} steady steps were "
@@ -122,6 +117,8 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
     ms_settings.install()
     ms_backward = MindSporeBackward(capture)
     ms_backward.install()
+    ms_jit = MindSporeJit(capture)
+    ms_jit.install()
     # the tracer keeps an event per call; the capture needs those of its calls only (a call
     # that raised has an event and no program call: twice as many is room enough)
     tracer = Tracer(nested=False, sync=SERIAL, framework="both", observer=capture,
@@ -145,6 +142,7 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
         markers.deactivate()
         ms_settings.uninstall()
         ms_backward.uninstall()
+        ms_jit.uninstall()
     calls = capture.calls(data.events)
     imported = [n for n in ("torch", "mindspore") if n in sys.modules]
     framework = _traced_framework(calls, imported)

@@ -117,6 +117,26 @@ def _dtype_object_name(value: Any) -> str | None:
     return None
 
 
+def backward_result(result: Any, grad_position: Any, weights: bool) -> tuple[Any, Any]:
+    """(the forward's output, the backward call's output as the replay makes it) from what
+    value_and_grad's grad function returned: `(out, grads)`, where `out` is the loss or,
+    with has_aux, `(loss, aux...)`, and `grads` the weights' gradients, or with weights and a
+    grad_position `(inputs' gradients, weights' gradients)`. The call's output is kept as
+    `(out, weights' gradients[, inputs' gradients])`: every tensor within two levels, where
+    the captured call's paths can reach it (the weights' gradients under a grad_position sat
+    a level deeper, and an update reading them read unseen tensors), and the same whatever
+    the script's grad_position, so the replay needs one form."""
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        return result, result
+    out, grads = result
+    if weights and grad_position is not None and isinstance(grads, (tuple, list)) \
+            and len(grads) == 2:
+        inputs_grads, weight_grads = grads
+        return out, (out, tuple(weight_grads) if isinstance(weight_grads, (tuple, list))
+                     else (weight_grads,), inputs_grads)
+    return out, (out, grads)
+
+
 class Capture:
     """The observer. `calls()` and `externals()` give the program once the tracer stopped;
     the durations come from the tracer's events (joined by their index)."""
@@ -269,10 +289,32 @@ class Capture:
             args = (Ref(*produced),)
         if listed and problem is None:
             args += (Seq("list", tuple(self._arg(w) for w in listed)),)
+        out, canonical = backward_result(result, grad_position, bool(listed))
+        # the forward's whole output (the loss, or with has_aux the loss and its aux values)
+        # as the calls that made it, read before the result is noted as this call's: the
+        # replay returns these values where the script's grad function returned them
+        kwargs = (("forward_out", self._arg(out)),) if problem is None else ()
         call = Call(index=position, framework="mindspore", api=BACKWARD_API, kind="function",
-                    replay_api=None if problem else BACKWARD_API, args=args, kwargs=(),
-                    outputs=self._outputs(result), duration_ns=0, start_ns=0,
+                    replay_api=None if problem else BACKWARD_API, args=args, kwargs=kwargs,
+                    outputs=self._outputs(canonical), duration_ns=0, start_ns=0,
                     problem=problem, backward=True, site=self._sites.find())
+        self._raw.append((None, call))
+        self._backward_spans[position] = (first, elapsed_ns)
+        self._note_tree(canonical, position, ())
+
+    def compiled(self, api: str, args: tuple, kwargs: dict, result: Any, problem: str,
+                 first: int, elapsed_ns: int) -> None:
+        """A compiled function (ms_jit.py) returned `result` after elapsed_ns, synced: one
+        call that no replay runs (`problem` says why), whose outputs the script's later calls
+        read; calls captured from `first` on ran inside it (none, as a rule)."""
+        if len(self._raw) >= self.max_calls:
+            self.dropped += 1
+            return
+        position = len(self._raw)
+        call = Call(index=position, framework="mindspore", api=api, kind="function",
+                    replay_api=None, args=self._args(args), kwargs=self._kwargs(kwargs),
+                    outputs=self._outputs(result), duration_ns=0, start_ns=0,
+                    problem=problem, site=self._sites.find())
         self._raw.append((None, call))
         self._backward_spans[position] = (first, elapsed_ns)
         self._note_tree(result, position, ())
@@ -411,8 +453,8 @@ class Capture:
         for event_index, call in self._raw:
             span = self._backward_spans.get(call.index)
             if span is not None:
-                # the grad function's time less its forward's captured calls; it ran after
-                # them
+                # the grad function's (or a compiled function's) time less the calls captured
+                # inside it; it ran after them
                 first, elapsed = span
                 inside = out[first:call.index]
                 before = out[call.index - 1] if call.index else None

@@ -188,17 +188,38 @@ def case_for(impact: Any, key: tuple[str, str, str], members: Sequence[int],
 
 def _measured(record: RunRecord, instance_id: str, reference: str, target: str
               ) -> tuple[str | None, float | None, tuple[float, float] | None,
-                         float | None, float | None]:
+                         float | None, float | None, str]:
+    """(verdict, ratio, interval, reference median, target median, why there is no ratio)."""
     for inst in record.instances:
         if inst.id != instance_id:
             continue
         verdict = inst.verdict.value if inst.verdict is not None else None
         m = inst.measurements.get("serial")
         if m is None:
-            return verdict, None, None, None, None
+            return verdict, None, None, None, None, failure_reason(inst)
         return (verdict, m.ratio, (m.ci_low, m.ci_high), m.summary[reference].median_s,
-                m.summary[target].median_s)
-    return None, None, None, None, None
+                m.summary[target].median_s, "")
+    return None, None, None, None, None, "the case flow did not run it (no instance recorded)"
+
+
+# A traceback's last line says what failed; the whole error can run to a screenful.
+REASON_CHARS = 200
+
+
+def failure_reason(inst: Any) -> str:
+    """Why an instance of the case flow has no timing: its error, the comparison that
+    failed, or its verdict (the row names it in "not measured alone (...)")."""
+    verdict = inst.verdict.value if inst.verdict is not None else "no verdict"
+    error = (inst.error or "").strip()
+    if error:
+        last = error.splitlines()[-1].strip()
+        return f"{verdict}: {last[:REASON_CHARS]}"
+    check = inst.failed_check()
+    if check is not None:
+        detail = check.detail or (f"max abs error {check.max_abs_err:.3g}"
+                                  if check.max_abs_err is not None else "outputs differ")
+        return f"{verdict}: the frameworks' outputs differ alone ({detail[:REASON_CHARS]})"
+    return f"{verdict}: no serial timing recorded"
 
 
 def target_floor_s(record: RunRecord | None, target: str) -> float | None:
@@ -292,10 +313,9 @@ def measure_isolated(impact: Any, budget_s: float, workdir: Path,
     traced = {(r.api, r.signature, r.mapped_api): r.traced_s for r in impact.signatures}
     for key, name in planned:
         iid = by_case[name]
-        verdict, ratio, ci, ref_s, tgt_s = _measured(record, iid, impact.reference,
-                                                      impact.target)
-        out.append(IsolatedRow(key, iid, verdict, ratio, ci, ref_s, tgt_s,
-                               "" if ratio is not None else "the measurement failed"))
+        verdict, ratio, ci, ref_s, tgt_s, why = _measured(record, iid, impact.reference,
+                                                           impact.target)
+        out.append(IsolatedRow(key, iid, verdict, ratio, ci, ref_s, tgt_s, why))
         if ratio is not None:
             measured_s += traced.get(key, 0.0)
     share = measured_s / impact.traced_s if impact.traced_s else 0.0

@@ -128,6 +128,7 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
         "ratio": {k: _num(v) if isinstance(v, float) else v
                   for k, v in impact.step_ratio.items()},
         "self_check": _num(impact.self_check),
+        "own_traced_s": impact.own_traced_s(impact.traced_framework),
         "replayed_calls_s": {fw: s * impact.steps for fw, s in impact.call_sum_s.items()},
         "coverage": impact.coverage,
         "stand_in_share": dict(impact.stand_in_share),
@@ -330,6 +331,9 @@ class ModelRecord:
     stand_in_share: Mapping[str, float] = field(default_factory=dict)
     ratio: StepRatio = StepRatio()
     self_check: float | None = None
+    # the self-check's base: traced time of the calls the traced framework replayed as
+    # themselves (None in records written before it was kept)
+    own_traced_s: float | None = None
     region: RegionInfo = RegionInfo("automatic", 0)
     script: ScriptInfo = ScriptInfo()
     signatures: tuple[LostRow, ...] = ()

@@ -34,7 +34,7 @@ from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque
                                    SliceOf, exts_in, refs_in)
 from opbench.model.replay.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
 from opbench.model.replay.trainable import (AUTOGRAD_GRAD, loss_calls, loss_dependencies,
-                                            trainable_externals)
+                                            loss_of, trainable_externals)
 from opbench.model.replay.routes import (Route, Unmapped, fused_adam_route, fused_momentum_route,
                                          route_for)
 from opbench.model.steady import StepProgram
@@ -255,10 +255,10 @@ class Replayer:
         self._plan, self.status = [], []
         differentiated = False
         for call in self.step.calls:
-            if call.backward and self.framework == "mindspore":
+            if (call.backward or call.api == AUTOGRAD_GRAD) and self.framework == "mindspore":
                 self._plan.append(None)
-                prints.append(None)
                 if differentiated:
+                    prints.append(None)
                     self.status.append(CallStatus(
                         call.index, DIFFERENTIATED, False, stand_in=True,
                         problem="a second backward in one step: not replayed"))
@@ -266,7 +266,12 @@ class Replayer:
                     continue
                 differentiated = True
                 self.status.append(CallStatus(call.index, DIFFERENTIATED, True))
-                self._results[call.index] = self._differentiate(call)
+                value = self._results[call.index] = self._differentiate(call)
+                # torch.autograd.grad's gradients are its output, compared as any output's
+                # (a backward's are read by the update after it, whose output is compared)
+                prints.append(self._fingerprints(value) if fingerprints
+                              and call.api == AUTOGRAD_GRAD
+                              and self.status[call.index].ok else None)
                 continue
             entry, status, value = self._first_working(call, resolve)
             self._plan.append(entry)
@@ -524,14 +529,21 @@ def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
     after it read them as in the step."""
     import mindspore
 
-    loss_ref = backward.args[0]
-    if not isinstance(loss_ref, Ref):
+    loss_ref = loss_of(backward)
+    if loss_ref is None:
         raise ValueError("the backward call's tensor is not made inside the step")
+    gradients_only = backward.api == AUTOGRAD_GRAD
+    if gradients_only:
+        refused = unreplayable_autograd_grad(backward)
+        if refused:
+            raise ValueError(refused)
     order = loss_calls(replayer.step.calls, loss_ref)
     plan, results = replayer._plan, replayer._results
     if any(plan[i] is None and replayer.step.calls[i].alias_of is None for i in order):
         raise ValueError("a call the loss depends on does not run in MindSpore")
-    listed = backward.args[1] if len(backward.args) > 1 else None
+    listed = backward.args[1] if len(backward.args) > 1 else dict(backward.kwargs).get("inputs")
+    if isinstance(listed, Ext):
+        listed = Seq("tuple", (listed,))  # autograd.grad(loss, w): one tensor, one gradient
     if isinstance(listed, Seq):
         # the weights the script's value_and_grad named, in its order (its grads' order)
         if not all(isinstance(w, Ext) for w in listed.items):
@@ -551,8 +563,63 @@ def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
         return results[loss_index]
 
     grad_fn = mindspore.value_and_grad(forward, None, weights)
-    return Differentiated(frozenset(order), order[0], backward.index, lambda: grad_fn(),
-                          forward)
+    if gradients_only:
+        # torch.autograd.grad returns the gradients alone (a tuple, one per input)
+        return Differentiated(frozenset(order), order[0], backward.index,
+                              lambda: grad_fn()[1], forward)
+    # the backward call's output as captured (capture/observer.py backward_result): the
+    # forward's output (with has_aux the loss and its aux values), the weights' gradients,
+    # and under a grad_position the inputs' gradients, zeros here (not computed)
+    written = dict(backward.kwargs)
+    out = replayer._getter(written["forward_out"]) if "forward_out" in written else None
+    inputs_grads = inputs_gradients(backward.outputs, replayer._tensor)
+
+    def run() -> Any:
+        loss, grads = grad_fn()
+        return (out() if out is not None else loss, grads, *inputs_grads)
+    return Differentiated(frozenset(order), order[0], backward.index, run, forward)
+
+
+def inputs_gradients(outputs: Any, tensor: Callable[[Any, str], Any]) -> tuple[Any, ...]:
+    """A MindSpore backward's inputs' gradients (the third item of its captured output,
+    under a grad_position) as zeros of their recorded shapes and dtypes; () without one.
+    The replay differentiates the weights only: the forward's calls read its inputs as
+    external tensors, not as arguments a grad_position could name."""
+    if not outputs or outputs[0] != "seq" or len(outputs[1]) != 3:
+        return ()
+
+    def zeros(node: Any) -> Any:
+        if node and node[0] == "tensor":
+            return tensor(np.zeros(tuple(node[1])), node[2])
+        if node and node[0] == "seq":
+            return tuple(zeros(n) for n in node[1])
+        return None
+    return (zeros(outputs[1][2]),)
+
+
+# torch.autograd.grad's keywords that change what it computes: a graph of the gradients
+# (a second derivative), a vector-Jacobian product's vector, a gradient left None for an
+# unused input. retain_graph only keeps buffers alive and allow_unused is moot when every
+# input is used (value_and_grad gives zeros where torch would have refused)
+_AUTOGRAD_GRAD_CHANGES = ("create_graph", "grad_outputs", "is_grads_batched",
+                          "materialize_grads")
+
+
+def unreplayable_autograd_grad(call: Call) -> str | None:
+    """Why MindSpore's value_and_grad cannot stand for this torch.autograd.grad call (None:
+    it can): a written keyword that changes the work, or a third positional argument
+    (grad_outputs)."""
+    given = dict(call.kwargs)
+    for name in _AUTOGRAD_GRAD_CHANGES:
+        value = given.get(name)
+        if value is not None and not (isinstance(value, Lit) and value.value in (None, False)):
+            return (f"torch.autograd.grad({name}=...) is not replayed in MindSpore "
+                    f"(value_and_grad over the replayed forward differentiates a scalar "
+                    f"loss once)")
+    if len(call.args) > 2:
+        return ("torch.autograd.grad with grad_outputs is not replayed in MindSpore "
+                "(value_and_grad over the replayed forward differentiates a scalar loss once)")
+    return None
 
 def _is_constant(arg: Any) -> bool:
     if isinstance(arg, (Ref, Ext)):

@@ -16,6 +16,7 @@ replay's output check (replay.py) catches a counterpart that computes something 
 """
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from dataclasses import dataclass, replace
@@ -106,11 +107,23 @@ def translate_torch_keywords(kwargs: tuple[tuple[str, Any], ...]
     return tuple(kept) + (("reduction", Lit(reduction)),)
 
 
+# torch's creation functions whose every positional argument is one size of the shape
+# (torch.zeros(*size, *, dtype=...)); MindSpore's take the shape as one argument:
+# mint.zeros(2, 3) failed ("takes 1 positional argument but 2 were given": transformers'
+# BART and a position-encoding script, 0.4-2% of their traced time).
+TORCH_SIZE_VARARGS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.rand",
+                                "torch.randn"})
+
+
 def _for_other_framework(call: Call, target: str) -> Call:
-    if call.framework == "torch" and target == "mindspore" and call.kwargs:
+    if call.framework != "torch" or target != "mindspore":
+        return call
+    if call.kwargs:
         translated = translate_torch_keywords(call.kwargs)
         if translated != call.kwargs:
-            return replace(call, kwargs=translated)
+            call = replace(call, kwargs=translated)
+    if call.replay_api in TORCH_SIZE_VARARGS and len(call.args) > 1:
+        call = replace(call, args=(Seq("tuple", tuple(call.args)),))
     return call
 
 
@@ -246,11 +259,17 @@ def _ms_sdpa(call: Call) -> Route | Unmapped:
     """softmax(q @ k^T * scale + mask) @ v, composed as the case library composes attention
     (cases/attention.yaml): MindSpore's fused attention is Ascend-only."""
     values = _values(call, ["query", "key", "value", "attn_mask", "dropout_p", "is_causal",
-                            "scale"])
+                            "scale", "enable_gqa"])
     if _lit(values["dropout_p"], 0.0):
         return Unmapped("attention with dropout: random, not replayed")
     causal = bool(_lit(values["is_causal"], False))
     scale = _lit(values["scale"], None)
+    # grouped-query attention (transformers' Llama / Qwen2 pass enable_gqa=True): the key and
+    # value heads repeated to the query's, as torch does (repeat_interleave over the heads);
+    # without it MindSpore's matmul refused the shapes (6.6% of hf_qwen2_inference.py's
+    # traced time not covered). Broadcast and reshape: MindSpore 2.10's CPU build has no
+    # RepeatInterleave kernel.
+    grouped = bool(_lit(values["enable_gqa"], False))
     mask = values["attn_mask"]
     has_mask = mask is not None and not (isinstance(mask, Lit) and mask.value is None)
 
@@ -261,7 +280,19 @@ def _ms_sdpa(call: Call) -> Route | Unmapped:
         ones = resolve("mindspore.mint.ones")
         triu = resolve("mindspore.mint.triu")
 
+        broadcast_to = resolve("mindspore.mint.broadcast_to")
+        unsqueeze = resolve("mindspore.mint.unsqueeze")
+
+        def heads_repeated(t: Any, heads: int) -> Any:
+            if not grouped or t.shape[-3] == heads:
+                return t
+            times = heads // t.shape[-3]
+            *lead, kv_heads, length, dim = t.shape
+            spread = broadcast_to(unsqueeze(t, -3), (*lead, kv_heads, times, length, dim))
+            return spread.reshape(*lead, kv_heads * times, length, dim)
+
         def attention(q: Any, k: Any, v: Any, m: Any = None) -> Any:
+            k, v = heads_repeated(k, q.shape[-3]), heads_repeated(v, q.shape[-3])
             factor = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
             scores = matmul(q, k.swapaxes(-2, -1)) * factor
             if causal:
@@ -311,6 +342,68 @@ def _as_tuple(value: Any) -> Any:
     if len(values) == 1 and all(isinstance(v, Lit) for v in value.items):
         return Lit(values.pop())
     return Seq("tuple", value.items)
+
+
+def _sizes(rest: tuple) -> Seq | None:
+    """torch's `*sizes` (x.repeat(1, 4, 1), x.flip(0, 1)) or one sequence of them, as one
+    tuple (MindSpore's tile / flip take a tuple); None when it is neither."""
+    if len(rest) == 1 and isinstance(rest[0], Seq):
+        return Seq("tuple", rest[0].items)
+    if rest and all(isinstance(r, Lit) and isinstance(r.value, int) for r in rest):
+        return Seq("tuple", tuple(rest))
+    return None
+
+
+def _ms_repeat(call: Call) -> Route | Unmapped:
+    """torch's x.repeat(*sizes) tiles the tensor (numpy's tile): MindSpore's Tensor.repeat
+    has no CPU kernel in 2.10 ("'repeat' is not supported on this device", 13-17% of
+    cat_split_stack_reshape.py's traced time); ops.tile computes the same."""
+    sizes = _sizes(tuple(call.args[1:]) + tuple(v for k, v in call.kwargs if k == "repeats"))
+    if sizes is None or any(k != "repeats" for k, _ in call.kwargs):
+        return Unmapped("Tensor.repeat with sizes that are not numbers")
+    primary = _named("mindspore", "mindspore.Tensor.repeat", call.args, call.kwargs)
+    return replace(primary, fallbacks=(_named("mindspore", "mindspore.ops.tile",
+                                              (call.args[0], sizes)),))
+
+
+def _ms_flip(api: str) -> Callable[[Call], Route | Unmapped]:
+    """torch's flip takes an int, several or a sequence (x.flip(-1)); MindSpore's takes a
+    tuple ("Failed calling ReverseV2 with ReverseV2(axis=int)")."""
+    def rule(call: Call) -> Route | Unmapped:
+        dims = _sizes(tuple(call.args[1:]) + tuple(v for k, v in call.kwargs if k == "dims"))
+        if dims is None:
+            return Unmapped("flip with dims that are not numbers")
+        return _named("mindspore", api, (call.args[0], dims))
+    return rule
+
+
+def _ms_roll(call: Call) -> Route | Unmapped:
+    """torch.roll(x, shifts, dims) as two slices concatenated back to front: MindSpore 2.10's
+    CPU build has no Roll kernel in any namespace (3% of cat_split_stack_reshape.py)."""
+    v = _values(call, ["input", "shifts", "dims"])
+    shifts, dims = _lit_or_list(v["shifts"]), _lit_or_list(v["dims"])
+    shifts = shifts if isinstance(shifts, list) else [shifts]
+    dims = dims if isinstance(dims, list) else [dims]
+    if None in dims or len(shifts) != len(dims) or \
+            not all(isinstance(n, int) for n in (*shifts, *dims)):
+        return Unmapped("torch.roll without a dim for each shift (a flattened roll)")
+    primary = _named("mindspore", "mindspore.mint.roll", call.args, call.kwargs)
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        cat, narrow = resolve("mindspore.mint.cat"), resolve("mindspore.mint.narrow")
+
+        def roll(x: Any) -> Any:
+            for shift, dim in zip(shifts, dims):
+                size = x.shape[dim]
+                cut = shift % size if size else 0
+                if cut:
+                    x = cat((narrow(x, dim, size - cut, cut), narrow(x, dim, 0, size - cut)),
+                            dim)
+            return x
+        return roll
+    return replace(primary, fallbacks=(
+        Route("mindspore.mint.cat of two mint.narrow slices (as torch.roll)", make,
+              (v["input"],)),))
 
 
 def _ms_arange(call: Call) -> Route | Unmapped:
@@ -449,6 +542,10 @@ TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.Tensor.contiguous": _ms_contiguous,
     "torch.Tensor.size": _ms_size,
     "torch.arange": _ms_arange,
+    "torch.Tensor.repeat": _ms_repeat,
+    "torch.Tensor.flip": _ms_flip("mindspore.Tensor.flip"),
+    "torch.flip": _ms_flip("mindspore.mint.flip"),
+    "torch.roll": _ms_roll,
     "torch.nn.functional.max_pool2d": _ms_max_pool2d,
     "torch.nn.functional.batch_norm": _ms_batch_norm,
     "torch.Tensor.to": _ms_to,
@@ -594,12 +691,73 @@ def _via_mapping(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapp
     call = replace(call, kwargs=kwargs)
     alternatives = tuple(entry.alternatives) if target == "mindspore" else ()
     route = _named(target, other, call.args, call.kwargs,
-                   fallbacks=tuple(_named(target, alt, call.args, call.kwargs)
+                   fallbacks=tuple(_keywords_by_signature(_named(target, alt, call.args,
+                                                                 call.kwargs))
                                    for alt in alternatives))
     if target == "mindspore" and _is_inplace_method(api):
         return Route(f"{route.api} + assign (in place, as torch)", _in_place(route.make),
-                     route.args, route.kwargs)
+                     route.args, route.kwargs, fallbacks=_out_of_place(other, route))
     return route
+
+
+def _out_of_place(method: str, route: Route) -> tuple[Route, ...]:
+    """An in-place MindSpore method's out-of-place twin, written back: MindSpore 2.10's CPU
+    build has no kernel for several in-place methods whose twin it has (masked_fill_:
+    "The kernel InplaceMaskedFillScalar unregistered"; masked_fill runs: 5% of
+    masking_indexing_inplace.py's traced time)."""
+    prefix = TENSOR_PREFIXES["mindspore"]
+    name = method[len(prefix):] if method.startswith(prefix) else ""
+    if not name.endswith("_") or name.startswith("_"):
+        return ()
+    twin = prefix + name[:-1]
+    return (Route(f"{twin} + assign (in place, as torch)",
+                  _in_place(_by_name("mindspore", twin)), route.args, route.kwargs),)
+
+
+# torch's keyword -> what MindSpore's `ops` namespace calls it. A mapping entry's note
+# describes its primary route (mint, torch's names); its CPU alternatives are mostly `ops`
+# functions, which spell the same parameter as numpy does: ops.stack(dim=0) failed
+# ("unexpected keyword argument"), and so did ops.log_softmax and ops.cumsum (1-4% of the
+# traced time in five conformance scripts).
+TORCH_KEYWORD_SYNONYMS = {"dim": ("axis",), "keepdim": ("keep_dims", "keepdims")}
+
+
+def _keywords_by_signature(route: Route) -> Route:
+    """The route with torch's keywords renamed to the callee's synonyms, by its signature,
+    read where the callee is resolved (a keyword it takes is kept; one it takes under a
+    synonym of TORCH_KEYWORD_SYNONYMS is renamed; the rest is left to fail as it would)."""
+    make = route.make
+    if not any(k in TORCH_KEYWORD_SYNONYMS for k, _ in route.kwargs):
+        return route
+
+    def made(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        fn = make(resolve)
+        accepted = _keyword_parameters(fn)
+        if accepted is None:
+            return fn
+        renames = {}
+        for name, synonyms in TORCH_KEYWORD_SYNONYMS.items():
+            if name not in accepted:
+                renames.update((name, s) for s in synonyms[::-1] if s in accepted)
+        if not renames:
+            return fn
+
+        def renamed(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **{renames.get(k, k): v for k, v in kwargs.items()})
+        return renamed
+    return replace(route, make=made)
+
+
+def _keyword_parameters(fn: Any) -> frozenset[str] | None:
+    """The names a callable takes by keyword (None: unknown, or it takes any)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):       # a builtin without a signature
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    return frozenset(p.name for p in parameters
+                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
 def _is_inplace_method(api: str) -> bool:

@@ -23,7 +23,7 @@ from typing import Sequence
 from opbench.config.vocabulary import FLOAT_DTYPES
 from opbench.model.program import Call, Ext, Ref, Seq, exts_in, refs_in
 
-__all__ = ["IN_PLACE_OPERATORS", "AUTOGRAD_GRAD", "is_in_place", "loss_calls",
+__all__ = ["IN_PLACE_OPERATORS", "AUTOGRAD_GRAD", "is_in_place", "loss_calls", "loss_of",
            "loss_dependencies", "trainable_externals"]
 
 # Python's augmented assignments on a tensor: torch writes the receiver (MindSpore 2.10
@@ -54,13 +54,25 @@ def loss_calls(calls: Sequence[Call], loss: Ref) -> list[int]:
     return sorted(inside)
 
 
+def loss_of(call: Call) -> Ref | None:
+    """The loss a backward or torch.autograd.grad call differentiates, as the call that made
+    it (None: not made inside the step, or several). torch.autograd.grad is captured with
+    its outputs as torch passes them on, a tuple: `grad(loss, ...)` reads `(loss,)`."""
+    if not (call.backward or call.api == AUTOGRAD_GRAD) or not call.args:
+        return None
+    loss = call.args[0]
+    if isinstance(loss, Seq) and len(loss.items) == 1:
+        loss = loss.items[0]
+    return loss if isinstance(loss, Ref) else None
+
+
 def loss_dependencies(calls: Sequence[Call]) -> set[int]:
     """The calls any loss of the step (a backward's, torch.autograd.grad's) depends on."""
     found: set[int] = set()
     for call in calls:
-        if (call.backward or call.api == AUTOGRAD_GRAD) and call.args \
-                and isinstance(call.args[0], Ref):
-            found.update(loss_calls(calls, call.args[0]))
+        loss = loss_of(call)
+        if loss is not None:
+            found.update(loss_calls(calls, loss))
     return found
 
 

@@ -36,17 +36,33 @@ OPTIMIZER_APIS = frozenset({SGD, ADAM})
 
 
 def torch_backward(call: Call) -> Route | Unmapped:
+    """value_and_grad's grad function in torch, returning what the captured call returned
+    (capture/observer.py backward_result): the forward's output (with has_aux the loss and
+    its aux values: `forward_out`), the weights' gradients, and under a grad_position the
+    inputs' gradients, zeros (the replay differentiates the weights only)."""
     if len(call.args) < 2:
         return Unmapped("a backward without the weights it differentiates")
+    forward_out = dict(call.kwargs).get("forward_out", call.args[0])
+    inputs_grads = (call.outputs[1][2],) if call.outputs and call.outputs[0] == "seq" \
+        and len(call.outputs[1]) == 3 else ()
 
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
-        def backward(loss: Any, weights: Any) -> Any:
+        def zeros(node: Any) -> Any:
+            import torch
+            if node and node[0] == "tensor":
+                return torch.zeros(tuple(node[1]), dtype=getattr(torch, node[2]))
+            if node and node[0] == "seq":
+                return tuple(zeros(n) for n in node[1])
+            return None
+
+        def backward(loss: Any, weights: Any, out: Any) -> Any:
             for weight in weights:
                 weight.grad = None
             loss.backward()
-            return loss, tuple(weight.grad for weight in weights)
+            return (out, tuple(weight.grad for weight in weights),
+                    *(zeros(node) for node in inputs_grads))
         return backward
-    return Route("torch.Tensor.backward", make, call.args[:2])
+    return Route("torch.Tensor.backward", make, (*call.args[:2], forward_out))
 
 
 def optimizer_route(call: Call, target: str) -> Route | Unmapped:
