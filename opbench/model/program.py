@@ -145,6 +145,9 @@ class Program:
     markers: tuple[Marker, ...] = ()
     wall_ns: int = 0               # first call's start to last call's end
     overhead_ns_per_call: float = 0.0   # tracer bookkeeping per recorded call
+    # the part of it inside each call's duration (trace/overhead.py): steady.step_program
+    # takes it out of the traced times
+    in_window_ns_per_call: float = 0.0
     notes: tuple[str, ...] = ()
     dropped_calls: int = 0         # calls past the capture cap (not in `calls`)
     script_status: int = 0         # the script's exit status
@@ -160,7 +163,8 @@ class Program:
             "format": PROGRAM_FORMAT, "framework": self.framework, "version": self.version,
             "threads": self.threads, "launch": self.launch, "device": self.device,
             "timing": self.timing, "wall_ns": self.wall_ns,
-            "overhead_ns_per_call": self.overhead_ns_per_call, "notes": list(self.notes),
+            "overhead_ns_per_call": self.overhead_ns_per_call,
+            "in_window_ns_per_call": self.in_window_ns_per_call, "notes": list(self.notes),
             "dropped_calls": self.dropped_calls, "script_status": self.script_status,
             "script_error": self.script_error,
             "frameworks_imported": list(self.frameworks_imported),
@@ -184,6 +188,7 @@ class Program:
                             for e in data["externals"]),
             markers=tuple(Marker(at, label) for at, label in data["markers"]),
             wall_ns=data["wall_ns"], overhead_ns_per_call=data["overhead_ns_per_call"],
+            in_window_ns_per_call=data.get("in_window_ns_per_call", 0.0),
             notes=tuple(data["notes"]), dropped_calls=data["dropped_calls"],
             script_status=data["script_status"], script_error=data["script_error"],
             frameworks_imported=tuple(data["frameworks_imported"]),

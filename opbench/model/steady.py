@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -158,7 +158,8 @@ def _excluded(program: Program, steps: Sequence[tuple[int, int]]) -> tuple[int, 
     for start, end in steps:
         inside.update(range(start, end))
     outside = [c for c in program.calls if c.index not in inside]
-    return len(outside), sum(c.duration_ns for c in outside)
+    own = own_time_ns(program)
+    return len(outside), sum(own(c) for c in outside)
 
 
 def _periods(start: int, period: int, covered: int) -> list[tuple[int, int]]:
@@ -246,14 +247,24 @@ def step_program(program: Program, region: Region) -> StepProgram:
         calls.append(replace(c, index=inside[old], args=remap(c.args),
                              kwargs=tuple((k, remap(v)) for k, v in c.kwargs),
                              alias_of=remap(c.alias_of) if c.alias_of is not None else None))
+    own = own_time_ns(program)
     per_call = []
     for offset in range(end - start):
-        times = [program.calls[s + offset].duration_ns for s, e in region.steps
-                 if s + offset < e]
+        times = [own(program.calls[s + offset]) for s, e in region.steps if s + offset < e]
         per_call.append(int(statistics.median(times)))
-    step_totals = tuple(sum(c.duration_ns for c in program.calls[s:e]) for s, e in region.steps)
+    step_totals = tuple(sum(own(c) for c in program.calls[s:e]) for s, e in region.steps)
     return StepProgram(program.framework, tuple(calls), tuple(externals), len(region.steps),
                        tuple(per_call), step_totals, tuple(range(start, end)))
+
+
+def own_time_ns(program: Program) -> Callable[[Call], int]:
+    """A call's own time: its traced duration less the tracer's calibrated cost inside it
+    (Program.in_window_ns_per_call; docs/model.md, "The self-check's base"), never below 0."""
+    in_window = program.in_window_ns_per_call
+
+    def own(call: Call) -> int:
+        return max(0, int(round(call.duration_ns - in_window)))
+    return own
 
 
 def external_from_output(new_id: int, outputs: Any, path: tuple[int, ...],

@@ -4,6 +4,16 @@ The recorder measures its bookkeeping around every recorded call, but part of th
 paid before it gets control (the framework's dispatch into a torch function mode, the extra
 Python frame of a wrapper). So each traced framework also times its cheapest real operator
 with and without the interception in place; the difference is the overhead per call.
+
+Part of that cost lands INSIDE a recorded call's duration too, between its two timestamps:
+the wrapper frames between the timestamp and the framework's own code, and the caches the
+tracer's (and an observer's) work between two calls left cold. Measured here on torch 2.13
+CPU (docs/model.md, "The self-check's base"): in a sequence of eight different small calls,
+a recorded torch.add took 3.8 us against 1.6 us untraced, F.linear 10.0 against 3.4 us; the
+same torch.add repeated alone (the probe's loop: caches hot) only 0.5 us more. So
+`calibrate_in_window` times a SEQUENCE of different cheap calls both ways (recorded under the
+tracer, and untraced one by one with the same clock around each): the median of their
+differences is `in_window_ns_per_call`, which a capture takes out of every call's traced time.
 """
 from __future__ import annotations
 
@@ -21,6 +31,10 @@ CALIBRATION_CALLS = 300
 CALIBRATION_ROUNDS = 7
 # Warm-up calls before timing (first calls pay for caches and lazy initialisation).
 WARMUP_CALLS = 20
+# Repeats of the in-window calibration's sequence (and its warm-up): 8 different calls x 200
+# take ~15 ms traced with a capture's observer here, and the medians settle well within 0.2 us.
+IN_WINDOW_REPEATS = 200
+WARMUP_SEQUENCES = 10
 
 
 @dataclass(frozen=True)
@@ -32,6 +46,9 @@ class TracerOverhead:
     probe: str                       # what was called, e.g. "torch.add on 1-element tensors"
     traced_ns_per_call: float
     untraced_ns_per_call: float
+    # the tracer's cost inside a recorded call's duration (calibrate_in_window; 0: not
+    # measured)
+    in_window_ns_per_call: float = 0.0
 
     @property
     def per_call_ns(self) -> float:
@@ -60,3 +77,37 @@ def calibrate(framework: str, probe: str, run_traced: Loop, run_untraced: Loop, 
             samples.append((clock() - start) / calls)
     return TracerOverhead(framework, probe, statistics.median(traced),
                           statistics.median(untraced))
+
+
+SequenceRun = Callable[[int], None]            # runs the sequence of calls n times
+TimedSequenceRun = Callable[[int], list[int]]  # the same untraced: each call's ns, in order
+
+
+def calibrate_in_window(calls_per_sequence: int, run_traced: SequenceRun,
+                        run_untraced: TimedSequenceRun, recorded_ns: Callable[[], list[int]],
+                        *, repeats: int = IN_WINDOW_REPEATS) -> float:
+    """The tracer's cost inside a recorded call's duration, in ns: a sequence of
+    `calls_per_sequence` different calls run `repeats` times traced (`recorded_ns()`: the
+    durations the recorder gave them, in order; the calibration records into a scratch
+    store) and untraced (each call timed alone); per call of the sequence the difference of
+    the two medians, and the median of those (a mean would follow the one call a scheduler
+    tick hit). Never below 0."""
+    run_traced(WARMUP_SEQUENCES)
+    run_untraced(WARMUP_SEQUENCES)
+    already = len(recorded_ns())
+    untraced: list[int] = []
+    for half in range(2):          # untraced, traced, traced, untraced: drift hits both
+        if half == 0:
+            untraced += run_untraced(repeats // 2)
+            run_traced(repeats // 2)
+        else:
+            run_traced(repeats - repeats // 2)
+            untraced += run_untraced(repeats - repeats // 2)
+    traced = recorded_ns()[already:]
+    if len(traced) != len(untraced) or not traced:
+        return 0.0          # a call of the sequence was not recorded: no honest figure
+    differences = []
+    for position in range(calls_per_sequence):
+        differences.append(statistics.median(traced[position::calls_per_sequence])
+                           - statistics.median(untraced[position::calls_per_sequence]))
+    return max(0.0, float(statistics.median(differences)))

@@ -310,18 +310,21 @@ class Recorder:
 
     # -- calibration support ------------------------------------------------------------
     @contextmanager
-    def detached(self) -> Iterator[_Store]:
+    def detached(self, observer: CallObserver | None = None) -> Iterator[_Store]:
         """Run the real code path into a scratch store (for overhead calibration), leaving the
         trace itself untouched. Calls made on other threads meanwhile land in the scratch
-        store too, so calibrate only once the traced region is over."""
+        store too, so calibrate only once the traced region is over. `observer`: a scratch
+        observer that sees the calibration's calls (so they pay what the traced calls paid
+        between their timestamps, caches left cold by its work included)."""
         saved, scratch = self._store, _Store(self._store.max_events)
-        was_active, observer = self._active, self._observer
-        # the calibration's own calls are not the program's: the observer does not see them
-        self._store, self._active, self._observer = scratch, True, None
+        was_active, own_observer = self._active, self._observer
+        # the calibration's own calls are not the program's: the program's observer does not
+        # see them
+        self._store, self._active, self._observer = scratch, True, observer
         try:
             yield scratch
         finally:
-            self._store, self._active, self._observer = saved, was_active, observer
+            self._store, self._active, self._observer = saved, was_active, own_observer
 
     # -- results ------------------------------------------------------------------------
     def data(self) -> TraceData:

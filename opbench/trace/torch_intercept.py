@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import threading
+import time
 import types
 from typing import Any, Callable
 
@@ -315,3 +316,38 @@ class TorchInterceptor:
                         sync()
 
         return PROBE, traced, untraced
+
+    def in_window_sequence(self) -> tuple[int, Callable[[int], None],
+                                          Callable[[int], list[int]]]:
+        """Eight different small calls as a script makes them (a function, an operator, a
+        method, functional layers, a module), for overhead.calibrate_in_window: how many,
+        run them traced n times, run them untraced n times timing each."""
+        x, w, b = torch.ones(8, 16), torch.ones(16, 16), torch.ones(16)
+        layer = torch.nn.Linear(16, 16)
+        functional = torch.nn.functional
+        calls: list[Callable[[], Any]] = [
+            lambda: torch.add(x, x), lambda: x + x, lambda: x.relu(),
+            lambda: functional.linear(x, w, b), lambda: functional.softmax(x, dim=-1),
+            lambda: layer(x), lambda: torch.matmul(x, w), lambda: x.sum()]
+        sync, recorder = self._sync, self.recorder
+        clock = time.perf_counter_ns
+
+        def traced(n: int) -> None:
+            with torch.no_grad():
+                for _ in range(n):
+                    for call in calls:
+                        call()
+
+        def untraced(n: int) -> list[int]:
+            out = []
+            # the wrapped operators and Module.__call__ pass straight through while internal
+            with torch.no_grad(), recorder.internal(), torch._C.DisableTorchFunction():
+                for _ in range(n):
+                    for call in calls:
+                        start = clock()
+                        call()
+                        sync()
+                        out.append(clock() - start)
+            return out
+
+        return len(calls), traced, untraced

@@ -11,14 +11,15 @@ import importlib
 import importlib.util
 import os
 import sys
-from typing import Any, Iterable
+from dataclasses import replace
+from typing import Any, Callable, Iterable
 
 from opbench.config.vocabulary import FRAMEWORKS
 from opbench.trace.chrome import write_chrome_trace
 from opbench.trace.emit import EmitReport, emit_cases
 from opbench.trace.events import SERIAL, TIMINGS
 from opbench.trace.import_hook import PostImportHook
-from opbench.trace.overhead import calibrate
+from opbench.trace.overhead import TracerOverhead, calibrate, calibrate_in_window
 from opbench.trace.record import write_log, write_record
 from opbench.trace.recorder import DEFAULT_MAX_EVENTS, CallObserver, Recorder, TraceData
 from opbench.trace.summary import SummaryRow, summarize
@@ -55,7 +56,8 @@ class Tracer:
 
     def __init__(self, *, nested: bool = False, sync: str = SERIAL,
                  framework: str | Iterable[str] = BOTH, max_events: int = DEFAULT_MAX_EVENTS,
-                 calibrate_overhead: bool = True, observer: CallObserver | None = None):
+                 calibrate_overhead: bool = True, observer: CallObserver | None = None,
+                 calibration_observer: Callable[[], CallObserver] | None = None):
         if sync not in TIMINGS:
             raise TraceError(f"sync must be one of {', '.join(TIMINGS)}, not {sync!r}")
         names = (FRAMEWORKS if framework == BOTH else
@@ -72,6 +74,9 @@ class Tracer:
         self.calibrate_overhead = calibrate_overhead
         # sees each recorded call's arguments and result (opbench/model/capture/observer.py)
         self.observer = observer
+        # makes a scratch observer for the overhead calibration's calls (None: none), so the
+        # tracer's cost inside a call's duration is calibrated as the observed calls paid it
+        self.calibration_observer = calibration_observer
         self._recorder: Recorder | None = None
         self._interceptors: dict[str, Any] = {}
         self._hook: PostImportHook | None = None
@@ -173,7 +178,8 @@ class Tracer:
                 try:
                     with recorder.detached():
                         probe, traced, untraced = interceptor.calibration_loops()
-                        overheads.append(calibrate(name, probe, traced, untraced))
+                        overhead = calibrate(name, probe, traced, untraced)
+                    overheads.append(self._with_in_window(recorder, interceptor, overhead))
                 except Exception as err:   # never let the report break the program
                     self._notes.append(f"{name}: overhead calibration failed: {err}")
         facts: dict[str, dict[str, Any]] = {}
@@ -192,6 +198,20 @@ class Tracer:
         self._interceptors = {}
         self._data = data
         return data
+
+    def _with_in_window(self, recorder: Recorder, interceptor: Any,
+                        overhead: TracerOverhead) -> TracerOverhead:
+        """The overhead with the tracer's cost inside a call's duration calibrated, where the
+        framework's interceptor has a sequence for it (trace/overhead.py)."""
+        sequence = getattr(interceptor, "in_window_sequence", None)
+        if sequence is None:
+            return overhead
+        observer = self.calibration_observer() if self.calibration_observer else None
+        with recorder.detached(observer) as scratch:
+            count, traced, untraced = sequence()
+            in_window = calibrate_in_window(
+                count, traced, untraced, lambda: [e.duration_ns for e in scratch.events])
+        return replace(overhead, in_window_ns_per_call=in_window)
 
     def __enter__(self) -> Tracer:
         return self.start()

@@ -375,6 +375,27 @@ def test_per_call_traced_time_is_the_median_over_the_steady_steps():
     assert step.traced_step_ns == 2317.0
 
 
+def test_the_tracers_calibrated_cost_inside_each_call_is_taken_out_of_its_traced_time():
+    # 1,000 ns a steady call, 9,000 a warm-up one, 50,000 a set-up one, of which the capture
+    # calibrated 400 ns as the tracer's own (trace/overhead.py calibrate_in_window)
+    from dataclasses import replace
+    program, _ = _set_up_and_steps(4)
+    program = replace(program, in_window_ns_per_call=400.0)
+    region = find_region(program)
+    step = step_program(program, region)
+    assert step.traced_ns == (600, 600, 600)
+    assert step.step_traced_ns == (1800, 1800, 1800)
+    assert region.excluded_ns == 3 * (SET_UP_NS - 400) + 3 * (WARMUP_NS - 400)
+
+
+def test_a_call_shorter_than_the_calibrated_cost_reads_zero_not_negative():
+    from dataclasses import replace
+    program, _ = _set_up_and_steps(4)
+    step = step_program(replace(program, in_window_ns_per_call=1_500.0),
+                        find_region(program))
+    assert step.traced_ns == (0, 0, 0)
+
+
 def test_a_step_reading_a_non_tensor_output_from_before_the_step_is_an_error():
     b = ProgramBuilder()
     seed = b.add("torch.manual_seed", Lit(0), outputs=("other", "Generator"))

@@ -8,7 +8,7 @@ import pytest
 from trace_helpers import TickClock, recorded
 
 from opbench.trace.chrome import chrome_trace, track_counts, write_chrome_trace
-from opbench.trace.overhead import TracerOverhead, calibrate
+from opbench.trace.overhead import TracerOverhead, calibrate, calibrate_in_window
 from opbench.trace.record import RECORD_VERSION, trace_record, write_log_to
 from opbench.trace.summary import summarize
 from opbench.trace.table import header_lines, table_text
@@ -149,3 +149,37 @@ def test_calibration_takes_the_difference_of_medians_with_a_fake_clock():
     assert overhead.untraced_ns_per_call == pytest.approx(2.01)
     assert overhead.per_call_ns == pytest.approx(3.0)
     assert TracerOverhead("f", "p", 1.0, 2.0).per_call_ns == 0.0     # never negative
+
+
+class _FakeSequence:
+    """A sequence of calls whose untraced times are `own` ns and whose recorded times are
+    `own` plus `extra` ns each, as a recorder would give them (in order)."""
+
+    def __init__(self, own: list[int], extra: list[int]):
+        self.own, self.extra, self.recorded = own, extra, []
+
+    def traced(self, n: int) -> None:
+        for _ in range(n):
+            self.recorded += [o + e for o, e in zip(self.own, self.extra)]
+
+    def untraced(self, n: int) -> list[int]:
+        return list(self.own) * n
+
+
+def test_in_window_cost_is_the_median_over_the_sequence_of_per_call_differences():
+    fake = _FakeSequence(own=[1_600, 3_400, 8_300], extra=[2_200, 6_500, 11_600])
+    in_window = calibrate_in_window(3, fake.traced, fake.untraced, lambda: fake.recorded,
+                                    repeats=10)
+    assert in_window == 6_500.0          # the middle call's, not the mean (6,767)
+
+
+def test_in_window_cost_is_never_negative_and_zero_when_calls_went_unrecorded():
+    faster = _FakeSequence(own=[2_000, 2_000], extra=[-300, -100])
+    assert calibrate_in_window(2, faster.traced, faster.untraced,
+                               lambda: faster.recorded, repeats=4) == 0.0
+    lost = _FakeSequence(own=[2_000, 2_000], extra=[500, 500])
+    # a recorder that kept one call fewer than the sequence made after the warm-up (10
+    # sequences of 2): no figure rather than a misaligned one
+    assert calibrate_in_window(2, lost.traced, lost.untraced,
+                               lambda: lost.recorded[:20] + lost.recorded[21:],
+                               repeats=4) == 0.0

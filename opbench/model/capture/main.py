@@ -122,7 +122,11 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
     # the tracer keeps an event per call; the capture needs those of its calls only (a call
     # that raised has an event and no program call: twice as many is room enough)
     tracer = Tracer(nested=False, sync=SERIAL, framework="both", observer=capture,
-                    max_events=2 * max_calls)
+                    max_events=2 * max_calls,
+                    # the overhead calibration's calls are observed as the script's were, by
+                    # a capture of their own (its work between two calls is part of what a
+                    # call's duration pays: trace/overhead.py)
+                    calibration_observer=lambda: Capture(max_calls=max_calls, steps=None))
     markers.activate(capture)
     status, error = 0, None
     tracer.start()
@@ -148,13 +152,16 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
     framework = _traced_framework(calls, imported)
     facts = data.frameworks.get(framework, {})
     threads, launch, device = _run_settings(framework, ms_settings)
-    overhead = next((o.per_call_ns for o in data.overheads if o.framework == framework), 0.0)
+    calibrated = next((o for o in data.overheads if o.framework == framework), None)
+    overhead = calibrated.per_call_ns if calibrated else 0.0
+    in_window = calibrated.in_window_ns_per_call if calibrated else 0.0
     wall = (calls[-1].start_ns + calls[-1].duration_ns - calls[0].start_ns) if calls else 0
     return Program(
         framework=framework, version=str(facts.get("version", "")), threads=threads,
         launch=launch, device=device, timing=SERIAL, calls=tuple(calls),
         externals=tuple(capture.externals()), markers=tuple(capture.markers),
-        wall_ns=wall, overhead_ns_per_call=float(overhead), notes=tuple(data.notes),
+        wall_ns=wall, overhead_ns_per_call=float(overhead),
+        in_window_ns_per_call=float(in_window), notes=tuple(data.notes),
         dropped_calls=capture.dropped, script_status=status, script_error=error,
         frameworks_imported=tuple(imported), cpus=_affinity(),
         ended_early=ended[0] if ended else None)
