@@ -57,7 +57,8 @@ class Tracer:
     def __init__(self, *, nested: bool = False, sync: str = SERIAL,
                  framework: str | Iterable[str] = BOTH, max_events: int = DEFAULT_MAX_EVENTS,
                  calibrate_overhead: bool = True, observer: CallObserver | None = None,
-                 calibration_observer: Callable[[], CallObserver] | None = None):
+                 calibration_observer: Callable[[], CallObserver] | None = None,
+                 calibrate_in_window: bool = False):
         if sync not in TIMINGS:
             raise TraceError(f"sync must be one of {', '.join(TIMINGS)}, not {sync!r}")
         names = (FRAMEWORKS if framework == BOTH else
@@ -77,6 +78,9 @@ class Tracer:
         # makes a scratch observer for the overhead calibration's calls (None: none), so the
         # tracer's cost inside a call's duration is calibrated as the observed calls paid it
         self.calibration_observer = calibration_observer
+        # also calibrate the tracer's cost inside a call's duration (trace/overhead.py): only
+        # the model's capture uses that figure, so a plain trace does not pay for it
+        self.calibrate_in_window = calibrate_in_window
         self._recorder: Recorder | None = None
         self._interceptors: dict[str, Any] = {}
         self._hook: PostImportHook | None = None
@@ -204,7 +208,7 @@ class Tracer:
         """The overhead with the tracer's cost inside a call's duration calibrated, where the
         framework's interceptor has a sequence for it (trace/overhead.py)."""
         sequence = getattr(interceptor, "in_window_sequence", None)
-        if sequence is None:
+        if sequence is None or not self.calibrate_in_window:
             return overhead
         observer = self.calibration_observer() if self.calibration_observer else None
         with recorder.detached(observer) as scratch:

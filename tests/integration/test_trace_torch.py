@@ -267,3 +267,19 @@ def test_command_traces_a_script_in_the_interpreter_its_command_names(setup_torc
     for row in record["summary"]:
         calls[row["api"]] += row["calls"]
     assert calls["torch.relu"] == 2
+
+
+def test_only_a_tracer_that_asks_calibrates_its_in_window_cost():
+    """The in-window calibration (200 sequences of 8 calls, traced and untraced) serves the
+    model's capture alone; a plain trace skipped it once nothing of it was read there."""
+    from opbench.trace.tracer import Tracer as _Tracer
+
+    x = torch.ones(4)
+    figures = []
+    for asked in (False, True):
+        with _Tracer(framework="torch", calibrate_in_window=asked) as tracer:
+            torch.add(x, x)
+        (overhead,) = [o for o in tracer.data.overheads if o.framework == "torch"]
+        figures.append(overhead.in_window_ns_per_call)
+    assert figures[0] == 0.0
+    assert figures[1] > 0.0

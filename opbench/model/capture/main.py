@@ -126,7 +126,8 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
                     # the overhead calibration's calls are observed as the script's were, by
                     # a capture of their own (its work between two calls is part of what a
                     # call's duration pays: trace/overhead.py)
-                    calibration_observer=lambda: Capture(max_calls=max_calls, steps=None))
+                    calibration_observer=lambda: Capture(max_calls=max_calls, steps=None),
+                    calibrate_in_window=True)
     markers.activate(capture)
     status, error = 0, None
     tracer.start()
