@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Callable, Sequence
 
@@ -20,13 +20,8 @@ from opbench.config import RunConfig
 from opbench.results.io import new_record, utc_now
 from opbench.results.records import InstanceRecord, RunRecord
 from opbench.results.safe_write import ResilientSaver
-from opbench.runloop.sequential_run import (
-                                            EarlyStop,
-                                            InstanceCallback,
-                                            LookCallback,
-                                            mark_decided,
-                                            run_sequential,
-                                            )
+from opbench.runloop.scheduler import InstanceCallback, schedule
+from opbench.runloop.sequential_run import EarlyStop, LookCallback, mark_decided, run_sequential
 from opbench.runner.measure import Clock
 from opbench.runner.injection import Injection, InjectingSession
 from opbench.runner.machine_facts import FactsCache, MachineFacts, obtain_machine_facts
@@ -197,45 +192,65 @@ def run_passes(session: MeasuringSession, instances: Sequence[CaseInstance],
     every pass. early_stop: at the end of each worker process but the last, the instances
     its rule names as decided are measured no more (their records say so: `sequential`);
     a Session (one process) has no such point."""
-    first = len(records)
-    for i, inst in enumerate(instances):
-        if on_progress:
-            on_progress(i, len(instances), inst, None)
-        result = measure_instance(session, inst)
-        records.append(result)
-        save()
-        if on_progress:
-            on_progress(i, len(instances), inst, InstanceRecord.from_dict(result))
-    passes = session.total_passes if session.config.timing else 1
-    per_process = session.config.passes
-    open_ = set(range(len(instances)))
-    for pass_index in range(2, passes + 1):
-        if early_stop is not None and (pass_index - 1) % per_process == 0:
-            _stop_decided(early_stop, (pass_index - 1) // per_process, records, first, open_)
+    return schedule(session, instances, records, FixedPasses(on_pass, early_stop),
+                    save=save, on_progress=on_progress)
+
+
+@dataclass(frozen=True)
+class FixedPasses:
+    """The scheduler's rule for the fixed protocol (run_passes): every pass of every
+    process, an instance leaving early only when `early_stop` settles it at a process's
+    end."""
+
+    on_pass: PassCallback | None = None
+    early_stop: EarlyStop | None = None
+
+    def judged(self, session: MeasuringSession, record: dict[str, Any], visit: int,
+               records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        if visit > 1 and not record.get("measurements"):
+            return record
+        return judge_instance(record, session.config, session.overhead)
+
+    def opened(self, records: list[dict[str, Any]], first: int, count: int) -> list[int]:
+        return list(range(count))
+
+    def later_visits(self, session: MeasuringSession) -> Sequence[int]:
+        return range(2, (session.total_passes if session.config.timing else 1) + 1)
+
+    def look(self, session: MeasuringSession, visit: int, records: list[dict[str, Any]],
+             first: int, open_: list[int], share_s: dict[int, float],
+             elapsed_s: float) -> list[int] | None:
+        per_process = session.config.passes
+        if self.early_stop is not None and (visit - 1) % per_process == 0:
+            open_ = _stop_decided(self.early_stop, (visit - 1) // per_process, records,
+                                  first, open_)
             if not open_:
-                break
-        if on_pass:
-            on_pass(pass_index, passes, len(open_), len(instances) - len(open_))
-        for offset, inst in enumerate(instances):
-            if offset not in open_:
-                continue
-            # a new record each pass (the session pools into a copy; the judge writes anew)
-            records[first + offset] = extend_instance(session, inst, records[first + offset],
-                                                      pass_index)
-            save()
-    return records[first:]
+                return None
+        if self.on_pass:
+            passes = session.total_passes if session.config.timing else 1
+            self.on_pass(visit, passes, len(open_), len(records) - first - len(open_))
+        return open_
+
+    def closed(self, record: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        return record, False
+
+    def finish(self, records: list[dict[str, Any]], first: int, open_: list[int]) -> None:
+        return None
 
 
 def _stop_decided(early_stop: EarlyStop, processes: int, records: list[dict[str, Any]],
-                  first: int, open_: set[int]) -> None:
+                  first: int, open_: list[int]) -> list[int]:
     """The look after `processes` worker processes: the open instances its rule settles
-    (among records[first:], this run's) are marked and leave `open_`."""
+    (among records[first:], this run's) are marked; the offsets still open."""
     settled = set(early_stop.settled(processes, records[first:]))
-    for offset in sorted(open_):
+    still = []
+    for offset in open_:
         if records[first + offset].get("id") in settled:
             records[first + offset] = mark_decided(records[first + offset], processes,
                                                    early_stop.confidences[processes - 1])
-            open_.discard(offset)
+        else:
+            still.append(offset)
+    return still
 
 
 def check_only(config: RunConfig) -> RunConfig:

@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 from opbench.cases.case_files import CaseInstance
-from opbench.results.records import InstanceRecord
+from opbench.config import Sequential
+from opbench.runloop.scheduler import InstanceCallback, schedule
 from opbench.runner.protocol import MeasuringSession
 from opbench.verdicts.conclusions import judge_instance, run_between_process_prior
 from opbench.verdicts.rules import Verdict
 from opbench.verdicts.sequential import decided, look_for
 
-__all__ = ["EarlyStop", "LookCallback", "is_settled", "mark_decided", "run_sequential",
-           "with_course",
+__all__ = ["EarlyStop", "InstanceCallback", "LookCallback", "SequentialStop", "is_settled",
+           "mark_decided", "run_sequential", "with_course",
            "STOPPED_BUDGET", "STOPPED_CAP",
            "STOPPED_DECIDED", "STOPPED_FAILED"]
 
@@ -35,9 +36,6 @@ STOPPED_CAP = "cap"             # still undecided after max_processes
 STOPPED_BUDGET = "budget"       # still undecided when the time budget ran out
 STOPPED_FAILED = "failed"       # MISMATCH or ERROR: more processes cannot change it
 
-# on_progress(i, n, instance, record): before (None) and after each instance of the first
-# pass or process, with the instance's record as the results file will hold it.
-InstanceCallback = Callable[[int, int, CaseInstance, "InstanceRecord | None"], None]
 # on_look(process, max_processes, undecided, decided, eta_s): before each process after the
 # first, how many instances it will measure, how many are settled, and how long the
 # undecided took in the previous process (the next one's duration, up to a fresh start).
@@ -72,55 +70,61 @@ def run_sequential(session: MeasuringSession, instances: Sequence[CaseInstance],
                    clock: Callable[[], float] = time.perf_counter) -> list[dict[str, Any]]:
     """Measure `instances` process by process, each until its verdict is decided, appending
     their records to `records` (saved after every instance of every process)."""
-    config = session.config
-    plan = config.sequential
-    if plan is None:
+    if session.config.sequential is None:
         raise ValueError("run_sequential needs config.sequential")
-    started = clock()
-    first = len(records)
-    share_s: dict[int, float] = {}
-    for i, inst in enumerate(instances):
-        if on_progress:
-            on_progress(i, len(instances), inst, None)
-        before = clock()
-        records.append(_judged(session, session.run_instance(inst), 1, records))
-        share_s[i] = clock() - before
-        save()
-        if on_progress:
-            on_progress(i, len(instances), inst, InstanceRecord.from_dict(records[-1]))
-    for i in range(len(instances)):
-        records[first + i] = with_course(records[first + i])
-    ours = records[first:]
-    open_ = [i for i, r in enumerate(ours) if not is_settled(r)]
-    for process in range(2, plan.max_processes + 1):
-        if not open_:
-            break
+    return schedule(session, instances, records,
+                    SequentialStop(session.config.sequential, on_look), save=save,
+                    on_progress=on_progress, clock=clock)
+
+
+@dataclass(frozen=True)
+class SequentialStop:
+    """The scheduler's rule for sequential stopping (the module doc): a visit is a process;
+    an instance leaves when its verdict is decided (with_course), the run ends at the cap or
+    when the next process would overrun the time budget."""
+
+    plan: Sequential
+    on_look: LookCallback | None = None
+
+    def judged(self, session: MeasuringSession, record: dict[str, Any], visit: int,
+               records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        return _judged(session, record, visit, records)
+
+    def opened(self, records: list[dict[str, Any]], first: int, count: int) -> list[int]:
+        for i in range(count):
+            records[first + i] = with_course(records[first + i])
+        return [i for i in range(count) if not is_settled(records[first + i])]
+
+    def later_visits(self, session: MeasuringSession) -> Sequence[int]:
+        return range(2, self.plan.max_processes + 1)
+
+    def look(self, session: MeasuringSession, visit: int, records: list[dict[str, Any]],
+             first: int, open_: list[int], share_s: dict[int, float],
+             elapsed_s: float) -> list[int] | None:
         next_s = sum(share_s[i] for i in open_)
-        if plan.time_budget_s is not None and clock() - started + next_s > plan.time_budget_s:
-            break
-        if on_look:
-            on_look(process, plan.max_processes, len(open_), len(ours) - len(open_), next_s)
+        budget = self.plan.time_budget_s
+        if budget is not None and elapsed_s + next_s > budget:
+            return None
+        if self.on_look:
+            self.on_look(visit, self.plan.max_processes, len(open_),
+                         len(records) - first - len(open_), next_s)
         ensure = getattr(session, "ensure_process", None)   # a worker pool's
         if ensure is not None:
-            ensure(process)
-        still = []
+            ensure(visit)
+        return list(open_)
+
+    def closed(self, record: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        # the record saved is the judged one; whether it is settled is written after
+        course = with_course(record)
+        return course, is_settled(course)
+
+    def finish(self, records: list[dict[str, Any]], first: int, open_: list[int]) -> None:
         for i in open_:
-            before = clock()
-            record = session.extend_instance(instances[i], ours[i], process)
-            judged = _judged(session, record, process, records)
-            # the record saved is the judged one; whether it is settled is written after
-            records[first + i] = judged
-            share_s[i] = clock() - before
-            save()
-            ours[i] = records[first + i] = with_course(judged)
-            if not is_settled(ours[i]):
-                still.append(i)
-        open_ = still
-    for i in open_:
-        stopped = STOPPED_CAP if _processes(ours[i]) >= plan.max_processes else STOPPED_BUDGET
-        ours[i] = records[first + i] = {**ours[i], "sequential": {**ours[i]["sequential"],
-                                                                  "stopped": stopped}}
-    return ours
+            record = records[first + i]
+            stopped = (STOPPED_CAP if _processes(record) >= self.plan.max_processes
+                       else STOPPED_BUDGET)
+            records[first + i] = {**record, "sequential": {**record["sequential"],
+                                                           "stopped": stopped}}
 
 
 def _judged(session: MeasuringSession, record: dict[str, Any], process: int,
