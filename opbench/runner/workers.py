@@ -523,7 +523,8 @@ class WorkerPool:
             # the message names the worker process and the instance; the record as a split
             # session left it (Session.extend_instance: the rounds pooled before the loss)
             record = getattr(exc, "record", record)
-            record.setdefault("pass_errors", []).append(f"pass {own_pass}: {exc}")
+            record = {**record, "pass_errors": [*record.get("pass_errors", ()),
+                                                f"pass {own_pass}: {exc}"]}
             self._renew(position, str(exc))
             return record
 

@@ -227,3 +227,33 @@ def test_a_replacement_that_cannot_open_is_killed_and_the_run_goes_on(tmp_path):
     assert len(pool.restarts) == 2 and "fake" in pool.restarts[1]
     assert record.instances[0].verdict == "ERROR"
     assert record.instances[1].verdict != "ERROR"       # process 2 measured it
+
+
+def test_a_lost_pass_makes_a_new_record_not_an_edited_one():
+    """Records are values: the pool answers a lost pass with a new record carrying the pass
+    error, and the record it was given is left as it was (it used to append in place)."""
+    from opbench.runner.workers import WorkerLost
+
+    class LosesExtend:
+        index = 1
+        renewed_on = WorkerLost
+
+        def extend_instance(self, instance, record, own_pass):
+            raise WorkerLost("worker process 1 was killed by SIGKILL (signal 9)")
+
+        def renew(self, pool):
+            pass
+
+        def workers(self):
+            return ()
+
+    pool = WorkerPool(fake_config(processes=2))
+    lost = LosesExtend()
+    lost.index, own_pass = pool._position(pool.total_passes)
+    pool.processes = [lost]
+    given = {"id": "x", "measurements": {"serial": {}}, "pass_errors": ["pass 1: earlier"]}
+    answer = pool.extend_instance("x", given, pool.total_passes)
+    assert answer["pass_errors"] == [
+        "pass 1: earlier", f"pass {own_pass}: worker process 1 was killed by SIGKILL (signal 9)"]
+    assert given["pass_errors"] == ["pass 1: earlier"]
+    assert pool.restarts == ["worker process 1 was killed by SIGKILL (signal 9)"]
