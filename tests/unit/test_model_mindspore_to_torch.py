@@ -225,3 +225,26 @@ def test_assign_is_copy_under_no_grad():
     assert copied == ["v"] and resolve.calls == [("no_grad", (), {})]
     assert isinstance(route_for(_ms_call("mindspore.ops.assign", (W,)), "torch", MAPPING),
                       Unmapped)
+
+
+@pytest.mark.parametrize("init, args, kwargs", [
+    ((("keep_dims", True),), (X, Lit(1)), (("dim", Lit(1)), ("keepdim", Lit(True)))),
+    ((("keep_dims", False), ("skip_mode", False)), (X, Seq("tuple", (Lit(0), Lit(2)))),
+     (("dim", Seq("tuple", (Lit(0), Lit(2)))), ("keepdim", Lit(False)))),
+    ((("keep_dims", False),), (X,), ()),
+    ((("keep_dims", True),), (X, Seq("tuple", ())),
+     (("dim", Seq("tuple", ())), ("keepdim", Lit(True))))])
+def test_a_reduction_primitive_is_torchs_reduction_over_dim_with_keepdim(init, args, kwargs):
+    """ReduceMax(keep_dims)(x, axis) in mindcv's cross entropy: "no torch rule" before."""
+    call = _ms_call("mindspore.ops.ReduceMax", args, init=init, kind="primitive")
+    route = route_for(call, "torch", MAPPING)
+    assert route.api == "torch.amax" and route.args == (X,) and route.kwargs == kwargs
+    assert route.make(lambda name: name) == "torch.amax"
+
+
+def test_a_reduction_over_a_computed_axis_or_skipping_is_unmapped():
+    computed = _ms_call("mindspore.ops.ReduceSum", (X, Ref(3)), kind="primitive")
+    assert "run time" in route_for(computed, "torch", MAPPING).reason
+    skipping = _ms_call("mindspore.ops.ReduceSum", (X, Lit(0)),
+                        init=(("skip_mode", True),), kind="primitive")
+    assert isinstance(route_for(skipping, "torch", MAPPING), Unmapped)

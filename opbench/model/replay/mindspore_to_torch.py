@@ -223,8 +223,37 @@ def _torch_assign(call: Call) -> Route | Unmapped:
                  (v["variable"], v["value"]))
 
 
+# MindSpore's reduction primitives, Reduce<Op>(keep_dims)(x, axis): torch's reductions over
+# `dim` with `keepdim` (an empty or absent axis reduces every dimension in both)
+REDUCTIONS = {"mindspore.ops.ReduceMax": "torch.amax", "mindspore.ops.ReduceMin": "torch.amin",
+              "mindspore.ops.ReduceSum": "torch.sum", "mindspore.ops.ReduceMean": "torch.mean",
+              "mindspore.ops.ReduceProd": "torch.prod"}
+
+
+def _torch_reduction(torch_api: str) -> Callable[[Call], Route | Unmapped]:
+    def rule(call: Call) -> Route | Unmapped:
+        init = dict(call.init)
+        v = bound_arguments(call, ["x", "axis"])
+        axis = v["axis"]
+        keep = bool(init.get("keep_dims", False))
+        if axis is not None and not isinstance(axis, (Lit, Seq)):
+            return Unmapped(f"{call.replay_api} over an axis computed at run time")
+        if set(init) - {"keep_dims", "skip_mode"} or init.get("skip_mode"):
+            return Unmapped(f"{call.replay_api} with {', '.join(sorted(init))}: no torch "
+                            f"counterpart here")
+        if axis is None or _plain(axis) in ((), [], None):
+            # every dimension: torch's dim=() (amax, amin, sum and mean take it so)
+            if not keep:
+                return Route(torch_api, lambda resolve: resolve(torch_api), (v["x"],))
+            axis = Seq("tuple", ())
+        return Route(torch_api, lambda resolve: resolve(torch_api), (v["x"],),
+                     (("dim", axis), ("keepdim", Lit(keep))))
+    return rule
+
+
 MINDSPORE_TO_TORCH_RULES: dict[str, Callable[[Call], Route | Unmapped]] = {
     "mindspore.ops.conv2d": _torch_conv2d,
     "mindspore.ops.MaxPool": _torch_max_pool_primitive,
     "mindspore.ops.assign": _torch_assign,
+    **{primitive: _torch_reduction(api) for primitive, api in REDUCTIONS.items()},
 }
