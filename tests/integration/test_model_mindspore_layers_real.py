@@ -1,5 +1,5 @@
 """A MindSpore script written as mindcv's models are (strided 'same' convolutions with an uneven
-pad split, MaxPool2d SAME, HSwish / HSigmoid, ops.mean over the spatial axes, argument-free
+pad split, a four-sided padding, MaxPool2d SAME, HSwish / HSigmoid, ops.mean over the spatial axes, argument-free
 primitives, nn.Momentum with weight decay in groups, an ops.assign update) replayed in torch
 by the rules of opbench/model/replay/mindspore_to_torch.py and momentum_route.py, with real
 torch and MindSpore: every call covered and the replay's output check (outputs compared call
@@ -33,7 +33,7 @@ class Net(nn.Cell):
         self.stem = nn.Conv2d(3, 8, 3, 2, pad_mode="same", has_bias=True)
         self.act = nn.HSwish()
         self.pool = nn.MaxPool2d(kernel_size=3, stride=2, pad_mode="same")
-        self.conv = nn.Conv2d(8, 8, 3, 1, pad_mode="pad", padding=(0, 1, 1, 2))
+        self.conv = nn.Conv2d(8, 8, 3, 1, pad_mode="pad", padding=(1, 1, 2, 2))
         self.gate = nn.HSigmoid()
         self.neg = ops.Neg()
         self.head = nn.Dense(8, 4)

@@ -232,3 +232,14 @@ def test_momentum_keeps_each_weights_decay_where_its_flag_is_set():
     (dict(weight_decay=(0.1, 0.2, 0.3)), "do not match")])
 def test_momentum_a_replay_would_not_update_alike_says_why(setting, reason):
     assert reason in lower("mindspore.nn.Momentum", _momentum(**setting), (("G1", "G2"),), {})
+
+
+def test_conv2d_four_sided_padding_is_height_and_width_when_even_else_refused():
+    """ops.conv2d takes (height, width): the layer's (top, bottom, left, right) failed in
+    MindSpore's own replay."""
+    def conv(padding):
+        return _layer(data_format="NCHW", pad_mode="pad", padding=padding, stride=(1, 1),
+                      dilation=(1, 1), group=1, has_bias=False, weight="W", bias=None)
+    found = lower("mindspore.nn.Conv2d", conv((1, 1, 2, 2)), (X,), {})
+    assert found.args[5] == (1, 2)
+    assert "uneven" in lower("mindspore.nn.Conv2d", conv((0, 1, 1, 2)), (X,), {})

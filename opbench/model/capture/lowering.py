@@ -215,6 +215,14 @@ def _ms_conv2d(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
     if getattr(m, "data_format", "NCHW") != "NCHW":
         return f"nn.Conv2d with data_format={m.data_format!r}: not replayed"
     padding = m.padding if m.pad_mode == "pad" else 0
+    if isinstance(padding, (tuple, list)) and len(padding) == 4:
+        # the layer's (top, bottom, left, right); ops.conv2d takes (height, width) only
+        # ("'padding' must be a tuple or list of 2 integers": the traced framework's own
+        # replay failed on it)
+        top, bottom, left, right = padding
+        if top != bottom or left != right:
+            return "nn.Conv2d with uneven four-sided padding: not replayed"
+        padding = (top, left)
     return Lowered(MS + "conv2d", (_first(args, kwargs, "x"), m.weight,
                                    m.bias if m.has_bias else None, _one_or_pair(m.stride),
                                    m.pad_mode, _one_or_pair(padding),

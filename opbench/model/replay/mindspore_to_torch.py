@@ -2,9 +2,8 @@
 the two frameworks' semantics, for every call of a kind alike (routes.py registers them).
 
 - Padding MindSpore computes and torch does not: `pad_mode="same"` for a strided convolution
-  (torch's conv2d refuses 'same' with a stride: 7.5% of mindcv's mobilenet_v3 traced time),
-  a four-sided `padding` (top, bottom, left, right), and MaxPool's pad_mode SAME (mindcv's
-  resnet stem). MindSpore pads as TensorFlow does: the padding a dimension needs to keep
+  (torch's conv2d refuses 'same' with a stride: 7.5% of mindcv's mobilenet_v3 traced time)
+  and MaxPool's pad_mode SAME (mindcv's resnet stem). MindSpore pads as TensorFlow does: the padding a dimension needs to keep
   ceil(size / stride) outputs, split with the odd pixel after (bottom, right). Where the split
   is even, torch's own `padding` takes it; where not, `F.pad` first, then the call unpadded,
   as a torch port of such a model writes it (timm's `pad_same`).
@@ -70,14 +69,12 @@ def same_padding(size: int, kernel: int, stride: int, dilation: int = 1) -> tupl
 
 
 def explicit_padding(padding: Any) -> tuple[int, int, int, int]:
-    """MindSpore's `padding` of a 'pad'-mode layer (an int, or (top, bottom, left, right))
-    as (top, bottom, left, right)."""
+    """ops.conv2d's `padding` in 'pad' mode (an int, or (height, width)) as (top, bottom,
+    left, right)."""
     value = _plain(padding)
     if value is None:
         return (0, 0, 0, 0)
     if isinstance(value, (tuple, list)):
-        if len(value) == 4:
-            return tuple(int(v) for v in value)          # type: ignore[return-value]
         if len(value) == 2:
             return (int(value[0]), int(value[0]), int(value[1]), int(value[1]))
         value = value[0]
