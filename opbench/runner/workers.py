@@ -1,12 +1,14 @@
 """Measure in fresh worker processes, as pyperf does: each instance's rounds are spread
 over `config.processes` workers.
 
-Two pools, one protocol. `WorkerPool` (the default): each worker process holds both
-frameworks and measures its share of an instance itself. `SideWorkerPool`, when the sides
-need it (a side in another interpreter, `--target mindspore@PYTHON`, or one framework on
-both sides): each process index k has one process per side, each importing only its own
-framework in its side's interpreter (config.python_of), and the parent's RemoteSession k
-(below) runs the protocol through the pair, each sample timed whole in its side's process.
+One pool, two placements of a process number. `SharedProcess` (the default): each worker
+process holds both frameworks and measures its share of an instance itself. `SidePair`, when
+the sides need it (a side in another interpreter, `--target mindspore@PYTHON`, or one
+framework on both sides): each process number k has one process per side, each importing
+only its own framework in its side's interpreter (config.python_of), and the parent's
+RemoteSession k (below) runs the protocol through the pair, each sample timed whole in its
+side's process. `WorkerPool` keeps the schedule, the batches, the losses and their
+replacements alike for both (placement_for picks).
 Why not always one process per side: measured here (6 fresh runs each, alternating, same
 hour, 2026-11-26; docs/measurement.md) the between-process spread of the ratio was 1.9-8.8%
 (median 5.2%) with one process per side against 1.8-4.6% (median 3.1%) with both
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -57,7 +59,8 @@ from opbench.runner.session import Session, SideFailed
 
 # The worker handle and spawn_worker live in worker_handle.py (light: no measuring); they are
 # named here too, where the pools and every caller before the split found them.
-__all__ = ["WorkerError", "WorkerLost", "WorkerPool", "SideWorkerPool", "worker_pool",
+__all__ = ["WorkerError", "WorkerLost", "WorkerPool", "worker_pool", "placement_for",
+           "ProcessPlacement", "SharedProcess", "SidePair",
            "Worker", "spawn_worker", "WORKER_MODULE", "REPLY_TIMEOUT_S", "ChildProcess",
            "RemoteSession", "ProcessSide"]
 
@@ -187,53 +190,241 @@ class RemoteSession(Session):
         return {name: self.workers[name].call(ipc.PeakMemory()) for name in self.config.frameworks}
 
 
-class WorkerPool:
-    """config.processes workers measuring in turn, each holding both frameworks: a
-    MeasuringSession (protocol.py) like Session; see the module doc."""
+# -- what one process number holds: the two placements -----------------------------------------
+# A pool measures through process numbers 1..N; what stands behind a number is its
+# placement: one worker holding both frameworks (SharedProcess) or one worker per side, each
+# in its side's interpreter (SidePair). The pool (below) keeps the schedule, the batches, the
+# losses and the replacements alike for both; a placement only opens its processes and
+# answers the Session calls through them.
 
-    def __init__(self, config: RunConfig, spawn: Callable[[int], Worker] | None = None):
+
+class ProcessPlacement(Protocol):
+    """What process number `index` of a pool is: opened in batches by the placement's
+    `open_batch`, renewed in place after a loss."""
+
+    index: int
+    # the exceptions after which the pool renews the process (WorkerPool._renew) instead of
+    # letting them end the run
+    renewed_on: ClassVar[type[BaseException]]
+
+    @classmethod
+    def open_batch(cls, pool: "WorkerPool", numbers: Sequence[int]
+                   ) -> list["ProcessPlacement"]: ...
+    def workers(self) -> tuple[Worker, ...]: ...
+    def renew(self, pool: "WorkerPool") -> None: ...
+    def framework_info(self) -> dict[str, dict[str, Any]]: ...
+    def measure_overheads(self) -> dict[str, dict[str, float]]: ...
+    def measure_ceilings(self) -> dict[str, dict[str, Any]]: ...
+    def check_apis(self, instances: Sequence[CaseInstance]) -> list[str]: ...
+    def run_instance(self, instance: CaseInstance) -> dict[str, Any]: ...
+    def extend_instance(self, instance: CaseInstance, record: dict[str, Any],
+                        own_pass: int) -> dict[str, Any]: ...
+
+
+class SharedProcess:
+    """Process `index` as one worker holding both frameworks, measuring its share of an
+    instance itself (worker_main's Session): the default (the module doc says why)."""
+
+    renewed_on: ClassVar[type[BaseException]] = WorkerError
+
+    def __init__(self, worker: Worker, info: Mapping[str, Any]):
+        self.worker = worker
+        self.info = dict(info)
+
+    @property
+    def index(self) -> int:
+        return self.worker.index
+
+    @classmethod
+    def open_batch(cls, pool: "WorkerPool", numbers: Sequence[int]) -> list["SharedProcess"]:
+        """Workers `numbers` started together, each told its siblings (for the settle) and
+        its frameworks set up; closes what it started and raises on any failure."""
+        started: list[Worker] = []
+        try:
+            for number in numbers:
+                started.append(pool.start(number))
+            pids = tuple(w.pid for w in started)
+            for w in started:
+                w.send(ipc.Open(pool.config, pids, w.index))
+            infos = [w.receive() for w in started]
+        except BaseException:
+            for w in started:
+                w.close()
+            raise
+        return [cls(w, info) for w, info in zip(started, infos)]
+
+    def workers(self) -> tuple[Worker, ...]:
+        return (self.worker,)
+
+    def renew(self, pool: "WorkerPool") -> None:
+        """A fresh worker in place of a dead or hung one, told about its siblings, with
+        its floors measured when the run's were (it may be the one that measures them)."""
+        self.worker.kill()
+        self.worker = pool.start(self.index)
+        self.worker.call(ipc.Open(pool.config, tuple(w.pid for w in pool.workers),
+                                  self.index))
+        if pool.overhead:
+            self.worker.call(ipc.Overheads())
+
+    def framework_info(self) -> dict[str, dict[str, Any]]:
+        return {name: dict(facts) for name, facts in self.info.items()}
+
+    def measure_overheads(self) -> dict[str, dict[str, float]]:
+        return self.worker.call(ipc.Overheads())
+
+    def measure_ceilings(self) -> dict[str, dict[str, Any]]:
+        return self.worker.call(ipc.Ceilings())
+
+    def check_apis(self, instances: Sequence[CaseInstance]) -> list[str]:
+        return self.worker.call(ipc.CheckApis(tuple(instances)))
+
+    def run_instance(self, instance: CaseInstance) -> dict[str, Any]:
+        return self.worker.call(ipc.Run(instance))
+
+    def extend_instance(self, instance: CaseInstance, record: dict[str, Any],
+                        own_pass: int) -> dict[str, Any]:
+        return self.worker.call(ipc.Extend(instance, record, own_pass))
+
+
+class SidePair:
+    """Process `index` as one worker per side, each importing only its own framework in its
+    side's interpreter (config.python_of), the parent's RemoteSession running the protocol
+    through them: when the sides need it (config.split_sides)."""
+
+    renewed_on: ClassVar[type[BaseException]] = WorkerLost
+
+    def __init__(self, session: RemoteSession):
+        self.session = session
+
+    @property
+    def index(self) -> int:
+        return self.session.process_index
+
+    @classmethod
+    def open_batch(cls, pool: "WorkerPool", numbers: Sequence[int]) -> list["SidePair"]:
+        """A worker per side for each process number, started together; closes what it
+        started and raises on any failure."""
+        config = pool.config
+        started: list[Worker] = []
+        try:
+            for i in numbers:
+                for name in config.frameworks:
+                    started.append(pool.start(i, name))
+            for w in started:
+                w.send(ipc.OpenSide(config, w.side, w.index))
+            infos = [w.receive() for w in started]
+        except BaseException:
+            for w in started:
+                w.close()
+            raise
+        pids = [w.pid for w in started]
+        pairs = []
+        for i in numbers:
+            mine = {w.side: (w, info) for w, info in zip(started, infos) if w.index == i}
+            session = RemoteSession(config, {n: w for n, (w, _) in mine.items()}, i,
+                                    watch_pids=pids, clock=pool.clock)
+            session.infos = {n: info for n, (_, info) in mine.items()}
+            session.open()
+            pairs.append(cls(session))
+        return pairs
+
+    def workers(self) -> tuple[Worker, ...]:
+        return tuple(self.session.workers.values())
+
+    def renew(self, pool: "WorkerPool") -> None:
+        """A fresh process in place of each of its side workers that died or hung (a
+        WorkerError when one cannot start: the pool then drops the pair)."""
+        for name, old in list(self.session.workers.items()):
+            if old.alive():
+                continue
+            old.kill()
+            fresh = pool.start(old.index, name)
+            self.session.replace_worker(name, fresh)
+            fresh.call(ipc.OpenSide(pool.config, name, fresh.index))
+
+    def framework_info(self) -> dict[str, dict[str, Any]]:
+        return self.session.framework_info()
+
+    def measure_overheads(self) -> dict[str, dict[str, float]]:
+        return self.session.measure_overheads()
+
+    def measure_ceilings(self) -> dict[str, dict[str, Any]]:
+        return self.session.measure_ceilings()
+
+    def check_apis(self, instances: Sequence[CaseInstance]) -> list[str]:
+        return self.session.check_apis(instances)
+
+    def run_instance(self, instance: CaseInstance) -> dict[str, Any]:
+        return self.session.run_instance(instance)
+
+    def extend_instance(self, instance: CaseInstance, record: dict[str, Any],
+                        own_pass: int) -> dict[str, Any]:
+        return self.session.extend_instance(instance, record, own_pass)
+
+
+def placement_for(config: RunConfig) -> type[ProcessPlacement]:
+    """One process per side when the sides need it (config.split_sides: a side in another
+    interpreter, or one framework on both sides), else each worker holding both frameworks
+    (the default: see the module doc for why)."""
+    return SidePair if config.split_sides else SharedProcess
+
+
+class WorkerPool:
+    """Processes 1..config.processes measuring in turn, each placed as `placement` says
+    (default placement_for(config)): a MeasuringSession (protocol.py) like Session; see the
+    module doc."""
+
+    def __init__(self, config: RunConfig, spawn: Spawner | None = None,
+                 clock: Clock = time.perf_counter,
+                 placement: type[ProcessPlacement] | None = None):
         self.config = config
-        # looked up now, not at import: tests put fake workers in its place
+        self.placement = placement or placement_for(config)
+        # The parent's clock: instance durations, the clock's resolution (split samples
+        # themselves are timed in the side workers, on theirs).
+        self.clock = clock
+        # looked up now, not at import: tests put fake workers and probes in their place
         self._spawn = spawn or spawn_worker
-        self.workers: list[Worker] = []
+        self._check_interpreter = check_interpreter
+        self.processes: list[ProcessPlacement] = []
         self.overhead: dict[str, dict[str, float]] = {}
-        self._info: dict[str, Any] = {}
+        self._info: dict[str, dict[str, Any]] = {}
         self.restarts: list[str] = []
         self.setup_s: float | None = None
 
+    @property
+    def workers(self) -> list[Worker]:
+        """Every worker process of the pool, process number by process number."""
+        return [w for p in self.processes for w in p.workers()]
+
     # -- life cycle ------------------------------------------------------------------------
     def open(self) -> None:
-        """Start every worker and set its frameworks up. The imports run in parallel (they
-        measure nothing); a failure closes the pool and raises WorkerError with the
-        worker's message (a missing framework, a bad device)."""
-        self._info = self._open_workers(first_batch(self.config))
+        """Check each side's interpreter, start the first batch and set the frameworks up.
+        The imports run in parallel (they measure nothing); a failure closes the pool and
+        raises WorkerError with the worker's message (a missing framework, a bad device)."""
+        for name in self.config.frameworks:
+            python = self.config.python_of(name)
+            if python is not None:
+                try:
+                    self._check_interpreter(python, self.config.framework_of(name))
+                except InterpreterError as exc:
+                    raise WorkerError(str(exc)) from None
+        self.processes = self.placement.open_batch(self, first_batch(self.config))
+        self._info = self.processes[0].framework_info()
 
-    def _open_workers(self, numbers: Sequence[int]) -> dict[str, Any]:
-        """Workers `numbers` started together and their frameworks set up (each told its
-        siblings, for the settle); the first one's framework info. Closes the pool and
-        raises on any failure."""
+    def start(self, index: int, side: str | None = None) -> Worker:
+        """A started worker for process `index` (and `side`, in its interpreter)."""
         try:
-            for number in numbers:
-                self.workers.append(self._start(number))
-            pids = [w.pid for w in self.workers]
-            for w in self.workers:
-                w.send(ipc.Open(self.config, tuple(pids), w.index))
-            infos = [w.receive() for w in self.workers]
-        except BaseException:
-            self.close()
-            raise
-        return infos[0]
-
-    def _start(self, index: int) -> Worker:
-        try:
-            return self._spawn(index)
+            if side is None:
+                return self._spawn(index)
+            return self._spawn(index, side, self.config.python_of(side))
         except OSError as exc:
-            raise WorkerError(f"cannot start worker process {index}: {exc}") from None
+            which = f" ({side})" if side else ""
+            raise WorkerError(f"cannot start worker process {index}{which}: {exc}") from None
 
     def close(self) -> None:
         for w in self.workers:
             w.close()
-        self.workers = []
+        self.processes = []
 
     def __enter__(self) -> "WorkerPool":
         return self
@@ -242,212 +433,36 @@ class WorkerPool:
         self.close()
 
     def ensure_process(self, index: int) -> None:
-        """Worker process `index` ready to measure: when the pool holds none by that number,
-        fresh workers replace the pool's, its batch (batch_of) started together, as at
+        """Process `index` ready to measure: when the pool holds none by that number, a
+        fresh batch (batch_of) replaces the pool's processes, started together, as at
         open(). They measure no per-call floors: the run's are process 1's (or the cache's),
         and only explanations read them (machine_facts.py)."""
-        if any(w.index == index for w in self.workers):
+        if any(p.index == index for p in self.processes):
             return
         self.close()
-        self._open_workers(batch_of(index, self.config))
+        self.processes = self.placement.open_batch(self, batch_of(index, self.config))
 
-    def _replace(self, position: int, reason: str) -> None:
-        """A fresh worker in place of a dead or hung one, told about its siblings. If even
-        that fails, the pool goes on with the workers it has (never with none: then the
-        WorkerError propagates and the run ends with what it saved)."""
-        old = self.workers[position]
-        old.kill()
+    def _renew(self, position: int, reason: str) -> None:
+        """Fresh workers in place of a dead or hung process's. If even that fails, the pool
+        goes on with the processes it has (never with none: then the WorkerError
+        propagates and the run ends with what it saved)."""
         self.restarts.append(reason)
+        process = self.processes[position]
         try:
-            fresh = self._start(old.index)
-            self.workers[position] = fresh
-            fresh.call(ipc.Open(self.config, tuple(w.pid for w in self.workers), fresh.index))
-            if self.overhead:
-                fresh.call(ipc.Overheads())
+            process.renew(self)
         except WorkerError as exc:
             self.restarts.append(str(exc))
-            del self.workers[position]
-            if not self.workers:
+            for w in process.workers():
+                w.kill()
+            del self.processes[position]
+            if not self.processes:
                 raise
 
     # -- the Session interface -------------------------------------------------------------
     def framework_info(self) -> dict[str, Any]:
+        """Each side's facts as process 1 reported them (version, build, ...), with the
+        pool's processes and the interpreter a side was started in, when not this one."""
         info = {name: dict(facts) for name, facts in self._info.items()}
-        for facts in info.values():
-            facts["processes"] = self.config.processes
-        return info
-
-    def measure_overheads(self) -> dict[str, dict[str, float]]:
-        """Worker 1's floors, the run's (its siblings idle: a floor measured while a sibling
-        works is no floor). Only explanations and the report read them, from the parent
-        (machine_facts.py), so the siblings' own were never used and are not measured."""
-        self.overhead = self.workers[0].call(ipc.Overheads())
-        return self.overhead
-
-    def measure_ceilings(self) -> dict[str, dict[str, Any]]:
-        """Worker 1's ceilings: the machine's, measured once per run (the siblings idle)."""
-        return self.workers[0].call(ipc.Ceilings())
-
-    def check_apis(self, instances: Sequence[CaseInstance]) -> list[str]:
-        return self.workers[0].call(ipc.CheckApis(tuple(instances)))
-
-    @property
-    def total_passes(self) -> int:
-        """runner.run_passes makes this many passes: each process's passes in turn."""
-        return self.config.processes * self.config.passes
-
-    def _position(self, pass_index: int) -> tuple[int, int]:
-        """(worker process number, its own pass number) for run-wide pass `pass_index`."""
-        return (pass_index - 1) // self.config.passes + 1, \
-            (pass_index - 1) % self.config.passes + 1
-
-    def run_instance(self, instance: CaseInstance) -> dict[str, Any]:
-        """Pass 1: worker 1 checks the outputs, calibrates and takes its share of rounds."""
-        try:
-            return self.workers[0].call(ipc.Run(instance))
-        except WorkerError as exc:
-            self._replace(0, str(exc))
-            record = instance_header(instance, self.config)
-            record.update(error=str(exc), duration_s=0.0)   # ERROR when judged
-            return record
-
-    def extend_instance(self, instance: CaseInstance, record: dict[str, Any],
-                        pass_index: int) -> dict[str, Any]:
-        """Run-wide pass `pass_index` (2..total_passes) of an instance, in the worker whose
-        turn it is."""
-        if not record.get("measurements"):
-            return record
-        process, own_pass = self._position(pass_index)
-        position = next((i for i, w in enumerate(self.workers) if w.index == process), None)
-        if position is None:    # a worker was lost and could not be replaced
-            return record
-        worker = self.workers[position]
-        try:
-            return worker.call(ipc.Extend(instance, record, own_pass))
-        except WorkerError as exc:
-            # the message names the worker process and the instance
-            record.setdefault("pass_errors", []).append(f"pass {own_pass}: {exc}")
-            self._replace(position, str(exc))
-            return record
-
-
-class SideWorkerPool:
-    """config.processes pairs of side workers (one process per side) measuring in turn: a
-    MeasuringSession (protocol.py) like Session; see the module doc."""
-
-    def __init__(self, config: RunConfig, spawn: Spawner | None = None,
-                 clock: Clock = time.perf_counter):
-        self.config = config
-        # The parent's clock: instance durations, the clock's resolution (the samples
-        # themselves are timed in the side workers, on theirs).
-        self.clock = clock
-        # looked up now, not at import: tests put fake workers in its place
-        self._spawn = spawn or spawn_worker
-        self._check_interpreter = check_interpreter
-        self.sessions: list[RemoteSession] = []
-        self.overhead: dict[str, dict[str, float]] = {}
-        self.restarts: list[str] = []
-        self.setup_s: float | None = None
-
-    @property
-    def workers(self) -> list[Worker]:
-        """Every side worker, process by process."""
-        return [w for s in self.sessions for w in s.workers.values()]
-
-    # -- life cycle ------------------------------------------------------------------------
-    def open(self) -> None:
-        """Start every side worker and set its framework up. The imports run in parallel
-        (they measure nothing); a failure closes the pool and raises WorkerError with the
-        worker's message (a missing framework, a bad device)."""
-        for name in self.config.frameworks:
-            python = self.config.python_of(name)
-            if python is not None:
-                try:
-                    self._check_interpreter(python, self.config.framework_of(name))
-                except InterpreterError as exc:
-                    raise WorkerError(str(exc)) from None
-        self.sessions = self._open_processes(first_batch(self.config))
-
-    def _open_processes(self, numbers: Sequence[int]) -> list[RemoteSession]:
-        """A pair of side workers (one per framework) for each process number, started
-        together; closes what it started and raises on any failure."""
-        started: list[Worker] = []
-        try:
-            for i in numbers:
-                for name in self.config.frameworks:
-                    started.append(self._start(i, name))
-            for w in started:
-                w.send(ipc.OpenSide(self.config, w.side, w.index))
-            infos = [w.receive() for w in started]
-        except BaseException:
-            for w in started:
-                w.close()
-            raise
-        pids = [w.pid for w in started]
-        sessions = []
-        for i in numbers:
-            mine = {w.side: (w, info) for w, info in zip(started, infos) if w.index == i}
-            session = RemoteSession(self.config, {n: w for n, (w, _) in mine.items()}, i,
-                                    watch_pids=pids, clock=self.clock)
-            session.infos = {n: info for n, (_, info) in mine.items()}
-            session.open()
-            sessions.append(session)
-        return sessions
-
-    def _start(self, index: int, side: str) -> Worker:
-        try:
-            return self._spawn(index, side, self.config.python_of(side))
-        except OSError as exc:
-            raise WorkerError(f"cannot start worker process {index} ({side}): {exc}") from None
-
-    def close(self) -> None:
-        for w in self.workers:
-            w.close()
-        self.sessions = []
-
-    def __enter__(self) -> "SideWorkerPool":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def ensure_process(self, index: int) -> None:
-        """Process `index` ready to measure: when the pool holds none by that number, fresh
-        side workers replace the pool's, its batch (batch_of) started together, as at
-        open(); no per-call floors measured (WorkerPool.ensure_process says why)."""
-        if any(s.process_index == index for s in self.sessions):
-            return
-        self.close()
-        self.sessions = self._open_processes(batch_of(index, self.config))
-
-    def _replace_lost(self, position: int, reason: str) -> None:
-        """A fresh process in place of each of process `position`'s side workers that died
-        or hung. If even that fails, the pool goes on without that process pair (never with
-        none: then the WorkerError propagates and the run ends with what it saved)."""
-        session = self.sessions[position]
-        self.restarts.append(reason)
-        for name, old in list(session.workers.items()):
-            if old.alive():
-                continue
-            old.kill()
-            try:
-                fresh = self._start(old.index, name)
-                session.replace_worker(name, fresh)
-                fresh.call(ipc.OpenSide(self.config, name, fresh.index))
-            except WorkerError as exc:
-                self.restarts.append(str(exc))
-                for w in session.workers.values():
-                    w.kill()
-                del self.sessions[position]
-                if not self.sessions:
-                    raise
-                return
-
-    # -- the Session interface -------------------------------------------------------------
-    def framework_info(self) -> dict[str, Any]:
-        """Each side's facts as its own process reported them (version, build, ...), with
-        the pool's processes and the interpreter it started the side in, when not this one."""
-        info = self.sessions[0].framework_info()
         for name, facts in info.items():
             facts["processes"] = self.config.processes
             python = self.config.python_of(name)
@@ -456,16 +471,19 @@ class SideWorkerPool:
         return info
 
     def measure_overheads(self) -> dict[str, dict[str, float]]:
-        """Process 1's floors, the run's (WorkerPool.measure_overheads says why only its)."""
-        self.overhead = self.sessions[0].measure_overheads()
+        """Process 1's floors, the run's (its siblings idle: a floor measured while a
+        sibling works is no floor). Only explanations and the report read them, from the
+        parent (machine_facts.py), so the siblings' own were never used and are not
+        measured."""
+        self.overhead = self.processes[0].measure_overheads()
         return self.overhead
 
     def measure_ceilings(self) -> dict[str, dict[str, Any]]:
         """Process 1's ceilings: the machine's, measured once per run (the others idle)."""
-        return self.sessions[0].measure_ceilings()
+        return self.processes[0].measure_ceilings()
 
     def check_apis(self, instances: Sequence[CaseInstance]) -> list[str]:
-        return self.sessions[0].check_apis(instances)
+        return self.processes[0].check_apis(instances)
 
     @property
     def total_passes(self) -> int:
@@ -479,10 +497,11 @@ class SideWorkerPool:
 
     def run_instance(self, instance: CaseInstance) -> dict[str, Any]:
         """Pass 1: process 1 checks the outputs, calibrates and takes its share of rounds."""
+        first = self.processes[0]
         try:
-            return self.sessions[0].run_instance(instance)
-        except WorkerLost as exc:
-            self._replace_lost(0, str(exc))
+            return first.run_instance(instance)
+        except first.renewed_on as exc:
+            self._renew(0, str(exc))
             record = instance_header(instance, self.config)
             record.update(error=str(exc), duration_s=0.0)   # ERROR when judged
             return record
@@ -493,27 +512,22 @@ class SideWorkerPool:
         turn it is."""
         if not record.get("measurements"):
             return record
-        process, own_pass = self._position(pass_index)
-        position = next((i for i, s in enumerate(self.sessions)
-                         if s.process_index == process), None)
+        number, own_pass = self._position(pass_index)
+        position = next((i for i, p in enumerate(self.processes) if p.index == number), None)
         if position is None:    # a process was lost and could not be replaced
             return record
+        process = self.processes[position]
         try:
-            return self.sessions[position].extend_instance(instance, record, own_pass)
-        except WorkerLost as exc:
-            # the message names the worker process and the instance; the record as the
+            return process.extend_instance(instance, record, own_pass)
+        except process.renewed_on as exc:
+            # the message names the worker process and the instance; the record as a split
             # session left it (Session.extend_instance: the rounds pooled before the loss)
             record = getattr(exc, "record", record)
             record.setdefault("pass_errors", []).append(f"pass {own_pass}: {exc}")
-            self._replace_lost(position, str(exc))
+            self._renew(position, str(exc))
             return record
 
 
-def worker_pool(config: RunConfig, spawn: Any = None) -> "WorkerPool | SideWorkerPool":
-    """The pool a run in worker processes measures through: one process per side when the
-    sides need it (config.split_sides: a side in another interpreter, or one framework on
-    both sides), else each worker holding both frameworks (the default: see the module
-    doc for why)."""
-    if config.split_sides:
-        return SideWorkerPool(config, spawn=spawn)
+def worker_pool(config: RunConfig, spawn: Any = None) -> WorkerPool:
+    """The pool a run in worker processes measures through, placed by placement_for."""
     return WorkerPool(config, spawn=spawn)

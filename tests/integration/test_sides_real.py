@@ -14,7 +14,7 @@ from opbench.cases.case_files import expand, load_cases
 from opbench.config import MeasureSettings, RunConfig
 from opbench.frameworks.mindspore_adapter import read_commit_id
 from opbench.runloop.recorded_run import run
-from opbench.runner.workers import SideWorkerPool
+from opbench.runner.workers import SidePair, WorkerPool
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,7 @@ def test_each_worker_loads_only_its_own_framework(tmp_path):
                        settings=FAST)
     (tmp_path / "c.yaml").write_text(CASES)
     instances = [i for case in load_cases([tmp_path / "c.yaml"]) for i in expand(case)]
-    with SideWorkerPool(config) as pool:
+    with WorkerPool(config, placement=SidePair) as pool:
         pool.open()
         for w in pool.workers:
             libraries = _loaded(w.pid)
@@ -76,7 +76,7 @@ def test_mindspore_against_itself_runs_each_side_in_its_own_process(tmp_path):
                        settings=FAST, backward=False)
     (tmp_path / "c.yaml").write_text(CASES)
     instances = [i for case in load_cases([tmp_path / "c.yaml"]) for i in expand(case)]
-    with SideWorkerPool(config) as pool:
+    with WorkerPool(config, placement=SidePair) as pool:
         pool.open()
         assert len({w.pid for w in pool.workers}) == 4
         record = run(instances, config, session=pool)

@@ -24,7 +24,7 @@ import opbench.runner.side_server as side_server
 from opbench.config import RunConfig
 from opbench.report.markdown import render_markdown
 from opbench.runloop.recorded_run import run
-from opbench.runner.workers import SideWorkerPool, WorkerPool
+from opbench.runner.workers import SidePair, WorkerPool
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"
 UPDATE = os.environ.get("OPBENCH_UPDATE_GOLDEN") == "1"
@@ -98,7 +98,7 @@ def test_a_fixed_run_in_side_worker_processes_writes_the_golden_file(tmp_path, p
     own work, and the parent's clock times the instances."""
     config = RunConfig(reference="torch", target="mindspore", threads=2,
                        settings=FAST_SETTINGS, quiesce=False, processes=3)
-    pool = SideWorkerPool(config, spawn=Spawner(fake_session_class(TARGET)), clock=FakeClock())
+    pool = WorkerPool(config, placement=SidePair, spawn=Spawner(fake_session_class(TARGET)), clock=FakeClock())
     _compare_pool_run(tmp_path, config, pool, "run_in_side_workers.json")
 
 

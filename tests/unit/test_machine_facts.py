@@ -27,7 +27,7 @@ from opbench.runner.machine_facts import (
                                           obtain_machine_facts,
                                           )
 from opbench.runner.session import Session
-from opbench.runner.workers import SideWorkerPool, WorkerPool, batch_of, first_batch
+from opbench.runner.workers import SharedProcess, SidePair, WorkerPool, batch_of, first_batch
 
 NOW = datetime(2026, 11, 27, 10, 0, tzinfo=timezone.utc)
 IDENTITY = {"cpu_model": "fake cpu", "cores": 2, "affinity": [0, 1], "platform": "fake"}
@@ -227,23 +227,23 @@ def test_a_sequential_run_starts_its_first_process_alone():
     assert list(first_batch(fake_config(processes=3))) == [1, 2, 3]
 
 
-@pytest.mark.parametrize("pool_class", [WorkerPool, SideWorkerPool])
+@pytest.mark.parametrize("placement", [SharedProcess, SidePair])
 @pytest.mark.parametrize("slow_far", [True, False])
-def test_further_processes_start_only_for_undecided_instances(tmp_path, pool_class,
+def test_further_processes_start_only_for_undecided_instances(tmp_path, placement,
                                                               slow_far):
     """`far` (MindSpore 10x slower) is SLOW after process 1: the run ends with the one
     process it started. `even` stays undecided: processes 2 and 3 start at the first look,
     4 to 6 at the fourth, in both pools."""
     config = fake_config(processes=3, sequential=Sequential(max_processes=6))
-    if pool_class is SideWorkerPool:
+    if placement is SidePair:
         config = replace(config, target=Side("mindspore", "/fake/python"))
     spawn = Spawner(fake_session_class({"costs": {"mindspore.neg": 10 * OP_COST_S}}))
     far = binary_case("far", torch_api="torch.neg", mindspore_api="mindspore.neg") \
         .replace("args: [$x, $y]", "args: [$x]")
     cases = [far] if slow_far else [far, binary_case("even")]
     instances = load_instances(case_file(tmp_path, *cases))
-    pool = pool_class(config, spawn=spawn)
-    if pool_class is SideWorkerPool:
+    pool = WorkerPool(config, spawn=spawn, placement=placement)
+    if placement is SidePair:
         pool._check_interpreter = lambda python, framework: None
     pool.open()
     assert sorted(set(spawn.spawned)) == [1]        # at once: process 1 alone

@@ -161,9 +161,9 @@ def test_the_model_checks_its_interpreter_once_for_both_frameworks(monkeypatch):
         probes.append((python, frameworks, this_opbench))
         return {"python": "3.11.2"}
 
-    monkeypatch.setattr(processes, "runner_check", check)
-    version = processes.check_interpreter(processes.Interpreter("/venv/bin/python", True),
-                                          ("torch", "mindspore"))
+    monkeypatch.setattr(processes, "check_interpreter", check)
+    version = processes.interpreter_version(processes.Interpreter("/venv/bin/python", True),
+                                            ("torch", "mindspore"))
     assert version == "3.11.2"
     assert probes == [("/venv/bin/python", ("torch", "mindspore"), True)]
 

@@ -25,7 +25,7 @@ from opbench.report.text import header_text
 from opbench.results.io import validate_record
 from opbench.results.records import load_results, write_results
 from opbench.runloop.recorded_run import run
-from opbench.runner.workers import SideWorkerPool
+from opbench.runner.workers import SidePair, WorkerPool
 
 # The .commit_id files of the MindSpore wheels on PyPI (2.8.0, 2.9.0, 2.10.0), verbatim.
 COMMIT_IDS = {
@@ -71,7 +71,7 @@ def test_a_side_in_another_interpreter_shows_its_build_and_interpreter_everywher
     config = fake_config(reference="mindspore",
                          target=Side("mindspore", "/envs/ms29/bin/python"), processes=2)
     spawn = Spawner(fake_session_class({"build_id": "4bcfac44" + "0" * 32}))
-    with SideWorkerPool(config, spawn=spawn) as pool:
+    with WorkerPool(config, placement=SidePair, spawn=spawn) as pool:
         pool._check_interpreter = lambda python, name: {"opbench": OPBENCH_VERSION}
         pool.open()
         record = run(load_instances(case_file(tmp_path, binary_case("a"))), config,
@@ -115,7 +115,7 @@ def test_a_result_that_changed_between_builds_is_mismatch_with_its_largest_diffe
         return out
 
     spawn = Spawner(fake_session_class({"functions": {"mindspore.add": changed_add}}))
-    with SideWorkerPool(config, spawn=spawn) as pool:
+    with WorkerPool(config, placement=SidePair, spawn=spawn) as pool:
         pool.open()
         record = run(load_instances(case_file(tmp_path, binary_case("a"))), config,
                      session=pool)

@@ -20,7 +20,7 @@ from opbench.config.sides import Side, SideSpecError, parse_side
 from opbench.runloop.recorded_run import run
 from opbench.runner.interpreters import InterpreterError, check_interpreter
 from opbench.runner.ipc import wire_fingerprint
-from opbench.runner.workers import SideWorkerPool
+from opbench.runner.workers import SidePair, WorkerPool
 from opbench.runner.workers import WorkerError
 
 
@@ -104,7 +104,7 @@ def test_this_interpreter_passes_the_real_probe():
 def test_a_pool_checks_each_interpreter_before_starting_any_worker(tmp_path):
     config = fake_config(processes=2, reference=Side("torch", str(tmp_path / "missing")))
     spawn = Spawner(fake_session_class())
-    pool = SideWorkerPool(config, spawn=spawn)
+    pool = WorkerPool(config, placement=SidePair, spawn=spawn)
     with pytest.raises(WorkerError, match="missing .*does not exist"):
         pool.open()
     assert spawn.sides == []                     # nothing started, nothing timed
@@ -113,7 +113,7 @@ def test_a_pool_checks_each_interpreter_before_starting_any_worker(tmp_path):
 def test_each_worker_holds_one_side_in_its_interpreter(tmp_path, monkeypatch):
     config = fake_config(processes=2, target=Side("mindspore", "/envs/ms/bin/python"))
     spawn = Spawner(fake_session_class())
-    with SideWorkerPool(config, spawn=spawn) as pool:
+    with WorkerPool(config, placement=SidePair, spawn=spawn) as pool:
         pool._check_interpreter = lambda python, name: {"opbench": OPBENCH_VERSION}
         opened = []
         real_answer = workers_mod.Worker.send
@@ -192,7 +192,7 @@ def test_a_side_worker_is_asked_for_no_separate_re_warm(tmp_path, monkeypatch):
         return real_send(worker, request)
 
     monkeypatch.setattr(workers_mod.Worker, "send", spy)
-    with SideWorkerPool(config, spawn=Spawner(fake_session_class())) as pool:
+    with WorkerPool(config, placement=SidePair, spawn=Spawner(fake_session_class())) as pool:
         pool.open()
         run(load_instances(case_file(tmp_path, binary_case("a"))), config, session=pool)
     samples = [r for r in requests if isinstance(r, ipc.Sample)]
@@ -263,7 +263,7 @@ def test_both_sides_on_one_framework_need_a_process_each():
 def test_a_side_against_itself_is_measured_and_recorded_by_label(tmp_path):
     config = fake_config(reference="mindspore", target="mindspore", processes=2)
     spawn = Spawner(fake_session_class())
-    with SideWorkerPool(config, spawn=spawn) as pool:
+    with WorkerPool(config, placement=SidePair, spawn=spawn) as pool:
         pool.open()
         record = run(load_instances(case_file(tmp_path, binary_case("a"))), config,
                      session=pool)
@@ -312,7 +312,7 @@ def test_a_run_of_two_frameworks_is_no_a_a_run(tmp_path):
     from opbench.results.aa import aa_summary
 
     config = fake_config(processes=2)
-    with SideWorkerPool(config, spawn=Spawner(fake_session_class())) as pool:
+    with WorkerPool(config, placement=SidePair, spawn=Spawner(fake_session_class())) as pool:
         pool.open()
         record = run(load_instances(case_file(tmp_path, binary_case("a"))), config,
                      session=pool)
@@ -324,7 +324,7 @@ def test_a_labelled_side_s_interpreter_is_probed_for_its_framework(tmp_path):
     config = fake_config(reference=Side("mindspore", "/e/ms29/bin/python"),
                          target="mindspore", processes=2)
     probed = []
-    with SideWorkerPool(config, spawn=Spawner(fake_session_class())) as pool:
+    with WorkerPool(config, placement=SidePair, spawn=Spawner(fake_session_class())) as pool:
         pool._check_interpreter = lambda python, framework: probed.append((python, framework))
         pool.open()
     assert probed == [("/e/ms29/bin/python", "mindspore")]
@@ -334,7 +334,7 @@ def test_a_side_process_dying_is_error_for_its_instance_and_the_run_goes_on(tmp_
     config = fake_config(processes=2)
     spawn = Spawner(fake_session_class(), die_on_run_in={1}, exit_code=-11)
     instances = load_instances(case_file(tmp_path, binary_case("a"), binary_case("b")))
-    with SideWorkerPool(config, spawn=spawn) as pool:
+    with WorkerPool(config, placement=SidePair, spawn=spawn) as pool:
         pool.open()
         record = run(instances, config, session=pool)
     crashed, measured = record.instances
@@ -349,7 +349,7 @@ def test_a_side_process_dying_in_a_later_pass_keeps_the_earlier_rounds(tmp_path)
     config = fake_config(processes=2)
     spawn = Spawner(fake_session_class(), die_on_extend_in={2}, exit_code=-9)
     instances = load_instances(case_file(tmp_path, binary_case("a")))
-    with SideWorkerPool(config, spawn=spawn) as pool:
+    with WorkerPool(config, placement=SidePair, spawn=spawn) as pool:
         pool.open()
         record = run(instances, config, session=pool)
     first = record.instances[0]

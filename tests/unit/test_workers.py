@@ -198,3 +198,32 @@ def test_a_worker_dead_before_a_request_says_the_request_was_not_sent(tmp_path):
         "worker process 2 was killed by SIGKILL (signal 9) before running "
         "exp[shape=16x64,dtype=float32] (the request could not be sent: ")
     child.close()
+
+
+def test_a_replacement_that_cannot_open_is_killed_and_the_run_goes_on(tmp_path):
+    """Fixed bug (found unifying the two pools): a fresh worker started in place of a dead
+    one, whose frameworks then failed to open, was dropped from the pool but left running.
+    Now it is killed, both reasons are kept, and the other process measures on."""
+    opened = []
+
+    class FailsThirdOpen(fake_session_class()):
+        def open(self):
+            opened.append(1)
+            if len(opened) == 3:            # workers 1 and 2, then 1's replacement
+                raise RuntimeError("mindspore could not be set up (fake)")
+            return super().open()
+
+    spawn = Spawner(FailsThirdOpen, die_on_run_in={1})
+    started = []
+    instances = load_instances(case_file(tmp_path, SWEEP_CASE))
+    with WorkerPool(fake_config(processes=2),
+                    spawn=lambda *a: started.append(spawn(*a)) or started[-1]) as pool:
+        pool.open()
+        record = run(instances, fake_config(processes=2), session=pool,
+                     json_path=tmp_path / "r.json")
+        assert [p.index for p in pool.processes] == [2]
+    replacement = started[2]
+    assert replacement.index == 1 and replacement.process.poll() is not None   # killed
+    assert len(pool.restarts) == 2 and "fake" in pool.restarts[1]
+    assert record.instances[0].verdict == "ERROR"
+    assert record.instances[1].verdict != "ERROR"       # process 2 measured it

@@ -12,7 +12,7 @@ from opbench.model.affinity.measure import (DEFAULT_SUGGEST_PROCESSES, SuggestSe
                                             measure_candidates)
 from opbench.config.vocabulary import FRAMEWORKS
 from opbench.model.affinity.patterns import Candidate, find_candidates
-from opbench.model.impact.processes import (Interpreter, ModelError, check_interpreter,
+from opbench.model.impact.processes import (Interpreter, ModelError, interpreter_version,
                                             run_capture, split_command)
 from opbench.model.impact.record import SuggestionRow
 from opbench.model.program import Program
@@ -64,7 +64,7 @@ def suggest(command: Sequence[str], processes: int = DEFAULT_SUGGEST_PROCESSES,
     if program.framework not in FRAMEWORKS:
         raise ModelError("the script imported neither torch nor MindSpore, or made no call "
                          "of theirs that was recorded")
-    check_interpreter(interpreter, (program.framework,))
+    interpreter_version(interpreter, (program.framework,))
     try:
         region = find_region(program, skip_first_calls)
     except RegionError as exc:

@@ -33,7 +33,7 @@ from opbench.model.capture.observer import DEFAULT_MAX_CALLS
 from opbench.model.replay.optimizer_fold import adam_update_tolerances
 from opbench.model.impact.output_check import CHECK_ATOL, CHECK_RTOL, compare as _compare
 from opbench.model.impact.processes import (Interpreter, ModelError, ReplayFailed,
-                                            check_interpreter, run_capture, run_replay,
+                                            interpreter_version, run_capture, run_replay,
                                             split_command)
 from opbench.model.program import (Dtype, Ext, Lit, Program, Ref, Seq, SliceOf, output_at,
                                    refs_in)
@@ -252,7 +252,7 @@ def measure_model(command: Sequence[str], options: ModelOptions = ModelOptions()
         frameworks_in.setdefault(side_interpreter(side, interpreter).path,
                                  []).append(side.framework)
     for python, frameworks in frameworks_in.items():
-        check_interpreter(Interpreter(python, True), frameworks)
+        interpreter_version(Interpreter(python, True), frameworks)
     work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="opbench-model-"))
     work.mkdir(parents=True, exist_ok=True)
     program_path = work / "program.json"

@@ -28,11 +28,11 @@ from typing import Sequence
 
 from opbench.runner import ipc
 from opbench.runner.interpreters import InterpreterError
-from opbench.runner.interpreters import check_interpreter as runner_check
+from opbench.runner.interpreters import check_interpreter
 from opbench.runner.spawn import QUIET_MINDSPORE, spawn_child
 from opbench.runner.worker_handle import Worker, WorkerError, spawn_worker
 
-__all__ = ["ModelError", "Interpreter", "split_command", "check_interpreter", "run_capture",
+__all__ = ["ModelError", "Interpreter", "split_command", "interpreter_version", "run_capture",
            "ReplayFailed", "ReplayProcess", "start_replay", "run_replay", "CAPTURE_MODULE",
            "REPLAY_MODULE"]
 
@@ -75,13 +75,13 @@ def split_command(words: Sequence[str]) -> tuple[Interpreter, list[str]]:
     return Interpreter(sys.executable, False), list(words)
 
 
-def check_interpreter(interpreter: Interpreter, frameworks: Sequence[str]) -> str:
+def interpreter_version(interpreter: Interpreter, frameworks: Sequence[str]) -> str:
     """The interpreter's Python version; ModelError when it cannot run this opbench or lacks
     a framework the run replays (both replay in it). The runner's one check
     (runner/interpreters.py), with its install hint, before anything runs: one probe for
     every framework, with the environment the model's children get (this opbench first)."""
     try:
-        facts = runner_check(interpreter.path, tuple(dict.fromkeys(frameworks)),
+        facts = check_interpreter(interpreter.path, tuple(dict.fromkeys(frameworks)),
                              this_opbench=True)
     except InterpreterError as exc:
         raise ModelError(str(exc)) from None
@@ -159,7 +159,7 @@ class ReplayProcess:
 
 def start_replay(framework: str, python: str, work: Path, index: int = 1) -> ReplayProcess:
     """A replay process for `framework` in the interpreter `python` (checked before: the
-    model's check_interpreter), this opbench first on its path, as the capture's."""
+    model's interpreter_version), this opbench first on its path, as the capture's."""
     handle, stderr_name = tempfile.mkstemp(prefix=f"replay-{framework}-", suffix=".log",
                                            dir=work)
     try:

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections import namedtuple
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
@@ -34,11 +36,24 @@ __all__ = ["MINDSPORE_TO_TORCH_RULES", "bound_arguments", "same_padding", "expli
            "ops_as_mint", "functional_twin", "primitive_as_function"]
 
 
-def bound_arguments(call: Call, names: list[str]) -> dict[str, Any]:
-    """Each named parameter's argument, positional or by keyword (None when not given)."""
+@lru_cache(maxsize=None)
+def _record_type(names: tuple[str, ...]) -> type:
+    return namedtuple("BoundArguments", names)
+
+
+def bound_arguments(call: Call, names: list[str]) -> Any:
+    """Each named parameter's argument, positional or by keyword (None when not given), as a
+    frozen record read by attribute (`v.input`), as routes.py's rules read theirs."""
     kwargs = dict(call.kwargs)
-    return {n: (call.args[i] if i < len(call.args) else kwargs.get(n))
-            for i, n in enumerate(names)}
+    return _record_type(tuple(names))(*(call.args[i] if i < len(call.args) else kwargs.get(n)
+                                        for i, n in enumerate(names)))
+
+
+def init_arguments(call: Call, **defaults: Any) -> Any:
+    """A primitive's recorded constructor arguments, each named one as given or its default,
+    as a frozen record."""
+    given = dict(call.init)
+    return _record_type(tuple(defaults))(*(given.get(n, d) for n, d in defaults.items()))
 
 
 def _plain(value: Any) -> Any:
@@ -97,13 +112,13 @@ def _torch_conv2d(call: Call) -> Route | Unmapped:
     padding made explicit."""
     v = bound_arguments(call, ["input", "weight", "bias", "stride", "pad_mode", "padding",
                                "dilation", "groups"])
-    mode = str(_plain(v["pad_mode"]) or "valid").lower()
+    mode = str(_plain(v.pad_mode) or "valid").lower()
     if mode not in ("same", "valid", "pad"):
         return Unmapped(f"ops.conv2d with pad_mode {mode!r}: no torch counterpart here")
-    explicit = explicit_padding(v["padding"])
-    stride, dilation = _pair(v["stride"], 1), _pair(v["dilation"], 1)
-    groups = int(_plain(v["groups"]) or 1)
-    has_bias = _plain(v["bias"]) is not None
+    explicit = explicit_padding(v.padding)
+    stride, dilation = _pair(v.stride, 1), _pair(v.dilation, 1)
+    groups = int(_plain(v.groups) or 1)
+    has_bias = _plain(v.bias) is not None
 
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
         conv2d = resolve("torch.nn.functional.conv2d")
@@ -118,7 +133,7 @@ def _torch_conv2d(call: Call) -> Route | Unmapped:
                           dilation, groups)
         return convolution
 
-    args = (v["input"], v["weight"]) + ((v["bias"],) if has_bias else ())
+    args = (v.input, v.weight) + ((v.bias,) if has_bias else ())
     return Route(f"torch.nn.functional.conv2d (MindSpore's pad_mode {mode!r} made explicit)",
                  make, args)
 
@@ -126,12 +141,12 @@ def _torch_conv2d(call: Call) -> Route | Unmapped:
 def _torch_max_pool_primitive(call: Call) -> Route | Unmapped:
     """ops.MaxPool (what nn.MaxPool2d holds) in torch: VALID as max_pool2d, SAME with
     MindSpore's padding as -inf first (a max never picks it), NCHW only."""
-    init = dict(call.init)
-    mode = str(init.get("pad_mode", "VALID")).upper()
-    if init.get("data_format", "NCHW") != "NCHW" or mode not in ("VALID", "SAME"):
-        return Unmapped(f"ops.MaxPool with data_format {init.get('data_format')!r} or "
+    init = init_arguments(call, pad_mode="VALID", data_format="NCHW", kernel_size=1, strides=1)
+    mode = str(init.pad_mode).upper()
+    if init.data_format != "NCHW" or mode not in ("VALID", "SAME"):
+        return Unmapped(f"ops.MaxPool with data_format {init.data_format!r} or "
                         f"pad_mode {mode!r} has no torch counterpart here")
-    kernel, stride = _pair(init.get("kernel_size", 1), 1), _pair(init.get("strides", 1), 1)
+    kernel, stride = _pair(init.kernel_size, 1), _pair(init.strides, 1)
 
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
         max_pool2d = resolve("torch.nn.functional.max_pool2d")
@@ -206,7 +221,7 @@ def _torch_assign(call: Call) -> Route | Unmapped:
     """ops.assign(variable, value): `variable.copy_(value)` under torch.no_grad(), as a torch
     script updates a weight in place."""
     v = bound_arguments(call, ["variable", "value"])
-    if v["variable"] is None or v["value"] is None:
+    if v.variable is None or v.value is None:
         return Unmapped("ops.assign without a variable and a value")
 
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
@@ -217,7 +232,7 @@ def _torch_assign(call: Call) -> Route | Unmapped:
                 return variable.copy_(value)
         return assign
     return Route("torch.Tensor.copy_", make,
-                 (v["variable"], v["value"]))
+                 (v.variable, v.value))
 
 
 # MindSpore's reduction primitives, Reduce<Op>(keep_dims)(x, axis): torch's reductions over
@@ -231,7 +246,7 @@ def _torch_reduction(torch_api: str) -> Callable[[Call], Route | Unmapped]:
     def rule(call: Call) -> Route | Unmapped:
         init = dict(call.init)
         v = bound_arguments(call, ["x", "axis"])
-        axis = v["axis"]
+        axis = v.axis
         keep = bool(init.get("keep_dims", False))
         if axis is not None and not isinstance(axis, (Lit, Seq)):
             return Unmapped(f"{call.replay_api} over an axis computed at run time")
@@ -241,9 +256,9 @@ def _torch_reduction(torch_api: str) -> Callable[[Call], Route | Unmapped]:
         if axis is None or _plain(axis) in ((), [], None):
             # every dimension: torch's dim=() (amax, amin, sum and mean take it so)
             if not keep:
-                return Route(torch_api, lambda resolve: resolve(torch_api), (v["x"],))
+                return Route(torch_api, lambda resolve: resolve(torch_api), (v.x,))
             axis = Seq("tuple", ())
-        return Route(torch_api, lambda resolve: resolve(torch_api), (v["x"],),
+        return Route(torch_api, lambda resolve: resolve(torch_api), (v.x,),
                      (("dim", axis), ("keepdim", Lit(keep))))
     return rule
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 import inspect
 import math
 import re
+from collections import namedtuple
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
@@ -36,7 +38,8 @@ from opbench.model.replay.training_routes import (OPTIMIZER_APIS, TRAINING_TORCH
 __all__ = ["Route", "Unmapped", "route_for", "fused_momentum_route", "fused_adam_route",
            "TENSOR_PREFIXES"]
 
-TENSOR_PREFIXES = {"torch": "torch.Tensor.", "mindspore": "mindspore.Tensor."}
+TORCH_TENSOR_PREFIX, MINDSPORE_TENSOR_PREFIX = "torch.Tensor.", "mindspore.Tensor."
+TENSOR_PREFIXES = {"torch": TORCH_TENSOR_PREFIX, "mindspore": MINDSPORE_TENSOR_PREFIX}
 
 
 def case_spelling(framework: str, api: str) -> str:
@@ -58,10 +61,18 @@ def _kw(call: Call) -> dict[str, Any]:
     return dict(call.kwargs)
 
 
-def _values(call: Call, names: list[str]) -> dict[str, Any]:
-    """Each named parameter's argument, positional or by keyword (None when not given)."""
+@lru_cache(maxsize=None)
+def _bound_type(names: tuple[str, ...]) -> type:
+    return namedtuple("BoundArguments", names)
+
+
+def _values(call: Call, names: list[str]) -> Any:
+    """Each named parameter's argument, positional or by keyword (None when not given), as a
+    frozen record read by attribute (`v.input`): the rules read their parameters by name, and
+    a misspelt one is an AttributeError, not a silent None."""
     kw = _kw(call)
-    return {n: (call.args[i] if i < len(call.args) else kw.get(n)) for i, n in enumerate(names)}
+    return _bound_type(tuple(names))(*(call.args[i] if i < len(call.args) else kw.get(n)
+                                       for i, n in enumerate(names)))
 
 
 def _lit(value: Any, default: Any = None) -> Any:
@@ -105,7 +116,7 @@ def translate_torch_keywords(kwargs: tuple[tuple[str, Any], ...]
     legacy = {k: _lit(v) for k, v in kept if k in TORCH_LEGACY_REDUCTION}
     if not legacy:
         return tuple(kept)
-    reduction = legacy_reduction(legacy.get("size_average"), legacy.get("reduce"))
+    reduction = legacy_reduction(*(legacy.get(k) for k in TORCH_LEGACY_REDUCTION))
     kept = [(k, v) for k, v in kept if k not in TORCH_LEGACY_REDUCTION and k != "reduction"]
     return tuple(kept) + (("reduction", Lit(reduction)),)
 
@@ -214,11 +225,11 @@ CONCATENATIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
 
 def _ms_layer_norm(call: Call) -> Route | Unmapped:
     values = _values(call, ["input", "normalized_shape", "weight", "bias", "eps"])
-    shape = values["normalized_shape"]
+    shape = values.normalized_shape
     dims = len(shape.items) if isinstance(shape, Seq) else 1
-    eps = _lit(values["eps"], 1e-5)
-    if values["weight"] is None or values["bias"] is None \
-            or _lit(values["weight"], 0) is None or _lit(values["bias"], 0) is None:
+    eps = _lit(values.eps, 1e-5)
+    if values.weight is None or values.bias is None \
+            or _lit(values.weight, 0) is None or _lit(values.bias, 0) is None:
         return Unmapped("layer_norm without weight and bias: MindSpore's CPU LayerNorm "
                         "takes both")
 
@@ -232,9 +243,9 @@ def _ms_layer_norm(call: Call) -> Route | Unmapped:
         return layer_norm
 
     primary = _named("mindspore", "mindspore.mint.nn.functional.layer_norm",
-                     (values["input"], shape, values["weight"], values["bias"], Lit(eps)))
+                     (values.input, shape, values.weight, values.bias, Lit(eps)))
     return Route("mindspore.ops.LayerNorm", make,
-                 (values["input"], values["weight"], values["bias"]),
+                 (values.input, values.weight, values.bias),
                  fallbacks=(primary,))
 
 
@@ -250,7 +261,7 @@ def _ms_embedding(call: Call) -> Route | Unmapped:
 
 
 def _ms_gelu(call: Call) -> Route | Unmapped:
-    approximate = _lit(_kw(call).get("approximate"), "none")
+    approximate = _lit(_values(call, ["input", "approximate"]).approximate, "none")
     x = call.args[0]
     kwargs = (("approximate", Lit(approximate)),)
     return _named("mindspore", "mindspore.ops.gelu", (x,), kwargs,
@@ -263,17 +274,17 @@ def _ms_sdpa(call: Call) -> Route | Unmapped:
     (cases/attention.yaml): MindSpore's fused attention is Ascend-only."""
     values = _values(call, ["query", "key", "value", "attn_mask", "dropout_p", "is_causal",
                             "scale", "enable_gqa"])
-    if _lit(values["dropout_p"], 0.0):
+    if _lit(values.dropout_p, 0.0):
         return Unmapped("attention with dropout: random, not replayed")
-    causal = bool(_lit(values["is_causal"], False))
-    scale = _lit(values["scale"], None)
+    causal = bool(_lit(values.is_causal, False))
+    scale = _lit(values.scale, None)
     # grouped-query attention (transformers' Llama / Qwen2 pass enable_gqa=True): the key and
     # value heads repeated to the query's, as torch does (repeat_interleave over the heads);
     # without it MindSpore's matmul refused the shapes (6.6% of hf_qwen2_inference.py's
     # traced time not covered). Broadcast and reshape: MindSpore 2.10's CPU build has no
     # RepeatInterleave kernel.
-    grouped = bool(_lit(values["enable_gqa"], False))
-    mask = values["attn_mask"]
+    grouped = bool(_lit(values.enable_gqa, False))
+    mask = values.attn_mask
     has_mask = mask is not None and not (isinstance(mask, Lit) and mask.value is None)
 
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
@@ -310,7 +321,7 @@ def _ms_sdpa(call: Call) -> Route | Unmapped:
             return matmul(softmax(scores, -1), v)
         return attention
 
-    args = (values["query"], values["key"], values["value"]) + ((mask,) if has_mask else ())
+    args = (values.query, values.key, values.value) + ((mask,) if has_mask else ())
     return Route("softmax(q @ k^T * scale + mask) @ v (mindspore.mint)", make, args)
 
 
@@ -318,7 +329,7 @@ def _ms_conv2d(call: Call) -> Route | Unmapped:
     primary = _named("mindspore", "mindspore.mint.nn.functional.conv2d", call.args,
                      call.kwargs)
     v = _values(call, ["input", "weight", "bias", "stride", "padding", "dilation", "groups"])
-    padding = _lit(v["padding"], None) if isinstance(v["padding"], Lit) else v["padding"]
+    padding = _lit(v.padding, None) if isinstance(v.padding, Lit) else v.padding
     if isinstance(padding, str):
         ops_padding: tuple = (("pad_mode", Lit(padding)),)
     else:
@@ -326,11 +337,11 @@ def _ms_conv2d(call: Call) -> Route | Unmapped:
                 else (padding or 0, padding or 0))
         ops_padding = (("pad_mode", Lit("pad")),
                        ("padding", Seq("tuple", tuple(Lit(int(p)) for p in pads))))
-    extra = tuple((n, _as_tuple(v[n])) for n in ("stride", "dilation", "groups")
-                  if v[n] is not None)
-    bias = v["bias"]
+    extra = tuple((n, _as_tuple(getattr(v, n))) for n in ("stride", "dilation", "groups")
+                  if getattr(v, n) is not None)
+    bias = v.bias
     ops_route = _named("mindspore", "mindspore.ops.conv2d",
-                       (v["input"], v["weight"]) + ((bias,) if bias is not None else ()),
+                       (v.input, v.weight) + ((bias,) if bias is not None else ()),
                        ops_padding + extra)
     return Route(primary.api, primary.make, primary.args, primary.kwargs,
                  fallbacks=(ops_route,))
@@ -384,7 +395,7 @@ def _ms_roll(call: Call) -> Route | Unmapped:
     """torch.roll(x, shifts, dims) as two slices concatenated back to front: MindSpore 2.10's
     CPU build has no Roll kernel in any namespace (3% of cat_split_stack_reshape.py)."""
     v = _values(call, ["input", "shifts", "dims"])
-    shifts, dims = _lit_or_list(v["shifts"]), _lit_or_list(v["dims"])
+    shifts, dims = _lit_or_list(v.shifts), _lit_or_list(v.dims)
     shifts = shifts if isinstance(shifts, list) else [shifts]
     dims = dims if isinstance(dims, list) else [dims]
     if None in dims or len(shifts) != len(dims) or \
@@ -406,7 +417,7 @@ def _ms_roll(call: Call) -> Route | Unmapped:
         return roll
     return replace(primary, fallbacks=(
         Route("mindspore.mint.cat of two mint.narrow slices (as torch.roll)", make,
-              (v["input"],)),))
+              (v.input,)),))
 
 
 def _ms_arange(call: Call) -> Route | Unmapped:
@@ -433,9 +444,9 @@ def _ms_max_pool2d(call: Call) -> Route | Unmapped:
     nn.MaxPool2d took 2.7 ms (the forward 2.3 against 1.2 ms); a port uses the layer."""
     v = _values(call, ["input", "kernel_size", "stride", "padding", "dilation", "ceil_mode",
                        "return_indices"])
-    kernel, stride = _lit_or_list(v["kernel_size"]), _lit_or_list(v["stride"])
-    plain = (_lit(v["padding"], 0) in (0, None) and _lit(v["dilation"], 1) in (1, None)
-             and not _lit(v["ceil_mode"], False) and not _lit(v["return_indices"], False)
+    kernel, stride = _lit_or_list(v.kernel_size), _lit_or_list(v.stride)
+    plain = (_lit(v.padding, 0) in (0, None) and _lit(v.dilation, 1) in (1, None)
+             and not _lit(v.ceil_mode, False) and not _lit(v.return_indices, False)
              and kernel is not None)
     if not plain:
         return Unmapped("max_pool2d with padding, dilation or ceil_mode")
@@ -446,7 +457,7 @@ def _ms_max_pool2d(call: Call) -> Route | Unmapped:
                                                 strides=_tuple_of(strides),
                                                 pad_mode="VALID")
 
-    return Route("mindspore.ops.MaxPool (as nn.MaxPool2d)", make, (v["input"],))
+    return Route("mindspore.ops.MaxPool (as nn.MaxPool2d)", make, (v.input,))
 
 
 def _lit_or_list(value: Any) -> Any:
@@ -483,11 +494,11 @@ def _ms_batch_norm(call: Call) -> Route | Unmapped:
     1.6 ms, and 76 against 64 ms with the backward."""
     v = _values(call, ["input", "running_mean", "running_var", "weight", "bias", "training",
                        "momentum", "eps"])
-    training = bool(_lit(v["training"], False))
-    momentum = float(_lit(v["momentum"], 0.1))
-    eps = float(_lit(v["eps"], 1e-5))
-    if any(v[n] is None or isinstance(v[n], Lit) for n in ("running_mean", "running_var",
-                                                             "weight", "bias")):
+    training = bool(_lit(v.training, False))
+    momentum = float(_lit(v.momentum, 0.1))
+    eps = float(_lit(v.eps, 1e-5))
+    if any(getattr(v, n) is None or isinstance(getattr(v, n), Lit)
+           for n in ("running_mean", "running_var", "weight", "bias")):
         return Unmapped("batch_norm without running statistics, weight or bias")
 
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
@@ -500,7 +511,7 @@ def _ms_batch_norm(call: Call) -> Route | Unmapped:
         return run
 
     return Route("mindspore.ops.batch_norm (running statistics as Parameters)", make,
-                 (v["input"], v["running_mean"], v["running_var"], v["weight"], v["bias"]))
+                 (v.input, v.running_mean, v.running_var, v.weight, v.bias))
 
 
 def _ms_same_method(method: str) -> Callable[[Call], Route | Unmapped]:
@@ -525,7 +536,7 @@ def _identity(x: Any) -> Any:
 def _ms_size(call: Call) -> Route | Unmapped:
     """x.size() and x.size(dim): MindSpore's shape is a property, not a method (the mapping's
     `Tensor.shape` called with the dim failed on nanoGPT's `x.size(1)`)."""
-    dim = _values(call, ["self", "dim"])["dim"]
+    dim = _values(call, ["self", "dim"]).dim
     if dim is None:
         return Route("mindspore.Tensor.shape", lambda resolve: lambda x: x.shape, call.args[:1])
     return Route("mindspore.Tensor.shape[dim]", lambda resolve: lambda x, d: x.shape[d],
@@ -558,20 +569,23 @@ TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
 TORCH_TO_MINDSPORE.update(TRAINING_TORCH_TO_MINDSPORE)
 # -- MindSpore -> torch rules ---------------------------------------------------------------
 
-def _init(call: Call) -> dict[str, Any]:
-    return dict(call.init)
+def _init(call: Call, **defaults: Any) -> Any:
+    """The constructor arguments the capture recorded for a primitive or layer (ops.LayerNorm's
+    begin_norm_axis, ...), each named one as given or its default, as a frozen record."""
+    given = dict(call.init)
+    return _bound_type(tuple(defaults))(*(given.get(n, d) for n, d in defaults.items()))
 
 
 def _torch_layer_norm_primitive(call: Call) -> Route | Unmapped:
     """ops.LayerNorm(begin_norm_axis, begin_params_axis, epsilon)(x, gamma, beta) returns
     (y, mean, variance) (the third checked against numpy's variance on MindSpore 2.10);
     torch.native_layer_norm returns (y, mean, rstd)."""
-    init = _init(call)
-    norm_axis, params_axis = init.get("begin_norm_axis", 1), init.get("begin_params_axis", 1)
+    init = _init(call, begin_norm_axis=1, begin_params_axis=1, epsilon=1e-7)
+    norm_axis, params_axis = init.begin_norm_axis, init.begin_params_axis
     if norm_axis != params_axis:
         return Unmapped("ops.LayerNorm with begin_params_axis != begin_norm_axis has no torch "
                         "counterpart")
-    eps = float(init.get("epsilon", 1e-7))
+    eps = float(init.epsilon)
 
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
         import torch
@@ -588,7 +602,7 @@ def _torch_gather(call: Call) -> Route | Unmapped:
     """ops.gather(params, indices, axis): an embedding lookup on axis 0 (what a torch model
     calls), else index_select over the flattened indices."""
     v = _values(call, ["input_params", "input_indices", "axis", "batch_dims"])
-    axis, batch_dims = _lit(v["axis"], 0), _lit(v["batch_dims"], 0)
+    axis, batch_dims = _lit(v.axis, 0), _lit(v.batch_dims, 0)
     if batch_dims or axis is None:
         return Unmapped("ops.gather with batch_dims: no torch counterpart here")
 
@@ -603,7 +617,7 @@ def _torch_gather(call: Call) -> Route | Unmapped:
             return flat.reshape(*params.shape[:dim], *indices.shape, *params.shape[dim + 1:])
         return gather
     return Route("torch.nn.functional.embedding / index_select (as ops.gather)", make,
-                 (v["input_params"], v["input_indices"]))
+                 (v.input_params, v.input_indices))
 
 
 def _torch_cross_entropy(call: Call) -> Route | Unmapped:
@@ -612,7 +626,7 @@ def _torch_cross_entropy(call: Call) -> Route | Unmapped:
     MindSpore's labels are int32 and torch's class indices int64."""
     names = ["input", "target", "weight", "ignore_index", "reduction", "label_smoothing"]
     v = _values(call, names)
-    given = tuple((n, v[n]) for n in names[2:] if v[n] is not None)
+    given = tuple((n, getattr(v, n)) for n in names[2:] if getattr(v, n) is not None)
 
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
         import torch
@@ -622,7 +636,7 @@ def _torch_cross_entropy(call: Call) -> Route | Unmapped:
                 labels = labels.long()
             return torch.nn.functional.cross_entropy(logits, labels, **kwargs)
         return cross_entropy
-    return Route("torch.nn.functional.cross_entropy", make, (v["input"], v["target"]), given)
+    return Route("torch.nn.functional.cross_entropy", make, (v.input, v.target), given)
 
 
 def _torch_numpy(call: Call) -> Route | Unmapped:
@@ -688,7 +702,7 @@ def _out_of_place(method: str, route: Route) -> tuple[Route, ...]:
     build has no kernel for several in-place methods whose twin it has (masked_fill_:
     "The kernel InplaceMaskedFillScalar unregistered"; masked_fill runs: 5% of
     masking_indexing_inplace.py's traced time)."""
-    prefix = TENSOR_PREFIXES["mindspore"]
+    prefix = MINDSPORE_TENSOR_PREFIX
     name = method[len(prefix):] if method.startswith(prefix) else ""
     if not name.endswith("_") or name.startswith("_"):
         return ()
@@ -746,7 +760,7 @@ def _keyword_parameters(fn: Any) -> frozenset[str] | None:
 def _is_inplace_method(api: str) -> bool:
     """torch's in-place methods and augmented assignments (`p -= lr * g`: MindSpore's
     Tensor.__isub__ too returns a new tensor and leaves a Parameter as it was)."""
-    return api.startswith(TENSOR_PREFIXES["torch"]) and is_in_place(api)
+    return api.startswith(TORCH_TENSOR_PREFIX) and is_in_place(api)
 
 
 def _in_place(make: Maker) -> Maker:
