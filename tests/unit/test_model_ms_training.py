@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import sys
 import types
+from dataclasses import replace
 
 import pytest
 
 from opbench.model.capture.ms_backward import MindSporeBackward
 from opbench.model.program import Call, Ref, Seq
+from opbench.frameworks.apimap import load_mapping
+from opbench.model.replay.momentum_route import momentum_route
 from opbench.model.replay.route import Route, Unmapped
+from opbench.model.replay.routes import route_for
 from opbench.model.replay.training_routes import optimizer_route, torch_backward
 
 
@@ -169,3 +173,63 @@ def test_the_torch_optimizer_is_built_once_per_set_of_weights_and_stepped_with_t
     update(weights, ("g3", "g4"))
     assert built == [(2, dict(lr=0.1, momentum=0.9, dampening=0.0, nesterov=False))]
     assert stepped == [["g1", "g2"], ["g3", "g4"]]
+
+
+def _momentum_call(**init) -> Call:
+    settings = dict(learning_rate=0.1, momentum=0.9, nesterov=False,
+                    weight_decays=(1e-4, 0.0, 1e-4))
+    return _optimizer_call("mindspore.nn.Momentum", **{**settings, **init})
+
+
+def test_momentum_replays_as_itself_and_as_torch_sgd_and_says_what_it_misses():
+    call = _momentum_call()
+    assert route_for(call, "mindspore", load_mapping()).api == "mindspore.nn.Momentum"
+    other = route_for(call, "torch", load_mapping())
+    assert other.api.startswith("torch.optim.SGD.step") and other.args == call.args
+    partial = replace(call, init=(("learning_rate", 0.1),))
+    assert "weight_decays" in route_for(partial, "torch", load_mapping()).reason
+    assert isinstance(momentum_route(call, "jax"), Unmapped)
+
+
+def test_momentum_in_torch_is_sgd_with_its_decay_groups_built_once_and_stepped():
+    built, stepped = [], []
+
+    class FakeSGD:
+        def __init__(self, groups, **settings):
+            built.append(([(g["weight_decay"], [w.name for w in g["params"]]) for g in groups],
+                          settings))
+            self.weights = [w for g in groups for w in g["params"]]
+
+        def step(self):
+            stepped.append(sorted(w.grad for w in self.weights))
+
+    update = momentum_route(_momentum_call(nesterov=True), "torch").make(
+        lambda name: {"torch.optim.SGD": FakeSGD}[name])
+    weights = [FakeTorchTensor("w1"), FakeTorchTensor("w2"), FakeTorchTensor("w3")]
+    assert update(weights, ("g1", "g2", "g3")) == tuple(weights)
+    update(weights, ("g4", "g5", "g6"))
+    assert built == [([(1e-4, ["w1", "w3"]), (0.0, ["w2"])],
+                      dict(lr=0.1, momentum=0.9, nesterov=True))]
+    assert stepped == [["g1", "g2", "g3"], ["g4", "g5", "g6"]]
+
+
+def test_momentum_in_mindspore_is_the_cell_over_decay_groups_in_the_weights_order():
+    built, called = [], []
+
+    class FakeMomentum:
+        def __init__(self, groups, **settings):
+            built.append((groups, settings))
+
+        def __call__(self, grads):
+            called.append(grads)
+
+    update = momentum_route(_momentum_call(), "mindspore").make(
+        lambda name: {"mindspore.nn.Momentum": FakeMomentum}[name])
+    weights = ["w1", "w2", "w3"]
+    assert update(weights, ["g1", "g2", "g3"]) == ("w1", "w2", "w3")
+    [(groups, settings)] = built
+    assert groups == [{"params": ["w1", "w3"], "weight_decay": 1e-4},
+                      {"params": ["w2"], "weight_decay": 0.0},
+                      {"order_params": weights}]
+    assert settings == dict(learning_rate=0.1, momentum=0.9, use_nesterov=False)
+    assert called == [("g1", "g2", "g3")]

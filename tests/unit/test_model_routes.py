@@ -504,16 +504,6 @@ def test_a_layer_norm_primitive_normalizing_other_axes_than_its_parameters_is_un
     assert isinstance(route_for(call, "torch", SMALL_MAPPING), Unmapped)
 
 
-def test_a_valid_max_pool_primitive_is_max_pool2d_and_same_padding_is_unmapped():
-    valid = _ms_call("mindspore.ops.MaxPool", init=(("kernel_size", [2, 2]), ("strides", 2),
-                                                    ("pad_mode", "VALID")))
-    route = route_for(valid, "torch", SMALL_MAPPING)
-    assert route.api == "torch.nn.functional.max_pool2d" and route.args == (X,)
-    assert route.kwargs == (("kernel_size", Lit((2, 2))), ("stride", Lit(2)))
-    same = _ms_call("mindspore.ops.MaxPool", init=(("pad_mode", "SAME"),))
-    assert "SAME" in route_for(same, "torch", SMALL_MAPPING).reason
-
-
 def test_a_primitive_without_a_torch_rule_is_unmapped_naming_it():
     call = _ms_call("mindspore.ops.Unique", init=(("x", 1),))
     assert "mindspore.ops.Unique" in route_for(call, "torch", SMALL_MAPPING).reason
@@ -537,16 +527,6 @@ def test_cross_entropy_passes_mindspores_positional_settings_by_name():
     assert route.args == (X, IDS)
     assert route.kwargs == (("weight", Lit(None)), ("ignore_index", Lit(-100)),
                             ("reduction", Lit("mean")), ("label_smoothing", Lit(0.0)))
-
-
-@pytest.mark.parametrize("pad_mode, padding, expected", [
-    ("valid", Lit(3), Lit(0)), ("same", Lit(0), Lit("same")), ("pad", Lit(2), Lit(2))])
-def test_conv2d_pad_mode_becomes_torchs_padding(pad_mode, padding, expected):
-    call = _ms_call("mindspore.ops.conv2d", (X, W, Lit(None), Lit(1), Lit(pad_mode), padding,
-                                             Lit(1), Lit(1)))
-    route = route_for(call, "torch", SMALL_MAPPING)
-    assert route.api == "torch.nn.functional.conv2d"
-    assert route.args == (X, W, Lit(None), Lit(1), expected, Lit(1), Lit(1))
 
 
 @pytest.mark.parametrize("api, torch_api", [

@@ -215,6 +215,14 @@ def _ms_conv2d(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
     if getattr(m, "data_format", "NCHW") != "NCHW":
         return f"nn.Conv2d with data_format={m.data_format!r}: not replayed"
     padding = m.padding if m.pad_mode == "pad" else 0
+    if isinstance(padding, (tuple, list)) and len(padding) == 4:
+        # the layer's (top, bottom, left, right); ops.conv2d takes (height, width) only
+        # ("'padding' must be a tuple or list of 2 integers": the traced framework's own
+        # replay failed on it)
+        top, bottom, left, right = padding
+        if top != bottom or left != right:
+            return "nn.Conv2d with uneven four-sided padding: not replayed"
+        padding = (top, left)
     return Lowered(MS + "conv2d", (_first(args, kwargs, "x"), m.weight,
                                    m.bias if m.has_bias else None, _one_or_pair(m.stride),
                                    m.pad_mode, _one_or_pair(padding),
@@ -323,6 +331,36 @@ def _ms_sgd(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
                          ("dampening", float(m.dampening)), ("nesterov", bool(m.nesterov))))
 
 
+def _ms_momentum(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
+    """nn.Momentum(grads) (mindcv's create_optimizer("momentum")): the weights, the gradients,
+    and each weight's decay (its group's weight_decay where its decay flag is set: MindSpore
+    adds decay * weight to the gradient first, as torch's SGD weight_decay does). Groups of
+    decay replay as groups; a schedule, per-group learning rates, gradient centralization
+    or loss scaling do not."""
+    if getattr(m, "dynamic_lr", False) or getattr(m, "is_group_lr", False) \
+            or getattr(m, "dynamic_weight_decay", False):
+        return "nn.Momentum with a learning-rate or weight-decay schedule: not replayed"
+    if float(getattr(m, "loss_scale", 1.0)) != 1.0:
+        return "nn.Momentum with loss scaling: not replayed"
+    if getattr(m, "grad_centralization", False) is True \
+            or any(getattr(m, "grad_centralization_flags", None) or ()):
+        return "nn.Momentum with gradient centralization: not replayed"
+    weights = list(m.parameters)
+    decays = [float(_scalar(w)) for w in _as_list(getattr(m, "weight_decay", 0.0))]
+    flags = list(getattr(m, "decay_flags", None) or [True] * len(weights))
+    if len(decays) == 1:
+        decays = decays * len(weights)
+    if len(decays) != len(weights) or len(flags) != len(weights):
+        return "nn.Momentum whose weight decays do not match its weights: not replayed"
+    gradients = args[0] if args else kwargs["gradients"]
+    return Lowered("mindspore.nn.Momentum", (weights, gradients),
+                   init=(("learning_rate", _scalar(m.learning_rate)),
+                         ("momentum", _scalar(m.momentum)),
+                         ("nesterov", bool(getattr(m, "use_nesterov", False))),
+                         ("weight_decays", tuple(d if f else 0.0
+                                                 for d, f in zip(decays, flags)))))
+
+
 def _ms_adam(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
     found = _ms_optimizer_common(m, args, kwargs)
     if isinstance(found, str):
@@ -375,6 +413,11 @@ LOWERINGS: dict[str, Callable[[Any, tuple, dict], Lowered | str]] = {
     "mindspore.nn.Tanh": _ms_unary(MS + "tanh"),
     "mindspore.nn.Sigmoid": _ms_unary(MS + "sigmoid"),
     "mindspore.nn.GELU": _ms_gelu,
+    # nn.HSwish and nn.HSigmoid are these classes in MindSpore 2.10 (mindcv's mobilenet_v3)
+    "mindspore.mint.nn.Hardswish": _ms_unary(MINT_F + "hardswish"),
+    "mindspore.mint.nn.Hardsigmoid": _ms_unary(MINT_F + "hardsigmoid"),
+    "mindspore.nn.HSwish": _ms_unary(MINT_F + "hardswish"),
+    "mindspore.nn.HSigmoid": _ms_unary(MINT_F + "hardsigmoid"),
     "mindspore.mint.nn.GELU": _ms_gelu,
     "mindspore.nn.Conv2d": _ms_conv2d,
     "mindspore.nn.BatchNorm2d": _ms_batch_norm,
@@ -386,6 +429,7 @@ LOWERINGS: dict[str, Callable[[Any, tuple, dict], Lowered | str]] = {
     "mindspore.nn.Flatten": _ms_flatten,
     "mindspore.nn.SGD": _ms_sgd,
     "mindspore.nn.Adam": _ms_adam,
+    "mindspore.nn.Momentum": _ms_momentum,
 }
 
 

@@ -6,6 +6,9 @@ replay of a step program, its output fingerprints and its timings.
   route            What a route is (a callable made from the call's arguments)
   routes           How each call replays in each framework; arguments as written
   training_routes  Training in the other framework: backward, optimizers, torch's utilities
+  mindspore_to_torch  MindSpore calls in torch by rule: padding made explicit, ops/primitives
+                   through the mapping's mint entries, ops.assign as copy_ under no_grad
+  momentum_route   MindSpore's nn.Momentum (weight decay groups) as itself and as torch's SGD
   optimizer_fold   Per-weight optimizer updates folded into a port's fused kernel
   trainable        Which plain tensors are weights in a hand-written training step
 """

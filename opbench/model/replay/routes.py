@@ -25,6 +25,9 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
+from opbench.model.replay.mindspore_to_torch import (MINDSPORE_TO_TORCH_RULES, ops_as_mint,
+                                                     primitive_as_function)
+from opbench.model.replay.momentum_route import MOMENTUM, momentum_route
 from opbench.model.replay.optimizer_fold import AdamFold, MomentumFold
 from opbench.model.program import Call, Dtype, Lit, Seq
 from opbench.model.replay.route import Maker, Route, Unmapped
@@ -595,15 +598,6 @@ def _torch_layer_norm_primitive(call: Call) -> Route | Unmapped:
     return Route("torch.native_layer_norm (as ops.LayerNorm)", make, call.args[:3])
 
 
-def _torch_max_pool_primitive(call: Call) -> Route | Unmapped:
-    init = _init(call, pad_mode="VALID", data_format="NCHW", kernel_size=1, strides=1)
-    if str(init.pad_mode).upper() != "VALID" or init.data_format != "NCHW":
-        return Unmapped("ops.MaxPool with pad_mode SAME or NHWC has no torch counterpart here")
-    kernel, stride = init.kernel_size, init.strides
-    return _named("torch", "torch.nn.functional.max_pool2d", call.args[:1],
-                  (("kernel_size", Lit(_tuple_of(kernel))), ("stride", Lit(_tuple_of(stride)))))
-
-
 def _torch_gather(call: Call) -> Route | Unmapped:
     """ops.gather(params, indices, axis): an embedding lookup on axis 0 (what a torch model
     calls), else index_select over the flattened indices."""
@@ -645,16 +639,6 @@ def _torch_cross_entropy(call: Call) -> Route | Unmapped:
     return Route("torch.nn.functional.cross_entropy", make, (v.input, v.target), given)
 
 
-def _torch_conv2d(call: Call) -> Route | Unmapped:
-    v = _values(call, ["input", "weight", "bias", "stride", "pad_mode", "padding", "dilation",
-                       "groups"])
-    mode = _lit(v.pad_mode, "valid")
-    padding = {"valid": Lit(0), "same": Lit("same")}.get(mode, v.padding or Lit(0))
-    return _named("torch", "torch.nn.functional.conv2d",
-                  (v.input, v.weight, v.bias or Lit(None), v.stride or Lit(1),
-                   padding, v.dilation or Lit(1), v.groups or Lit(1)))
-
-
 def _torch_numpy(call: Call) -> Route | Unmapped:
     return Route("torch.Tensor.numpy", lambda resolve: lambda x: x.detach().numpy(),
                  call.args[:1])
@@ -667,10 +651,8 @@ def _torch_named(api: str) -> Callable[[Call], Route | Unmapped]:
 
 MINDSPORE_TO_TORCH: dict[str, Callable[[Call], Route | Unmapped]] = {
     "mindspore.ops.LayerNorm": _torch_layer_norm_primitive,
-    "mindspore.ops.MaxPool": _torch_max_pool_primitive,
     "mindspore.ops.gather": _torch_gather,
     "mindspore.ops.cross_entropy": _torch_cross_entropy,
-    "mindspore.ops.conv2d": _torch_conv2d,
     "mindspore.Tensor.asnumpy": _torch_numpy,
     "mindspore.ops.dense": _torch_named("torch.nn.functional.linear"),
     "mindspore.ops.gelu": _torch_named("torch.nn.functional.gelu"),
@@ -680,6 +662,8 @@ MINDSPORE_TO_TORCH: dict[str, Callable[[Call], Route | Unmapped]] = {
     "mindspore.ops.flatten": _torch_named("torch.flatten"),
     "mindspore.value_and_grad": torch_backward,
 }
+# MindSpore's padding made explicit, ops.assign as copy_ under no_grad: their own module
+MINDSPORE_TO_TORCH.update(MINDSPORE_TO_TORCH_RULES)
 
 # Rules that only improve on the API mapping's route: where they do not apply, or their
 # route fails, the mapping's route is next.
@@ -907,8 +891,10 @@ def _route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped
         return Unmapped(call.problem or "not replayable")
     if call.replay_api in OPTIMIZER_APIS:
         return optimizer_route(call, target)
+    if call.replay_api == MOMENTUM:
+        return momentum_route(call, target)
     if call.framework == target:
-        if call.init:
+        if call.init or call.kind == "primitive":
             return Route(call.replay_api, _constructed(target, call.replay_api, call.init),
                          call.args, call.kwargs)
         return _named(target, call.replay_api, call.args, call.kwargs)
@@ -918,6 +904,7 @@ def _route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped
             return rule(call)
         if call.init:
             return Unmapped(f"no torch rule for the MindSpore primitive {call.replay_api}")
+        call = primitive_as_function(call, mapping) or ops_as_mint(call, mapping) or call
     call = _for_other_framework(call, target)
     if call.framework == "torch" and target == "mindspore":
         if call.replay_api in CONCATENATIONS:

@@ -1,0 +1,271 @@
+"""MindSpore calls in torch where the counterpart takes its arguments another way: rules from
+the two frameworks' semantics, for every call of a kind alike (routes.py registers them).
+
+- Padding MindSpore computes and torch does not: `pad_mode="same"` for a strided convolution
+  (torch's conv2d refuses 'same' with a stride: 7.5% of mindcv's mobilenet_v3 traced time)
+  and MaxPool's pad_mode SAME (mindcv's resnet stem). MindSpore pads as TensorFlow does: the padding a dimension needs to keep
+  ceil(size / stride) outputs, split with the odd pixel after (bottom, right). Where the split
+  is even, torch's own `padding` takes it; where not, `F.pad` first, then the call unpadded,
+  as a torch port of such a model writes it (timm's `pad_same`).
+- MindSpore's `ops` functions a script calls that the API mapping (keyed by torch's names,
+  MindSpore's side mostly `mint`, which spells parameters as torch does) does not list:
+  `ops.mean(x, axis=(2, 3), keep_dims=True)` is `mint.mean`'s entry with numpy's keyword
+  names (`axis`, `keep_dims`) spelled as torch's (`dim`, `keepdim`).
+- A primitive instance with no constructor arguments (`P.Neg()(x)`, `P.GatherD()(x, 1, i)`,
+  in mindcv's cross entropy) is its functional twin in `ops` (the snake_case of its class
+  name: Neg -> ops.neg, OnesLike -> ops.ones_like, GatherD -> ops.gather_d), then as above.
+- `ops.assign(variable, value)` is what a torch script writes as `p.copy_(value)` under
+  `torch.no_grad()` (a leaf that requires grad refuses an in-place copy otherwise).
+
+Every rule reads a call's arguments by parameter name through `bound_arguments`.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import namedtuple
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any, Callable
+
+from opbench.frameworks.apimap import ApiMapping
+from opbench.model.program import Call, Lit, Seq
+from opbench.model.replay.route import Route, Unmapped
+
+__all__ = ["MINDSPORE_TO_TORCH_RULES", "bound_arguments", "same_padding", "explicit_padding",
+           "ops_as_mint", "functional_twin", "primitive_as_function"]
+
+
+@lru_cache(maxsize=None)
+def _record_type(names: tuple[str, ...]) -> type:
+    return namedtuple("BoundArguments", names)
+
+
+def bound_arguments(call: Call, names: list[str]) -> Any:
+    """Each named parameter's argument, positional or by keyword (None when not given), as a
+    frozen record read by attribute (`v.input`), as routes.py's rules read theirs."""
+    kwargs = dict(call.kwargs)
+    return _record_type(tuple(names))(*(call.args[i] if i < len(call.args) else kwargs.get(n)
+                                        for i, n in enumerate(names)))
+
+
+def init_arguments(call: Call, **defaults: Any) -> Any:
+    """A primitive's recorded constructor arguments, each named one as given or its default,
+    as a frozen record."""
+    given = dict(call.init)
+    return _record_type(tuple(defaults))(*(given.get(n, d) for n, d in defaults.items()))
+
+
+def _plain(value: Any) -> Any:
+    """A program argument as a plain value: a literal's value, a sequence's as a tuple."""
+    if isinstance(value, Seq):
+        return tuple(_plain(v) for v in value.items)
+    return value.value if isinstance(value, Lit) else value
+
+
+def _pair(value: Any, default: int) -> tuple[int, int]:
+    value = _plain(value)
+    if value is None:
+        return (default, default)
+    if isinstance(value, (tuple, list)):
+        return (int(value[0]), int(value[-1])) if len(value) in (1, 2) else \
+            (int(value[-2]), int(value[-1]))
+    return (int(value), int(value))
+
+
+# -- padding ----------------------------------------------------------------------------------
+
+def same_padding(size: int, kernel: int, stride: int, dilation: int = 1) -> tuple[int, int]:
+    """The (before, after) padding of one dimension under MindSpore's (and TensorFlow's)
+    'same': enough for ceil(size / stride) outputs, the odd pixel after."""
+    outputs = math.ceil(size / stride)
+    needed = max(0, (outputs - 1) * stride + dilation * (kernel - 1) + 1 - size)
+    return needed // 2, needed - needed // 2
+
+
+def explicit_padding(padding: Any) -> tuple[int, int, int, int]:
+    """ops.conv2d's `padding` in 'pad' mode (an int, or (height, width)) as (top, bottom,
+    left, right)."""
+    value = _plain(padding)
+    if value is None:
+        return (0, 0, 0, 0)
+    if isinstance(value, (tuple, list)):
+        if len(value) == 2:
+            return (int(value[0]), int(value[0]), int(value[1]), int(value[1]))
+        value = value[0]
+    return (int(value),) * 4                             # type: ignore[return-value]
+
+
+def _pads(mode: str, explicit: tuple[int, int, int, int], shape: tuple, kernel: tuple,
+          stride: tuple, dilation: tuple) -> tuple[int, int, int, int]:
+    if mode == "same":
+        top, bottom = same_padding(shape[-2], kernel[0], stride[0], dilation[0])
+        left, right = same_padding(shape[-1], kernel[1], stride[1], dilation[1])
+        return (top, bottom, left, right)
+    if mode == "pad":
+        return explicit
+    return (0, 0, 0, 0)
+
+
+def _torch_conv2d(call: Call) -> Route | Unmapped:
+    """ops.conv2d (what nn.Conv2d lowers to: capture/lowering.py) in torch, with MindSpore's
+    padding made explicit."""
+    v = bound_arguments(call, ["input", "weight", "bias", "stride", "pad_mode", "padding",
+                               "dilation", "groups"])
+    mode = str(_plain(v.pad_mode) or "valid").lower()
+    if mode not in ("same", "valid", "pad"):
+        return Unmapped(f"ops.conv2d with pad_mode {mode!r}: no torch counterpart here")
+    explicit = explicit_padding(v.padding)
+    stride, dilation = _pair(v.stride, 1), _pair(v.dilation, 1)
+    groups = int(_plain(v.groups) or 1)
+    has_bias = _plain(v.bias) is not None
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        conv2d = resolve("torch.nn.functional.conv2d")
+        pad = resolve("torch.nn.functional.pad")
+
+        def convolution(x: Any, weight: Any, bias: Any = None) -> Any:
+            top, bottom, left, right = _pads(mode, explicit, tuple(x.shape),
+                                             tuple(weight.shape[-2:]), stride, dilation)
+            if top == bottom and left == right:
+                return conv2d(x, weight, bias, stride, (top, left), dilation, groups)
+            return conv2d(pad(x, (left, right, top, bottom)), weight, bias, stride, (0, 0),
+                          dilation, groups)
+        return convolution
+
+    args = (v.input, v.weight) + ((v.bias,) if has_bias else ())
+    return Route(f"torch.nn.functional.conv2d (MindSpore's pad_mode {mode!r} made explicit)",
+                 make, args)
+
+
+def _torch_max_pool_primitive(call: Call) -> Route | Unmapped:
+    """ops.MaxPool (what nn.MaxPool2d holds) in torch: VALID as max_pool2d, SAME with
+    MindSpore's padding as -inf first (a max never picks it), NCHW only."""
+    init = init_arguments(call, pad_mode="VALID", data_format="NCHW", kernel_size=1, strides=1)
+    mode = str(init.pad_mode).upper()
+    if init.data_format != "NCHW" or mode not in ("VALID", "SAME"):
+        return Unmapped(f"ops.MaxPool with data_format {init.data_format!r} or "
+                        f"pad_mode {mode!r} has no torch counterpart here")
+    kernel, stride = _pair(init.kernel_size, 1), _pair(init.strides, 1)
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        max_pool2d = resolve("torch.nn.functional.max_pool2d")
+        pad = resolve("torch.nn.functional.pad")
+
+        def pool(x: Any) -> Any:
+            if mode == "SAME":
+                top, bottom, left, right = _pads("same", (0, 0, 0, 0), tuple(x.shape), kernel,
+                                                 stride, (1, 1))
+                if top or bottom or left or right:
+                    x = pad(x, (left, right, top, bottom), value=-math.inf)
+            return max_pool2d(x, kernel_size=kernel, stride=stride)
+        return pool
+
+    return Route(f"torch.nn.functional.max_pool2d (as ops.MaxPool, pad_mode {mode})", make,
+                 call.args[:1])
+
+
+# -- ops functions and primitives through the mapping's mint entries ---------------------------
+
+# numpy's keyword names in MindSpore's `ops` -> torch's (and mint's)
+OPS_KEYWORDS_AS_TORCH = {"axis": "dim", "keep_dims": "keepdim", "keepdims": "keepdim",
+                         "x": "input", "input_x": "input"}
+OPS, MINT = "mindspore.ops.", "mindspore.mint."
+# `ops` functions whose `mint` namesake computes something else (checked in MindSpore 2.10's
+# signatures and documentation): ops.equal is elementwise, mint.equal (torch.equal) one bool;
+# ops.gather(params, indices, axis) is an embedding lookup, mint.gather torch's gather;
+# ops.var / ops.std default to ddof 0, torch's to correction 1; ops.norm's `ord` of a matrix
+# is not torch.norm's `p`; ops.flatten's second parameter is `order`; ops.unique returns
+# (values, indices), torch's the values.
+OPS_NOT_AS_MINT = frozenset({"equal", "gather", "var", "std", "norm", "flatten", "unique"})
+
+
+def ops_as_mint(call: Call, mapping: ApiMapping) -> Call | None:
+    """A MindSpore `ops.NAME` call the mapping does not list as the call to `mint.NAME` it
+    lists, keywords renamed to torch's spelling; None where no such entry exists."""
+    api = call.replay_api or call.api
+    if call.framework != "mindspore" or not api.startswith(OPS) or call.init \
+            or mapping.from_mindspore(api) is not None:
+        return None
+    name = api[len(OPS):]
+    if name in OPS_NOT_AS_MINT:
+        return None
+    twin = MINT + name
+    if mapping.from_mindspore(twin) is None:
+        return None
+    kwargs = tuple((OPS_KEYWORDS_AS_TORCH.get(k, k), v) for k, v in call.kwargs)
+    return replace(call, replay_api=twin, kwargs=kwargs)
+
+
+def functional_twin(primitive: str) -> str:
+    """mindspore.ops.GatherD -> mindspore.ops.gather_d: MindSpore's functional form of a
+    primitive is its class name in snake_case."""
+    module, _, name = primitive.rpartition(".")
+    snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+    return f"{module}.{snake}"
+
+
+def primitive_as_function(call: Call, mapping: ApiMapping) -> Call | None:
+    """A primitive instance without constructor arguments called as its functional twin, which
+    takes the same arguments in the same order; None where the mapping knows no twin."""
+    api = call.replay_api or call.api
+    if call.framework != "mindspore" or call.kind != "primitive" or call.init:
+        return None
+    twin = replace(call, replay_api=functional_twin(api), kind="function")
+    if mapping.from_mindspore(twin.replay_api) is not None:
+        return twin
+    return ops_as_mint(twin, mapping)
+
+
+def _torch_assign(call: Call) -> Route | Unmapped:
+    """ops.assign(variable, value): `variable.copy_(value)` under torch.no_grad(), as a torch
+    script updates a weight in place."""
+    v = bound_arguments(call, ["variable", "value"])
+    if v.variable is None or v.value is None:
+        return Unmapped("ops.assign without a variable and a value")
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        no_grad = resolve("torch.no_grad")
+
+        def assign(variable: Any, value: Any) -> Any:
+            with no_grad():
+                return variable.copy_(value)
+        return assign
+    return Route("torch.Tensor.copy_", make,
+                 (v.variable, v.value))
+
+
+# MindSpore's reduction primitives, Reduce<Op>(keep_dims)(x, axis): torch's reductions over
+# `dim` with `keepdim` (an empty or absent axis reduces every dimension in both)
+REDUCTIONS = {"mindspore.ops.ReduceMax": "torch.amax", "mindspore.ops.ReduceMin": "torch.amin",
+              "mindspore.ops.ReduceSum": "torch.sum", "mindspore.ops.ReduceMean": "torch.mean",
+              "mindspore.ops.ReduceProd": "torch.prod"}
+
+
+def _torch_reduction(torch_api: str) -> Callable[[Call], Route | Unmapped]:
+    def rule(call: Call) -> Route | Unmapped:
+        init = dict(call.init)
+        v = bound_arguments(call, ["x", "axis"])
+        axis = v.axis
+        keep = bool(init.get("keep_dims", False))
+        if axis is not None and not isinstance(axis, (Lit, Seq)):
+            return Unmapped(f"{call.replay_api} over an axis computed at run time")
+        if set(init) - {"keep_dims", "skip_mode"} or init.get("skip_mode"):
+            return Unmapped(f"{call.replay_api} with {', '.join(sorted(init))}: no torch "
+                            f"counterpart here")
+        if axis is None or _plain(axis) in ((), [], None):
+            # every dimension: torch's dim=() (amax, amin, sum and mean take it so)
+            if not keep:
+                return Route(torch_api, lambda resolve: resolve(torch_api), (v.x,))
+            axis = Seq("tuple", ())
+        return Route(torch_api, lambda resolve: resolve(torch_api), (v.x,),
+                     (("dim", axis), ("keepdim", Lit(keep))))
+    return rule
+
+
+MINDSPORE_TO_TORCH_RULES: dict[str, Callable[[Call], Route | Unmapped]] = {
+    "mindspore.ops.conv2d": _torch_conv2d,
+    "mindspore.ops.MaxPool": _torch_max_pool_primitive,
+    "mindspore.ops.assign": _torch_assign,
+    **{primitive: _torch_reduction(api) for primitive, api in REDUCTIONS.items()},
+}
