@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from opbench.config.sides import Side
 from opbench.runner import ipc
 from opbench.runner.interpreters import InterpreterError
 from opbench.runner.interpreters import check_interpreter as runner_check
 from opbench.runner.spawn import QUIET_MINDSPORE, spawn_child
 from opbench.runner.worker_handle import Worker, WorkerError, spawn_worker
 
-__all__ = ["ModelError", "Interpreter", "split_command", "check_interpreter", "run_capture",
+__all__ = ["ModelError", "Interpreter", "side_interpreter", "split_command", "check_interpreter", "run_capture",
            "ReplayFailed", "ReplayProcess", "start_replay", "run_replay", "CAPTURE_MODULE",
            "REPLAY_MODULE"]
 
@@ -51,6 +52,11 @@ class ModelError(Exception):
 class Interpreter:
     path: str
     named: bool            # the command named it (else: this interpreter)
+
+
+def side_interpreter(side: Side, script: Interpreter) -> Interpreter:
+    """Where a side's replay processes run: its own interpreter, else the script's."""
+    return Interpreter(os.path.abspath(side.python), True) if side.python else script
 
 
 def _looks_like_python(word: str) -> bool:
