@@ -91,7 +91,7 @@ def check_interpreter(interpreter: Interpreter, frameworks: Sequence[str]) -> st
                              this_opbench=True)
     except InterpreterError as exc:
         raise ModelError(str(exc)) from None
-    return str(facts.get("python", ""))
+    return facts.python
 
 
 def run_capture(interpreter: Interpreter, words: Sequence[str], out: Path,
