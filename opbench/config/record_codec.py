@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping, TypeVar
 
-__all__ = ["decoded", "record_from", "records_by_name"]
+__all__ = ["decoded", "record_from"]
 
 T = TypeVar("T")
 _DECODE = "opbench_decode"
@@ -58,10 +58,3 @@ def record_from(cls: type[T], data: Mapping[str, Any]) -> T:
     if missing:
         raise KeyError(f"{cls.__name__}: missing {', '.join(repr(m) for m in missing)}")
     return cls(**values)
-
-
-def records_by_name(cls: type[T]) -> Callable[[Mapping[str, Any]], dict[str, T]]:
-    """A decoder for a mapping of names to records of `cls` (`decoded(records_by_name(C))`)."""
-    def decode(value: Mapping[str, Any]) -> dict[str, T]:
-        return {name: record_from(cls, item) for name, item in value.items()}
-    return decode
