@@ -33,8 +33,8 @@ from opbench.verdicts.stats import (
                                     )
 
 __all__ = ["InstanceState", "MeasurementOutcome", "MeasurementStatistics", "RawRounds",
-           "apply_between_process_prior", "judge_instance", "judge_measurement", "measurement_statistics",
-           "run_between_process_prior", "share_of_round"]
+           "apply_between_process_prior", "judge_instance", "judge_measurement",
+           "measurement_statistics", "run_between_process_prior", "share_of_round"]
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,9 @@ from opbench.runner.interpreters import check_interpreter as runner_check
 from opbench.runner.spawn import QUIET_MINDSPORE, spawn_child
 from opbench.runner.worker_handle import Worker, WorkerError, spawn_worker
 
-__all__ = ["ModelError", "Interpreter", "side_interpreter", "split_command", "check_interpreter", "run_capture",
-           "ReplayFailed", "ReplayProcess", "start_replay", "run_replay", "CAPTURE_MODULE",
-           "REPLAY_MODULE"]
+__all__ = ["ModelError", "Interpreter", "side_interpreter", "split_command",
+           "check_interpreter", "run_capture", "ReplayFailed", "ReplayProcess", "start_replay",
+           "run_replay", "CAPTURE_MODULE", "REPLAY_MODULE"]
 
 CAPTURE_MODULE = "opbench.model.capture.main"
 REPLAY_MODULE = "opbench.model.replay.main"
