@@ -18,16 +18,17 @@ from opbench.cases.case_model import (
                                       ESCAPE,
                                       Case,
                                       CaseInstance,
+                                      DistOptions,
                                       FrameworkCall,
                                       InputSpec,
                                       Location,
                                       Ref,
+                                      SectionSpec,
                                       ref_name,
                                       )
 from opbench.config import limits
 from opbench.config.vocabulary import (
                                        CASE_DTYPES,
-                                       ADAPTER_FRAMEWORKS,
                                        CASE_INT_DTYPES,
                                        FLOAT_DTYPES,
                                        )
@@ -124,8 +125,8 @@ class _Expander:
     """Builds the instances and reports values that are invalid once substituted."""
 
     def __init__(self, case: Case):
-        self.case, self.raw, self.ctx = case, case.raw, CaseContext.of(case)
-        self.input_names = tuple((self.raw.get("inputs") or {}).keys())
+        self.case, self.spec, self.ctx = case, case.spec, CaseContext.of(case)
+        self.input_names = tuple(self.spec.inputs)
         self.labels = {name: _value_labels(values) for name, values in case.params.items()}
 
     def instances(self) -> tuple[list[CaseInstance], list[CaseError]]:
@@ -148,8 +149,9 @@ class _Expander:
             values = {n: self.case.params[n][i] for n, i in chosen.items()}
             errors: list[CaseError] = []
             inputs = tuple(self._input(name, spec, values, chosen, errors)
-                           for name, spec in (self.raw.get("inputs") or {}).items())
-            calls = {f: self._call(f, values) for f in ADAPTER_FRAMEWORKS if f in self.raw}
+                           for name, spec in self.spec.inputs.items())
+            calls = {f: self._call(f, section, values)
+                     for f, section in self.spec.sections.items()}
             if not errors:
                 self._check_budget(inputs, budget, chosen, errors)
             if errors:
@@ -196,14 +198,14 @@ class _Expander:
             return {k: self._substitute(v, values, inputs) for k, v in value.items()}
         return value
 
-    def _call(self, framework: str, values: Mapping[str, Any]) -> FrameworkCall:
-        section = self.raw[framework]
-        output = section.get("output")
+    def _call(self, framework: str, section: SectionSpec,
+              values: Mapping[str, Any]) -> FrameworkCall:
+        output = section.output
         return FrameworkCall(
             framework=framework,
-            api=section["api"],
-            args=tuple(self._substitute(list(section.get("args") or []), values, True)),
-            kwargs=self._substitute(dict(section.get("kwargs") or {}), values, True),
+            api=section.api,
+            args=tuple(self._substitute(list(section.args or []), values, True)),
+            kwargs=self._substitute(dict(section.kwargs or {}), values, True),
             output=tuple(output) if isinstance(output, list) else output,
             location=Location(self.case.file, self.ctx.line((framework, "api"))),
         )
@@ -254,7 +256,7 @@ class _Expander:
                 fail(key, f"expected a finite number, got {short(value)}")
                 continue
             options[key] = value
-        self._check_dist(dist, dtype, shape, options, spec, fail)
+        self._check_dist(dist, dtype, shape, DistOptions.of(options), spec, fail)
         requires_grad = spec.get("requires_grad")
         if requires_grad and dtype not in FLOAT_DTYPES:
             fail("requires_grad", f"gradients need a floating dtype, not {dtype}")
@@ -262,7 +264,7 @@ class _Expander:
                          options=options, requires_grad=requires_grad)
 
     @staticmethod
-    def _check_dist(dist: str, dtype: str, shape: list, options: dict[str, Any],
+    def _check_dist(dist: str, dtype: str, shape: list, options: DistOptions,
                     spec: Mapping[str, Any], fail) -> None:
         where = "dist" if "dist" in spec else ("dtype" if "dtype" in spec else None)
         if dtype == "bool" and dist != "mask":
@@ -270,24 +272,23 @@ class _Expander:
         elif dist in FLOAT_ONLY_DISTS and dtype not in FLOAT_DTYPES:
             fail(where, f"dist '{dist}' draws fractional values; dtype {dtype} needs "
                         f"randint, arange, permutation or mask")
-        if dist == "normal" and options["std"] < 0:
+        if dist == "normal" and options.std < 0:
             fail("std", "must be >= 0")
-        if dist in ("uniform", "positive", "randint") and not options["low"] < options["high"]:
-            fail("high", f"must be greater than low ({options['low']})")
-        if dist == "positive" and options["low"] <= 0:
+        if dist in ("uniform", "positive", "randint") and not options.low < options.high:
+            fail("high", f"must be greater than low ({options.low})")
+        if dist == "positive" and options.low <= 0:
             fail("low", "must be > 0 for dist positive")
         if dist == "randint":
-            for key in ("low", "high"):
-                if not _is_int(options[key]):
-                    fail(key, f"randint bounds must be integers, got {options[key]!r}")
+            for key, bound in (("low", options.low), ("high", options.high)):
+                if not _is_int(bound):
+                    fail(key, f"randint bounds must be integers, got {bound!r}")
             if dtype in INT_RANGES:
                 lowest, highest = INT_RANGES[dtype]
-                if options["low"] < lowest or options["high"] - 1 > highest:
-                    fail("high" if options["high"] - 1 > highest else "low",
-                         f"randint range [{options['low']}, {options['high']}) does not fit "
+                if options.low < lowest or options.high - 1 > highest:
+                    fail("high" if options.high - 1 > highest else "low",
+                         f"randint range [{options.low}, {options.high}) does not fit "
                          f"{dtype}")
-        if dist == "mask" and not 0 <= options["p"] <= 1:
+        if dist == "mask" and not 0 <= options.p <= 1:
             fail("p", "must be between 0 and 1")
         if dist == "permutation" and not shape:
             fail("shape", "dist permutation needs at least one dimension")
-

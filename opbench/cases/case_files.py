@@ -2,7 +2,8 @@
 sweep once to check it), expand, select; and every name the rest of opbench imports from
 the format, gathered from the modules that do one job each:
 
-  case_model.py       the records (Case, CaseInstance, InputSpec, FrameworkCall, Ref) and
+  case_model.py       the records (Case, CaseInstance, InputSpec, FrameworkCall, Ref; a
+                      case's mapping read as typed fields: CaseSpec, DistOptions) and
                       the `$name` reference syntax
   case_validation.py  files, YAML with the line of every key, the JSON Schema, and the
                       checks a schema cannot express
@@ -25,6 +26,8 @@ from opbench.cases.case_model import (
                                       SCHEMA_PATH,
                                       Case,
                                       CaseInstance,
+                                      CaseSpec,
+                                      DistOptions,
                                       FrameworkCall,
                                       InputSpec,
                                       Location,
@@ -43,6 +46,7 @@ from opbench.config.vocabulary import ADAPTER_FRAMEWORKS, CASE_INT_DTYPES, FLOAT
 
 __all__ = [
     "CaseError", "Location", "InputSpec", "FrameworkCall", "Ref", "Case", "CaseInstance",
+    "CaseSpec", "DistOptions",
     "load_case_file", "load_cases", "expand", "select", "load_schema",
     "FRAMEWORK_SECTIONS", "DTYPES", "FLOAT_DTYPES", "CASE_INT_DTYPES", "DISTRIBUTIONS",
     "SCHEMA_PATH", "API_PREFIXES", "PATTERN_HINTS", "CASE_FILE_SUFFIXES",

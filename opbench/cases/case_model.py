@@ -3,19 +3,25 @@ and each framework's call) and what a sweep makes of it (CaseInstance), with the
 case's strings use to name a param or an input (`$name`; `$$text` for a literal `$text`).
 
 Pure records and the reference syntax; nothing here reads a file or says what is wrong
-(case_validation.py and case_expansion.py do, in case_errors.py's words). It imports
-nothing of opbench, so every module of the case format can build on it.
+(case_validation.py and case_expansion.py do, in case_errors.py's words). A case's mapping,
+once the schema has checked it, is read as typed fields (CaseSpec, by config/record_codec.py)
+rather than by string keys. It imports nothing of opbench but config/ (the leaf), so every
+module of the case format can build on it.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
+from opbench.config.record_codec import decoded, record_from
+from opbench.config.vocabulary import ADAPTER_FRAMEWORKS
+
 __all__ = ["CASE_FILE_SUFFIXES", "ESCAPE", "REF_PATTERN", "SCHEMA_PATH", "Case",
-           "CaseInstance", "DocPath", "FrameworkCall", "InputSpec", "Location", "Ref",
-           "ref_name"]
+           "CaseInstance", "CaseSpec", "DistOptions", "DocPath", "FrameworkCall", "InputSpec",
+           "Location", "Ref", "SectionSpec", "ToleranceSpec", "ref_name"]
 
 CASE_FILE_SUFFIXES = (".yaml", ".yml")
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "case.schema.json"
@@ -45,6 +51,86 @@ class Location:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class ToleranceSpec:
+    """A case's `tolerance:` mapping."""
+
+    rtol: float | None = None
+    atol: float | None = None
+
+
+@dataclass(frozen=True)
+class SectionSpec:
+    """One framework's section of a case as written (`torch:`, `mindspore:`, `numpy:`):
+    the API path, its arguments with `$name` references unresolved, which output to
+    compare."""
+
+    api: Any = ""
+    args: Any = None
+    kwargs: Any = None
+    output: Any = None
+
+
+def _section(value: Any) -> SectionSpec:
+    return record_from(SectionSpec, value or {})
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """One case's mapping as written, read by its keys once the schema has checked its
+    structure (case_validation.py): the fields are the case format's keys
+    (opbench/schema/case.schema.json), each with the default the format gives it. `inputs`
+    stays a mapping of input specs: their keys may hold `$param` references, checked only
+    once substituted (case_expansion.py). `name` is required by the schema; a case built
+    in code (Case(raw=...)) may leave it out of `raw`."""
+
+    name: str = ""
+    op: str | None = None
+    tags: tuple[str, ...] = field(default=(), metadata=decoded(tuple))
+    description: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict,
+                                      metadata=decoded(null_is_default=True))
+    inputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict,
+                                                    metadata=decoded(null_is_default=True))
+    threshold: float | None = None
+    min_effect: float | None = None
+    work: Mapping[str, Any] | None = None
+    tolerance: ToleranceSpec = field(default_factory=ToleranceSpec, metadata=decoded(
+        lambda value: record_from(ToleranceSpec, value or {})))
+    backward: bool = False
+    expect_mismatch: str | None = None
+    compare: str = "values"
+    torch: SectionSpec | None = field(default=None, metadata=decoded(_section))
+    mindspore: SectionSpec | None = field(default=None, metadata=decoded(_section))
+    numpy: SectionSpec | None = field(default=None, metadata=decoded(_section))
+
+    @classmethod
+    def of(cls, raw: Mapping[str, Any]) -> "CaseSpec":
+        return record_from(cls, raw)
+
+    @property
+    def sections(self) -> dict[str, SectionSpec]:
+        """The framework sections the case has, in the vocabulary's order."""
+        found = {"torch": self.torch, "mindspore": self.mindspore, "numpy": self.numpy}
+        return {f: found[f] for f in ADAPTER_FRAMEWORKS if found[f] is not None}
+
+
+@dataclass(frozen=True)
+class DistOptions:
+    """An input distribution's options (case_expansion.DISTRIBUTIONS names which a
+    distribution takes, with their defaults); None: the distribution takes no such option."""
+
+    mean: float | None = None
+    std: float | None = None
+    low: float | None = None
+    high: float | None = None
+    p: float | None = None
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any]) -> "DistOptions":
+        return record_from(cls, options)
 
 
 @dataclass(frozen=True)
@@ -101,6 +187,11 @@ class Case:
     # The instances the loader built while checking the case, so the first expand() does
     # not build them a second time (a 50,000-case file was expanded twice).
     expanded: list = field(default_factory=list, compare=False, repr=False)
+
+    @cached_property
+    def spec(self) -> CaseSpec:
+        """`raw` read as typed fields (once per case)."""
+        return CaseSpec.of(self.raw)
 
 
 @dataclass(frozen=True)

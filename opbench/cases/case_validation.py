@@ -31,6 +31,7 @@ from opbench.cases.case_model import (
                                       REF_PATTERN,
                                       SCHEMA_PATH,
                                       Case,
+                                      CaseSpec,
                                       DocPath,
                                       ref_name,
                                       )
@@ -285,24 +286,24 @@ def _simple_message(error) -> str:
 
 
 def _make_case(raw: Mapping[str, Any], file: str, ctx: CaseContext) -> Case:
-    tolerance = raw.get("tolerance") or {}
+    spec = CaseSpec.of(raw)
     return Case(
-        name=raw["name"],
-        op=raw.get("op", raw["name"]),
+        name=spec.name,
+        op=spec.name if spec.op is None else spec.op,
         file=file,
         line=ctx.default_line,
-        tags=tuple(raw.get("tags", ())),
-        description=raw.get("description", ""),
-        params={k: tuple(v) for k, v in (raw.get("params") or {}).items()},
+        tags=spec.tags,
+        description=spec.description,
+        params={k: tuple(v) for k, v in spec.params.items()},
         raw=raw,
-        threshold=raw.get("threshold"),
-        min_effect=raw.get("min_effect"),
-        work=raw.get("work"),
-        rtol=tolerance.get("rtol"),
-        atol=tolerance.get("atol"),
-        backward=raw.get("backward", False),
-        expect_mismatch=raw.get("expect_mismatch"),
-        compare=raw.get("compare", "values"),
+        threshold=spec.threshold,
+        min_effect=spec.min_effect,
+        work=spec.work,
+        rtol=spec.tolerance.rtol,
+        atol=spec.tolerance.atol,
+        backward=spec.backward,
+        expect_mismatch=spec.expect_mismatch,
+        compare=spec.compare,
         lines=dict(ctx.lines),
     )
 
@@ -329,7 +330,8 @@ class _Checker:
 
     def __init__(self, case: Case):
         self.case, self.raw, self.ctx = case, case.raw, CaseContext.of(case)
-        self.inputs = dict(self.raw.get("inputs") or {})
+        self.spec = case.spec
+        self.inputs = dict(self.spec.inputs)
 
     def static_problems(self) -> list[CaseError]:
         return [*self._finite(), *self._frameworks(), *self._names(), *self._refs()]
@@ -345,14 +347,15 @@ class _Checker:
                 yield self.ctx.error(path, f"must be a finite number, got {value!r}")
 
     def _frameworks(self) -> Iterator[CaseError]:
-        present = [f for f in ADAPTER_FRAMEWORKS if f in self.raw]
+        sections = self.spec.sections
+        present = list(sections)
         if len(present) < MIN_FRAMEWORKS:
             found = ", ".join(present) or "none"
             yield self.ctx.error((), f"needs at least {MIN_FRAMEWORKS} framework sections to "
                                      f"compare (found: {found}; possible: "
                                      f"{', '.join(ADAPTER_FRAMEWORKS)})")
         for framework in present:
-            api = (self.raw[framework] or {}).get("api", "")
+            api = sections[framework].api
             prefix = API_PREFIXES[framework]
             if not (api.startswith(prefix) or api.startswith(TENSOR_PREFIX)):
                 yield self.ctx.error((framework, "api"),
@@ -382,10 +385,9 @@ class _Checker:
                     yield self.ctx.error(path, f"unknown reference '{text}': no param named "
                                                f"'{ref}'{suggestion(ref, params, '$')}")
         known = params + list(self.inputs)
-        for framework in ADAPTER_FRAMEWORKS:
-            section = self.raw.get(framework) or {}
-            for part in ("args", "kwargs"):
-                for path, text in _strings(section.get(part), (framework, part)):
+        for framework, section in self.spec.sections.items():
+            for part, value in (("args", section.args), ("kwargs", section.kwargs)):
+                for path, text in _strings(value, (framework, part)):
                     ref = ref_name(text)
                     if ref is not None and ref not in known:
                         yield self.ctx.error(path, f"unknown reference '{text}': no param or "

@@ -52,7 +52,7 @@ def create(name, specs, root, constraints_path):
             f"$ {line}", highlight=False, markup=False))
     except EnvCreateError as exc:
         fail(str(exc))
-    out.print(f"{plan.directory}: {plan.framework} with opbench {facts['opbench']} on Python "
-              f"{facts['python']}. Use it as a side:\n  --target {plan.side}\nor by name, "
+    out.print(f"{plan.directory}: {plan.framework} with opbench {facts.opbench} on Python "
+              f"{facts.python}. Use it as a side:\n  --target {plan.side}\nor by name, "
               f"with this line in opbench.toml's [environments] table:\n  {plan.toml_entry}",
               highlight=False, markup=False, soft_wrap=True)   # "[environments]" is text

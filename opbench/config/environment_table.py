@@ -7,8 +7,11 @@ that `--reference` / `--target` may give by name:
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from opbench.config.record_codec import record_from
 from opbench.config.sides import Side, SideSpecError
 from opbench.config.vocabulary import ADAPTER_FRAMEWORKS
 
@@ -18,20 +21,30 @@ __all__ = ["load_environments"]
 KNOWN_FRAMEWORKS = ADAPTER_FRAMEWORKS
 
 
+@dataclass(frozen=True)
+class _EnvironmentEntry:
+    """One environment's table (`ms29 = {framework = "mindspore", python = "..."}`), read
+    before it is checked."""
+
+    framework: Any = None
+    python: Any = None
+
+
 def _environments_from(table: object, source: str) -> dict[str, Side]:
     if not isinstance(table, dict):
         raise SideSpecError(f"{source}: the environments table must be a table of tables")
     found = {}
-    for name, entry in table.items():
+    for name, item in table.items():
         where = f"{source}: environment {name!r}"
-        if not isinstance(entry, dict) or not isinstance(entry.get("framework"), str):
+        entry = record_from(_EnvironmentEntry, item) if isinstance(item, dict) else None
+        if entry is None or not isinstance(entry.framework, str):
             raise SideSpecError(f"{where} needs framework = \"torch\" or \"mindspore\"")
-        if entry["framework"] not in KNOWN_FRAMEWORKS:
-            raise SideSpecError(f"{where}: unknown framework {entry['framework']!r}")
-        python = entry.get("python")
+        if entry.framework not in KNOWN_FRAMEWORKS:
+            raise SideSpecError(f"{where}: unknown framework {entry.framework!r}")
+        python = entry.python
         if python is not None and not isinstance(python, str):
             raise SideSpecError(f"{where}: python must be a path")
-        found[name] = Side(entry["framework"], python, name)
+        found[name] = Side(entry.framework, python, name)
     return found
 
 

@@ -12,13 +12,17 @@ Data file: a YAML list of entries
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.resources
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
+
+from opbench.config.record_codec import decoded, record_from
 
 STATUSES = ("same", "differs", "none")
 KINDS = ("function", "functional", "tensor_method", "module", "class")
@@ -26,12 +30,22 @@ KINDS = ("function", "functional", "tensor_method", "module", "class")
 
 @dataclass(frozen=True)
 class MappingEntry:
+    """One entry of the file; its fields are the entry's keys (the parser reads it by them)."""
+
     torch: str
     mindspore: str | None
     kind: str
     status: str
-    note: str = ""
-    alternatives: tuple[str, ...] = ()   # other MindSpore names for the same operation
+    note: str = field(default="", metadata=decoded(null_is_default=True))
+    # other MindSpore names for the same operation (a list in the file)
+    alternatives: tuple[str, ...] = field(default=(), metadata=decoded(null_is_default=True))
+
+
+@dataclass(frozen=True)
+class _EntryName:
+    """What an entry's errors call it by, read before the entry is known to be whole."""
+
+    torch: Any = None
 
 
 class ApiMapping:
@@ -67,8 +81,9 @@ class MappingError(ValueError):
 
 
 SHIPPED_RESOURCE = "data/api_mapping.yaml"
-_REQUIRED_KEYS = ("torch", "mindspore", "kind", "status")
-_ALLOWED_KEYS = frozenset(_REQUIRED_KEYS) | {"note", "alternatives"}
+_REQUIRED_KEYS = tuple(f.name for f in dataclasses.fields(MappingEntry)
+                       if f.default is dataclasses.MISSING)
+_ALLOWED_KEYS = frozenset(f.name for f in dataclasses.fields(MappingEntry))
 _TOP_MODULE = {"torch": "torch", "mindspore": "mindspore"}
 
 
@@ -111,8 +126,9 @@ def parse_mapping(text: str, source: str = "<mapping>") -> ApiMapping:
 def _parse_entry(raw: object, where: str) -> MappingEntry:
     if not isinstance(raw, dict):
         raise MappingError(f"{where}: expected a mapping, got {type(raw).__name__}")
-    if isinstance(raw.get("torch"), str):
-        where = f"{where} ({raw['torch']})"
+    name = record_from(_EntryName, raw).torch
+    if isinstance(name, str):
+        where = f"{where} ({name})"
     missing = [key for key in _REQUIRED_KEYS if key not in raw]
     if missing:
         raise MappingError(f"{where}: missing key(s) {', '.join(missing)}")
@@ -120,29 +136,29 @@ def _parse_entry(raw: object, where: str) -> MappingEntry:
     if unknown:
         raise MappingError(f"{where}: unknown key(s) {', '.join(map(str, unknown))} "
                            f"(allowed: {', '.join(sorted(_ALLOWED_KEYS))})")
+    entry = record_from(MappingEntry, raw)
     for framework, prefix in _TOP_MODULE.items():
-        value = raw[framework]
+        value = getattr(entry, framework)
         if value is None and framework == "mindspore":
             continue
         if not isinstance(value, str) or not (value == prefix or value.startswith(prefix + ".")):
             raise MappingError(f"{where}: {framework} must be a dotted name starting with "
                                f"'{prefix}.', got {value!r}")
-    if raw["kind"] not in KINDS:
-        raise MappingError(f"{where}: kind {raw['kind']!r} is not one of {', '.join(KINDS)}")
-    status = raw["status"]
+    if entry.kind not in KINDS:
+        raise MappingError(f"{where}: kind {entry.kind!r} is not one of {', '.join(KINDS)}")
+    status = entry.status
     if status not in STATUSES:
         raise MappingError(f"{where}: status {status!r} is not one of {', '.join(STATUSES)}")
-    note = raw.get("note") or ""
+    note = entry.note or ""
     if not isinstance(note, str):
         raise MappingError(f"{where}: note must be a string, got {type(note).__name__}")
     if status in ("differs", "none") and not note.strip():
         raise MappingError(f"{where}: status {status} needs a note saying how (or what to use)")
-    if (status == "none") != (raw["mindspore"] is None):
+    if (status == "none") != (entry.mindspore is None):
         raise MappingError(f"{where}: mindspore must be null exactly when status is none")
-    alternatives = raw.get("alternatives") or []
-    if not isinstance(alternatives, list) or not all(
+    alternatives = entry.alternatives or []
+    if not isinstance(alternatives, (list, tuple)) or not all(
             isinstance(a, str) and a.startswith("mindspore.") for a in alternatives):
         raise MappingError(f"{where}: alternatives must be a list of dotted names starting "
                            f"with 'mindspore.', got {alternatives!r}")
-    return MappingEntry(torch=raw["torch"], mindspore=raw["mindspore"], kind=raw["kind"],
-                        status=status, note=note, alternatives=tuple(alternatives))
+    return replace(entry, note=note, alternatives=tuple(alternatives))

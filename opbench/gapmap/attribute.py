@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
+from opbench.config.record_codec import record_from
 from opbench.gapmap.sweep import OK, OVERHEAD_BOUND, Sweep, by_instance
 from opbench.results.records import InstanceRecord, Measurement, Overhead, RunRecord
 from opbench.verdicts.explain import DISPATCH_BOUND_FACTOR, NO_KERNEL, below_floor
@@ -160,12 +161,21 @@ def stored_attributions(record: RunRecord) -> list[Attribution] | None:
         for key, m in inst.measurements.items():
             if m.verdict != SLOW:
                 continue
-            cause = m.cause
-            if cause is None or cause.get("kind") not in _CAUSE_OF_KIND:
+            cause = None if m.cause is None else record_from(_StoredCause, m.cause)
+            if cause is None or cause.kind not in _CAUSE_OF_KIND:
                 return None
-            out.append(Attribution(inst.id, key, _CAUSE_OF_KIND[cause["kind"]],
-                                   cause.get("basis", ""), cause.get("overhead_share")))
+            out.append(Attribution(inst.id, key, _CAUSE_OF_KIND[cause.kind], cause.basis,
+                                   cause.overhead_share))
     return out
+
+
+@dataclass(frozen=True)
+class _StoredCause:
+    """A measurement's `cause` as the results file holds it (gapmap/figures.py writes it)."""
+
+    kind: str | None = None
+    basis: str = ""
+    overhead_share: float | None = None
 
 
 

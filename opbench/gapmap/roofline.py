@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from opbench.config.record_codec import record_from
 from opbench.gapmap.work import FLOPS, work_of
 from opbench.results.records import Ceilings, RunRecord
 
@@ -37,8 +38,8 @@ class RooflinePoint:
     unit: str                       # bytes or flops
     working_set_bytes: float | None  # bytes moved (None for FLOP-counted work)
     achieved_per_s: float
-    ceiling_per_s: float | None
-    fraction: float | None          # 0..1; None: cache-resident
+    ceiling_per_s: float | None = None
+    fraction: float | None = None   # 0..1; None: cache-resident
 
     @property
     def resident(self) -> bool:
@@ -134,5 +135,5 @@ def stored_roofline(record: RunRecord
 
 
 def _point(p: Mapping[str, Any]) -> RooflinePoint:
-    return RooflinePoint(p["level"], p["unit"], p.get("working_set_bytes"),
-                         p["achieved_per_s"], p.get("ceiling_per_s"), p.get("fraction"))
+    """A stored point (as_dict's keys; its derived `cache_resident` is not read back)."""
+    return record_from(RooflinePoint, {"working_set_bytes": None, **p})

@@ -29,6 +29,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from opbench.config.record_codec import record_from
 from opbench.gate.decision import PATH_RATIO, PATH_REFERENCE_TIME, PATH_TARGET_TIME
 from opbench.gate.pool import check_alike
 from opbench.results.records import Measurement, RunRecord
@@ -115,23 +116,49 @@ class NoiseProfile:
 
     @classmethod
     def from_dict(cls, data: Any, name: str) -> "NoiseProfile":
-        if not isinstance(data, dict) or data.get("opbench_noise_version") != NOISE_VERSION:
-            raise NoiseError(f"{name}: not an opbench noise file (opbench_noise_version "
-                             f"{NOISE_VERSION} missing); write one with `opbench noise`")
-        entries = data.get("instances", {})
-        if not isinstance(entries, dict):
+        if not isinstance(data, dict):
+            raise NoiseError(_not_a_noise_file(name))
+        stored = record_from(_NoiseFile, data)
+        if stored.opbench_noise_version != NOISE_VERSION:
+            raise NoiseError(_not_a_noise_file(name))
+        if not isinstance(stored.instances, dict):
             raise NoiseError(f"{name}: instances must map instance ids to their spread")
         instances = {}
-        for inst_id, entry in entries.items():
-            sd = entry.get("sd") if isinstance(entry, dict) else None
+        for inst_id, item in stored.instances.items():
+            entry = record_from(_NoiseEntry, item) if isinstance(item, dict) else _NoiseEntry()
+            sd = entry.sd
             if not isinstance(sd, dict) or not sd or not all(_valid_paths(v) for v in sd.values()):
                 raise NoiseError(f"{name}: instances.{inst_id}.sd must map each measurement "
                                  f"key to a non-negative number for each of {', '.join(PATHS)}")
             instances[inst_id] = InstanceNoise(
-                int(entry.get("processes") or 0),
+                int(entry.processes or 0),
                 {k: {p: float(v[p]) for p in PATHS} for k, v in sd.items()})
-        return cls(instances, tuple(data.get("sources") or ()),
-                   data.get("environment") or {}, data.get("frameworks") or {})
+        return cls(instances, tuple(stored.sources or ()),
+                   stored.environment or {}, stored.frameworks or {})
+
+
+@dataclass(frozen=True)
+class _NoiseFile:
+    """A noise file's JSON (NoiseProfile.as_dict), read before it is checked."""
+
+    opbench_noise_version: Any = None
+    instances: Any = field(default_factory=dict)
+    sources: Any = None
+    environment: Any = None
+    frameworks: Any = None
+
+
+@dataclass(frozen=True)
+class _NoiseEntry:
+    """One instance's entry of a noise file."""
+
+    processes: Any = None
+    sd: Any = None
+
+
+def _not_a_noise_file(name: str) -> str:
+    return (f"{name}: not an opbench noise file (opbench_noise_version {NOISE_VERSION} "
+            f"missing); write one with `opbench noise`")
 
 
 def _valid_paths(by_path: Any) -> bool:

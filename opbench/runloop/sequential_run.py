@@ -20,9 +20,11 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from opbench.cases.case_files import CaseInstance
 from opbench.config import Sequential
+from opbench.config.record_codec import record_from
 from opbench.runloop.scheduler import InstanceCallback, schedule
 from opbench.runner.protocol import MeasuringSession
-from opbench.verdicts.conclusions import judge_instance, run_between_process_prior
+from opbench.verdicts.conclusions import (InstanceState, judge_instance,
+                                          run_between_process_prior)
 from opbench.verdicts.rules import Verdict
 from opbench.verdicts.sequential import decided, look_for
 
@@ -123,8 +125,8 @@ class SequentialStop:
             record = records[first + i]
             stopped = (STOPPED_CAP if _processes(record) >= self.plan.max_processes
                        else STOPPED_BUDGET)
-            records[first + i] = {**record, "sequential": {**record["sequential"],
-                                                           "stopped": stopped}}
+            course = InstanceState.of(record).sequential
+            records[first + i] = {**record, "sequential": {**course, "stopped": stopped}}
 
 
 def _judged(session: MeasuringSession, record: dict[str, Any], process: int,
@@ -132,7 +134,7 @@ def _judged(session: MeasuringSession, record: dict[str, Any], process: int,
     """The record judged at the look after its `process`-th process, with the run's
     between-process spread as measured so far."""
     config = session.config
-    if not record.get("measurements"):
+    if not InstanceState.of(record).measurements:
         return judge_instance(record, config, session.overhead)
     look = look_for(min(process, _processes(record)), config.sequential.max_processes,
                     run_between_process_prior(records, config))
@@ -142,30 +144,40 @@ def _judged(session: MeasuringSession, record: dict[str, Any], process: int,
     return judged
 
 
-def _processes(record: dict[str, Any]) -> int:
+def _processes(record: Mapping[str, Any]) -> int:
     """Processes the instance's rounds came from (the fewest over its measurements)."""
-    counts = [len(set(m.get("process_of_round") or [1]))
-              for m in (record.get("measurements") or {}).values()]
-    return min(counts, default=1)
+    return InstanceState.of(record).processes
 
 
 def with_course(record: Mapping[str, Any]) -> dict[str, Any]:
     """A new record whose `sequential` entry (added when absent) says whether the instance
     measures no more: stopped "failed" or "decided", or None while it goes on."""
-    verdict = record.get("verdict")
-    course = dict(record.get("sequential") or {"processes": _processes(record),
-                                               "stopped": None, "look_confidence": None})
-    if verdict in (Verdict.MISMATCH.value, Verdict.ERROR.value) or not record.get(
-            "measurements"):
+    state = InstanceState.of(record)
+    verdict = state.verdict
+    course = dict(state.sequential or {"processes": state.processes,
+                                       "stopped": None, "look_confidence": None})
+    if verdict in (Verdict.MISMATCH.value, Verdict.ERROR.value) or not state.measurements:
         course["stopped"] = STOPPED_FAILED
     # every view decided, not just the instance's worst: a SLOW serial row would otherwise
     # stop a forward+backward row still INCONCLUSIVE (seen on 11 instances of the library)
-    elif decided(verdict) and all(decided(m["verdict"])
-                                  for m in record["measurements"].values()):
+    elif decided(verdict) and all(decided(outcome.verdict)
+                                  for outcome in state.outcomes().values()):
         course["stopped"] = STOPPED_DECIDED
     return {**record, "sequential": course}
 
 
+@dataclass(frozen=True)
+class _Course:
+    """An instance record's `sequential` entry (with_course writes it)."""
+
+    stopped: str | None
+    processes: int = 1
+    look_confidence: float | None = None
+
+
 def is_settled(record: Mapping[str, Any]) -> bool:
     """The instance measures no more (with_course said why)."""
-    return record["sequential"]["stopped"] is not None
+    course = InstanceState.of(record).sequential
+    if course is None:
+        raise KeyError("sequential")      # with_course has not seen the record
+    return record_from(_Course, course).stopped is not None

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from opbench.config.vocabulary import FRAMEWORKS
-from opbench.runner.interpreters import InterpreterError, check_interpreter
+from opbench.runner.interpreters import InterpreterError, InterpreterFacts, check_interpreter
 
 __all__ = ["EnvCreateError", "EnvironmentPlan", "plan_environment", "create_environment",
            "applicable_constraints", "requirement_name"]
@@ -121,8 +121,8 @@ def _tail(text: str | None, lines: int = 8) -> str:
 
 
 def create_environment(plan: EnvironmentPlan, run: Callable[..., Any] = subprocess.run,
-                       check: Callable[[str, str], dict[str, Any]] = check_interpreter,
-                       echo: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+                       check: Callable[[str, str], InterpreterFacts] = check_interpreter,
+                       echo: Callable[[str], None] = lambda line: None) -> InterpreterFacts:
     """Run the plan's commands, then probe the environment as a run would; returns the
     probe's facts. Refuses a directory that exists (never installs over an environment)."""
     if plan.directory.exists():

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from opbench.cases.case_files import DISTRIBUTIONS, DTYPES, FLOAT_DTYPES, InputSpec
+from opbench.cases.case_files import (DISTRIBUTIONS, DTYPES, FLOAT_DTYPES, DistOptions,
+                                      InputSpec)
 
 if TYPE_CHECKING:
     from opbench.cases.case_files import CaseInstance
@@ -109,7 +110,7 @@ def generate_array(spec: InputSpec, rng: np.random.Generator) -> np.ndarray:
         raise ValueError(f"input '{spec.name}': unknown dtype {spec.dtype!r}")
     if spec.dist not in DISTRIBUTIONS:
         raise ValueError(f"input '{spec.name}': unknown dist {spec.dist!r}")
-    options = {**DISTRIBUTIONS[spec.dist], **spec.options}
+    options = DistOptions.of({**DISTRIBUTIONS[spec.dist], **spec.options})
     shape = tuple(spec.shape)
     # Draw in float64 only for float64; narrower floats are drawn in float32 and rounded
     # once at the end, like a float32 tensor cast down.
@@ -166,19 +167,19 @@ def _finish(values: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def _normal(rng, shape, work, o):
-    return rng.standard_normal(shape, dtype=work) * work(o["std"]) + work(o["mean"])
+    return rng.standard_normal(shape, dtype=work) * work(o.std) + work(o.mean)
 
 
 def _uniform(rng, shape, work, o):
-    return work(o["low"]) + rng.random(shape, dtype=work) * work(o["high"] - o["low"])
+    return work(o.low) + rng.random(shape, dtype=work) * work(o.high - o.low)
 
 
 def _randint(rng, shape, work, o):
-    return rng.integers(int(o["low"]), int(o["high"]), size=shape, dtype=np.int64)
+    return rng.integers(int(o.low), int(o.high), size=shape, dtype=np.int64)
 
 
 def _mask(rng, shape, work, o):
-    return rng.random(shape) < o["p"]
+    return rng.random(shape) < o.p
 
 
 def _arange(rng, shape, work, o):

@@ -13,14 +13,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from opbench.config import OPBENCH_VERSION
+from opbench.config.record_codec import decoded, record_from
 from opbench.runner.child_env import child_environment, is_this_interpreter
 from opbench.runner.ipc import wire_fingerprint
 
-__all__ = ["InterpreterError", "check_interpreter", "PROBE"]
+__all__ = ["InterpreterError", "InterpreterFacts", "check_interpreter", "PROBE"]
 
 PROBE = """
 import importlib.util, json, sys
@@ -47,6 +49,19 @@ class InterpreterError(RuntimeError):
     """The interpreter cannot hold the side; the message says why and what to run."""
 
 
+@dataclass(frozen=True)
+class InterpreterFacts:
+    """The probe's answer (PROBE's JSON, its keys these fields' names): the opbench version
+    it imports (None: none), its worker messages' fingerprint, whether it holds every
+    framework asked for and which it lacks, and its Python version."""
+
+    opbench: str | None = None
+    wire: str | None = None
+    has_framework: bool = False
+    missing: tuple[str, ...] = field(default=(), metadata=decoded(tuple, True))
+    python: str = ""
+
+
 def _opbench_source() -> str:
     """What `pip install` should get: this checkout, when opbench runs from one, else the
     release of this version."""
@@ -58,7 +73,7 @@ def _opbench_source() -> str:
 
 def check_interpreter(python: str, framework: str | Sequence[str],
                       run: Callable[..., Any] = subprocess.run,
-                      this_opbench: bool | None = None) -> dict[str, Any]:
+                      this_opbench: bool | None = None) -> InterpreterFacts:
     """The probe's facts (opbench version, python version) when `python` exists, holds
     `framework` (a name, or several: one probe for all) and this very opbench version;
     InterpreterError otherwise. `this_opbench`: probe with this opbench first on the path,
@@ -78,25 +93,25 @@ def check_interpreter(python: str, framework: str | Sequence[str],
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InterpreterError(f"{who} could not be started: {exc}") from None
     try:
-        facts = json.loads(done.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+        facts = record_from(InterpreterFacts, json.loads(done.stdout.strip().splitlines()[-1]))
+    except (ValueError, IndexError, TypeError, AttributeError):
         last = (done.stderr or "").strip().splitlines()[-1:] or ["no output"]
         raise InterpreterError(f"{who} did not answer the probe: {last[0]}") from None
     pip = f"{python} -m pip install"
-    if facts.get("opbench") is None:
+    if facts.opbench is None:
         raise InterpreterError(f"{who} cannot import opbench; install it there: "
                                f"{pip} {_opbench_source()}")
-    if facts["opbench"] != OPBENCH_VERSION:
-        raise InterpreterError(f"{who} has opbench {facts['opbench']}, this one is "
+    if facts.opbench != OPBENCH_VERSION:
+        raise InterpreterError(f"{who} has opbench {facts.opbench}, this one is "
                                f"{OPBENCH_VERSION}; install the same there: "
                                f"{pip} {_opbench_source()}")
-    if facts.get("wire") != wire_fingerprint():
-        raise InterpreterError(f"{who} has opbench {facts['opbench']} with other worker "
+    if facts.wire != wire_fingerprint():
+        raise InterpreterError(f"{who} has opbench {facts.opbench} with other worker "
                                f"messages than this one (another checkout or build of the "
                                f"same version); install this one there: {pip} "
                                f"{_opbench_source()}")
-    if not facts.get("has_framework"):
-        missing = facts.get("missing") or frameworks
+    if not facts.has_framework:
+        missing = facts.missing or frameworks
         raise InterpreterError(f"{who} has no {' or '.join(missing)}; install it there: "
                                f"{pip} {' '.join(missing)}")
     return facts

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from opbench.config import RunConfig
+from opbench.config.record_codec import record_from
 
 __all__ = ["CACHE_DIR_ENV", "MAX_AGE", "MEASURED", "CACHED", "MachineFacts",
            "FactsCache", "cache_dir", "machine_identity", "facts_key", "obtain_machine_facts"]
@@ -128,6 +129,25 @@ def _utc(text: str) -> datetime:
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
+@dataclass(frozen=True)
+class _Format:
+    """Which format a cache file says it has (read before the rest)."""
+
+    format: Any = None
+
+
+@dataclass(frozen=True)
+class _CacheFile:
+    """A cache file's JSON (FactsCache.store writes it): the facts and the key they are
+    for. A key missing is a corrupt file (KeyError, caught by load)."""
+
+    key: Any
+    measured_utc: str
+    overhead: Any
+    ceilings: Any
+    format: Any = None
+
+
 class FactsCache:
     """One JSON file per key in `directory`: {format, key, measured_utc, overhead,
     ceilings}."""
@@ -155,14 +175,15 @@ class FactsCache:
             return None, f"could not read the machine-facts cache {path} ({exc}): measured again"
         try:
             data = json.loads(text)
-            if not isinstance(data, dict) or data.get("format") != FORMAT:
+            if not isinstance(data, dict) or record_from(_Format, data).format != FORMAT:
                 raise ValueError(f"not a format-{FORMAT} machine-facts file")
-            measured = _utc(data["measured_utc"])
-            overhead, ceilings = data["overhead"], data["ceilings"]
+            stored = record_from(_CacheFile, data)
+            measured = _utc(stored.measured_utc)
+            overhead, ceilings = stored.overhead, stored.ceilings
             if not isinstance(overhead, dict) or not isinstance(ceilings, dict):
                 raise ValueError("overhead and ceilings must be objects")
             # a digest collision or a hand edit: these facts are not for this key
-            same_key = json.dumps(data["key"], sort_keys=True, default=str) == \
+            same_key = json.dumps(stored.key, sort_keys=True, default=str) == \
                 json.dumps(key, sort_keys=True, default=str)
         except (ValueError, KeyError, TypeError) as exc:
             return None, (f"ignored a corrupt machine-facts cache file {path} "
@@ -173,7 +194,7 @@ class FactsCache:
         if age > self.max_age or age < timedelta(0):
             return None, None
         return MachineFacts(overhead=overhead, ceilings=ceilings,
-                            measured_utc=data["measured_utc"], source=CACHED,
+                            measured_utc=stored.measured_utc, source=CACHED,
                             cache_file=str(path)), None
 
     def store(self, key: Mapping[str, Any], facts: MachineFacts) -> str | None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from opbench.cases.case_files import CaseInstance
+from opbench.config.record_codec import decoded, record_from
 from opbench.runner.check import CheckResult
 from opbench.runner.measure import ROUNDS_CUT_NOTE, MeasuredRounds, MoreRounds
 from opbench.runner.core_use import effective_cores, samples_over
@@ -31,6 +32,18 @@ __all__ = ["BACKWARD_SUFFIX", "RawInstance", "RawMeasurement", "instance_header"
 BACKWARD_SUFFIX = "+backward"
 
 
+def _tuple(value: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(value)
+
+
+def _tuples(value: Sequence[Sequence[Any]]) -> tuple[tuple[Any, ...], ...]:
+    return tuple(tuple(v) for v in value)
+
+
+def _tuples_by_name(value: Mapping[str, Sequence[Any]]) -> dict[str, tuple[Any, ...]]:
+    return {name: tuple(v) for name, v in value.items()}
+
+
 @dataclass(frozen=True)
 class RawMeasurement:
     """A measurement's raw rounds and where each came from (pass, process, the wait before
@@ -39,26 +52,30 @@ class RawMeasurement:
     `as_dict` is the record the results file keeps (verdicts/conclusions.py adds the
     statistics and notes to a copy)."""
 
+    # `decoded`: how `of` reads the field back from a measurement record (record_codec)
     mode: str
     loops: int
     rounds_requested: int
     rounds_per_pass: int
     threshold: float
-    samples_s: Mapping[str, tuple[float, ...]]
-    order: tuple[tuple[str, ...], ...]
-    pass_of_round: tuple[int, ...]
-    process_of_round: tuple[Any, ...]
+    samples_s: Mapping[str, tuple[float, ...]] = field(metadata=decoded(_tuples_by_name))
+    order: tuple[tuple[str, ...], ...] = field(metadata=decoded(_tuples))
+    pass_of_round: tuple[int, ...] = field(metadata=decoded(_tuple))
     warmup_calls: Mapping[str, int]
     calibration: Mapping[str, Any]
+    # () in a record written before processes: every round from process 1 (`of` fills it)
+    process_of_round: tuple[Any, ...] = field(default=(), metadata=decoded(_tuple, True))
     passes: int = 1
     # the wait before each sample (None: no settle), aligned with samples_s; timed-out waits
-    settle_s: Mapping[str, tuple[float | None, ...]] = field(default_factory=dict)
-    settle_timed_out: Mapping[str, int] = field(default_factory=dict)
+    settle_s: Mapping[str, tuple[float | None, ...]] = field(
+        default_factory=dict, metadata=decoded(_tuples_by_name))
+    settle_timed_out: Mapping[str, int] = field(default_factory=dict, metadata=decoded(dict))
     # each sample's process CPU seconds (None where a share had no CPU clock); None: no
     # share had one, and the record says nothing of cores
-    cpu_s: Mapping[str, tuple[float | None, ...]] | None = None
+    cpu_s: Mapping[str, tuple[float | None, ...]] | None = field(
+        default=None, metadata=decoded(_tuples_by_name))
     allowed_cores: int | None = None
-    protocol_notes: tuple[str, ...] = ()
+    protocol_notes: tuple[str, ...] = field(default=(), metadata=decoded(_tuple))
 
     @classmethod
     def first(cls, m: MeasuredRounds, threshold: float, rounds_requested: int,
@@ -83,20 +100,10 @@ class RawMeasurement:
     def of(cls, m: Mapping[str, Any]) -> "RawMeasurement":
         """A measurement record's raw part again (a later pass pools into it; the
         statistics and notes it carries are redone by the judge)."""
-        order = tuple(tuple(o) for o in m["order"])
-        return cls(mode=m["mode"], loops=m["loops"], rounds_requested=m["rounds_requested"],
-                   rounds_per_pass=m["rounds_per_pass"], threshold=m["threshold"],
-                   samples_s={n: tuple(v) for n, v in m["samples_s"].items()}, order=order,
-                   pass_of_round=tuple(m["pass_of_round"]),
-                   process_of_round=tuple(m.get("process_of_round") or (1,) * len(order)),
-                   warmup_calls=m["warmup_calls"], calibration=m["calibration"],
-                   passes=m.get("passes", 1),
-                   settle_s={n: tuple(v) for n, v in m.get("settle_s", {}).items()},
-                   settle_timed_out=dict(m.get("settle_timed_out", {})),
-                   cpu_s=({n: tuple(v) for n, v in m["cpu_s"].items()} if "cpu_s" in m
-                          else None),
-                   allowed_cores=m.get("allowed_cores"),
-                   protocol_notes=tuple(m.get("protocol_notes", ())))
+        raw = record_from(cls, m)
+        if not raw.process_of_round:
+            raw = replace(raw, process_of_round=(1,) * raw.rounds)
+        return raw
 
     @property
     def rounds(self) -> int:

@@ -8,8 +8,10 @@ Record format history (bump RECORD_VERSION on any incompatible change):
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Mapping
 
+from opbench.config.record_codec import record_from
 from opbench.trace.events import Literal, Opaque, Sequence, Signature, TensorSpec
 from opbench.trace.signature import format_signature
 
@@ -29,25 +31,52 @@ def value_json(value: Any) -> Any:
     return {"opaque": value.type_name, "text": value.text}
 
 
+@dataclass(frozen=True)
+class _TensorJson:
+    """A tensor argument's body: {"tensor": {"shape": [...], "dtype": "..."}}."""
+
+    shape: Any
+    dtype: Any
+
+
+@dataclass(frozen=True)
+class _OpaqueJson:
+    """An opaque argument: {"opaque": type name, "text": its repr}."""
+
+    opaque: Any
+    text: Any = ""
+
+
+@dataclass(frozen=True)
+class _SignatureJson:
+    """A signature: {"args": [...], "kwargs": {...}, "text": ...} (the text is derived)."""
+
+    args: Any
+    kwargs: Mapping[str, Any]
+
+
 def value_from_json(item: Any) -> Any:
     """The inverse of value_json (raises KeyError, TypeError or ValueError on what it never
     writes)."""
     kind = next(iter(item))
     body = item[kind]
     if kind == "tensor":
-        return TensorSpec(tuple(int(d) for d in body["shape"]), str(body["dtype"]))
+        tensor = record_from(_TensorJson, body)
+        return TensorSpec(tuple(int(d) for d in tensor.shape), str(tensor.dtype))
     if kind == "literal":
         return Literal(body)
     if kind in ("list", "tuple"):
         return Sequence(kind, tuple(value_from_json(v) for v in body))
     if kind == "opaque":
-        return Opaque(str(body), str(item.get("text", "")))
+        opaque = record_from(_OpaqueJson, item)
+        return Opaque(str(opaque.opaque), str(opaque.text))
     raise ValueError(f"unknown argument kind {kind!r}")
 
 
-def signature_from_json(item: dict[str, Any]) -> Signature:
-    return Signature(tuple(value_from_json(v) for v in item["args"]),
-                     tuple((str(k), value_from_json(v)) for k, v in item["kwargs"].items()))
+def signature_from_json(item: Mapping[str, Any]) -> Signature:
+    signature = record_from(_SignatureJson, item)
+    return Signature(tuple(value_from_json(v) for v in signature.args),
+                     tuple((str(k), value_from_json(v)) for k, v in signature.kwargs.items()))
 
 
 def signature_json(signature: Signature) -> dict[str, Any]:

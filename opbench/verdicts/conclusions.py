@@ -12,10 +12,11 @@ baselines).
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from opbench.config import RunConfig
+from opbench.config.record_codec import decoded, record_from
 from opbench.verdicts.explain import explain_measurement, explain_modes
 from opbench.verdicts.interference import Finding, contaminated_versions, detect_interference
 from opbench.verdicts.rules import Verdict, ratio_verdict, worst
@@ -31,9 +32,9 @@ from opbench.verdicts.stats import (
                                     summarize,
                                     )
 
-__all__ = ["MeasurementStatistics", "RawRounds", "apply_between_process_prior",
-           "judge_instance", "judge_measurement", "measurement_statistics",
-           "run_between_process_prior", "share_of_round"]
+__all__ = ["InstanceState", "MeasurementOutcome", "MeasurementStatistics", "RawRounds",
+           "apply_between_process_prior", "judge_instance", "judge_measurement",
+           "measurement_statistics", "run_between_process_prior", "share_of_round"]
 
 
 @dataclass(frozen=True)
@@ -48,20 +49,16 @@ class RawRounds:
     mode: str | None = None
     process_of_round: Sequence[Any] | None = None
     pass_of_round: Sequence[Any] | None = None
-    protocol_notes: tuple[str, ...] = ()
+    protocol_notes: tuple[str, ...] = field(default=(), metadata=decoded(tuple))
 
     @classmethod
     def of(cls, m: Mapping[str, Any]) -> "RawRounds":
-        return cls(samples_s=m["samples_s"], order=m.get("order", ()),
-                   threshold=m.get("threshold"),
-                   mode=m.get("mode"), process_of_round=m.get("process_of_round"),
-                   pass_of_round=m.get("pass_of_round"),
-                   protocol_notes=tuple(m.get("protocol_notes", ())))
+        return record_from(cls, m)
 
     @property
     def processes(self) -> int:
         """How many processes the rounds came from (absent: all from one)."""
-        return len(set(self.process_of_round or [1]))
+        return _processes_of(self.process_of_round)
 
     def shares(self) -> list[tuple[Any, Any]] | None:
         """Each round's (process, pass): the alternation of sides restarts at every share."""
@@ -73,6 +70,62 @@ class RawRounds:
 
     def sides(self, names: Sequence[str]) -> dict[str, Sequence[float]]:
         return {n: self.samples_s[n] for n in names}
+
+
+@dataclass(frozen=True)
+class InstanceState:
+    """What judging reads of an instance record while a run measures (the record itself
+    stays a dict until the run loop writes it: the typed InstanceRecord sits in results/,
+    above this layer, and the golden run holds the dict's key order), read in one place:
+    how its outputs and gradients compared, what failed, its measurements' records, its
+    sequential course and its verdict so far."""
+
+    check: Mapping[str, Any] | None = None
+    grad_check: Mapping[str, Any] | None = None
+    error: str | None = None
+    measurements: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=dict, metadata=decoded(null_is_default=True))
+    sequential: Mapping[str, Any] | None = None
+    verdict: str | None = None
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> "InstanceState":
+        return record_from(cls, record)
+
+    @property
+    def failed_check(self) -> bool:
+        """Outputs or gradients disagreed, and the case does not expect it."""
+        return _failed_check(self.check) or _failed_check(self.grad_check)
+
+    def rounds(self) -> dict[str, RawRounds]:
+        return {key: RawRounds.of(m) for key, m in self.measurements.items()}
+
+    def outcomes(self) -> dict[str, "MeasurementOutcome"]:
+        return {key: record_from(MeasurementOutcome, m)
+                for key, m in self.measurements.items()}
+
+    @property
+    def processes(self) -> int:
+        """Processes the rounds came from (the fewest over its measurements; 1 without)."""
+        return min((o.processes for o in self.outcomes().values()), default=1)
+
+
+@dataclass(frozen=True)
+class MeasurementOutcome:
+    """Where a measurement's rounds came from and its verdict so far: what a sequential run
+    reads to decide whether an instance goes on (without its rounds' samples)."""
+
+    process_of_round: Sequence[Any] | None = None
+    verdict: str | None = None
+
+    @property
+    def processes(self) -> int:
+        return _processes_of(self.process_of_round)
+
+
+def _processes_of(process_of_round: Sequence[Any] | None) -> int:
+    """How many processes the rounds came from (absent: all from one)."""
+    return len(set(process_of_round or [1]))
 
 
 # Set only when interference was found and could not change the verdict: a recomputation
@@ -209,8 +262,9 @@ def _with_prior(inst: Mapping[str, Any], config: RunConfig,
                 prior: BetweenProcessPrior) -> dict[str, Any]:
     """An instance record with its multi-process measurements' statistics at `prior` (their
     notes kept: the floors they compare with did not change)."""
-    measurements = inst.get("measurements") or {}
-    if inst.get("sequential") or not measurements:
+    state = InstanceState.of(inst)
+    measurements = state.measurements
+    if state.sequential or not measurements:
         return dict(inst)    # judged at the look that stopped it, with the run's prior so far
     judged = {}
     for key, m in measurements.items():
@@ -225,13 +279,14 @@ def _with_prior(inst: Mapping[str, Any], config: RunConfig,
         # the keys keep their places; a ruled-out line of the earlier statistics is replaced
         judged[key] = {**{k: v for k, v in m.items() if k != _RULED_OUT}, **fields}
     out = {**inst, "measurements": judged}
-    if inst.get("verdict") not in (Verdict.MISMATCH.value, Verdict.ERROR.value):
+    if state.verdict not in (Verdict.MISMATCH.value, Verdict.ERROR.value):
         out["verdict"] = _worst_of(judged.values())
     return out
 
 
 def _worst_of(measurements: Iterable[Mapping[str, Any]]) -> str:
-    return worst(Verdict(m["verdict"]) for m in measurements).value
+    return worst(Verdict(record_from(MeasurementOutcome, m).verdict)
+                 for m in measurements).value
 
 
 def run_between_process_prior(records: Sequence[Mapping[str, Any]], config: RunConfig
@@ -243,8 +298,7 @@ def run_between_process_prior(records: Sequence[Mapping[str, Any]], config: RunC
     measurements that gained rounds since the last call are computed again."""
     excesses = []
     for inst in records:
-        for m in (inst.get("measurements") or {}).values():
-            rounds = RawRounds.of(m)
+        for rounds in InstanceState.of(inst).rounds().values():
             if rounds.processes > 1:
                 found = _excess_of(tuple(rounds.samples_s[config.reference_name]),
                                    tuple(rounds.samples_s[config.target_name]),
@@ -305,8 +359,19 @@ def _judged_measurement(m: Mapping[str, Any], config: RunConfig,
     return judged, stats
 
 
+@dataclass(frozen=True)
+class _CheckOutcome:
+    """What judging reads of an output or gradient check's record (runner/check.py)."""
+
+    ok: bool = False
+    expected_mismatch: Any = None
+
+
 def _failed_check(check: Mapping[str, Any] | None) -> bool:
-    return bool(check) and not check.get("ok") and not check.get("expected_mismatch")
+    if not check:
+        return False
+    outcome = record_from(_CheckOutcome, check)
+    return not outcome.ok and not outcome.expected_mismatch
 
 
 def judge_instance(record: Mapping[str, Any], config: RunConfig,
@@ -316,13 +381,14 @@ def judge_instance(record: Mapping[str, Any], config: RunConfig,
     outputs or gradients disagree (and the case does not expect it), ERROR when a step
     failed, else the worst of its measurements' verdicts (PASS for a correctness-only run);
     at a sequential run's `look`, with that look's interval. `record` is left as it was."""
-    if _failed_check(record.get("check")) or _failed_check(record.get("grad_check")):
+    state = InstanceState.of(record)
+    if state.failed_check:
         return {**record, "verdict": Verdict.MISMATCH.value}
-    if record.get("error"):
+    if state.error:
         return {**record, "verdict": Verdict.ERROR.value}
-    if record.get("measurements"):
+    if state.measurements:
         judged = {key: _judged_measurement(m, config, overhead, look)
-                  for key, m in record["measurements"].items()}
+                  for key, m in state.measurements.items()}
         return _concluded({**record, "measurements": {k: m for k, (m, _) in judged.items()}},
                           {k: stats for k, (_, stats) in judged.items()}, config)
     if not config.timing:

@@ -16,7 +16,7 @@ from opbench.runner.environments import (
     plan_environment,
     requirement_name,
 )
-from opbench.runner.interpreters import InterpreterError
+from opbench.runner.interpreters import InterpreterError, InterpreterFacts
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 CONSTRAINTS = """# pins
@@ -91,9 +91,9 @@ def test_creating_runs_the_steps_keeps_the_constraints_and_checks_the_side(tmp_p
 
     def check(python, framework):
         checked.append((python, framework))
-        return {"opbench": "0.1.0", "python": "3.11.7"}
+        return InterpreterFacts(opbench="0.1.0", has_framework=True, python="3.11.7")
 
-    assert create_environment(plan, run=steps, check=check)["opbench"] == "0.1.0"
+    assert create_environment(plan, run=steps, check=check).opbench == "0.1.0"
     assert [tuple(c) for c in steps.commands] == list(plan.commands)
     assert plan.constraints_file.read_text().splitlines() == list(plan.constraints)
     assert checked == [(str(plan.python), "mindspore")]
@@ -132,3 +132,19 @@ def test_the_command_says_what_went_wrong_without_a_traceback(tmp_path):
     assert result.exit_code == 2
     assert "exists: remove it or choose another name" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_command_names_the_side_with_the_probes_versions(tmp_path, monkeypatch):
+    # the probe's answer is a typed record (InterpreterFacts): the closing line reads its
+    # fields (it read them by string keys before)
+    from opbench.runner import environments
+
+    def made(plan, echo=lambda line: None, **kwargs):
+        return InterpreterFacts(opbench="0.1.0", has_framework=True, python="3.11.7")
+
+    monkeypatch.setattr(environments, "create_environment", made)
+    result = CliRunner().invoke(cli, ["env", "create", "ms29", "mindspore==2.9.0",
+                                      "--root", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "mindspore with opbench 0.1.0 on Python 3.11.7" in result.output
+    assert f"--target mindspore@{tmp_path / 'ms29' / 'bin' / 'python'}" in result.output

@@ -64,7 +64,7 @@ def test_the_ratio_and_verdict_come_from_the_per_call_medians(monkeypatch, tmp_p
     per_call = {k: [list(p) for p in v] for k, v in per_call.items()}
     run = _fake_replays(per_call)
     monkeypatch.setattr(alone_replay, "run_replay", run)
-    found = alone_replay.replay_alone(HERE, step, [1, 2], "torch", "mindspore", 1, "cpu", (),
+    found = alone_replay.replay_alone(HERE, {}, step, [1, 2], "torch", "mindspore", 1, "cpu", (),
                                       3, Path(tmp_path), lambda message: None)
     assert found[1]["ratio"] == pytest.approx(0.25) and found[1]["verdict"] == "SLOW"
     assert found[1]["reference_s"] == pytest.approx(1e-3)
@@ -77,7 +77,7 @@ def test_a_call_that_did_not_run_alone_says_so(monkeypatch, tmp_path):
     per_call = {"torch": [[[1e-3] * 8]], "mindspore": [[[1e-3] * 8]]}
     run = _fake_replays(per_call, ok=False)
     monkeypatch.setattr(alone_replay, "run_replay", run)
-    found = alone_replay.replay_alone(HERE, step, [1], "torch", "mindspore", 1, "cpu", (), 1,
+    found = alone_replay.replay_alone(HERE, {}, step, [1], "torch", "mindspore", 1, "cpu", (), 1,
                                       Path(tmp_path), lambda message: None)
     assert "did not run alone" in found[1]["reason"]
 

@@ -155,11 +155,12 @@ def test_the_capture_is_started_by_the_same_spawn_with_the_users_terminal(tmp_pa
 
 
 def test_the_model_checks_its_interpreter_once_for_both_frameworks(monkeypatch):
+    from opbench.runner.interpreters import InterpreterFacts
     probes = []
 
     def check(python, frameworks, this_opbench=None):
         probes.append((python, frameworks, this_opbench))
-        return {"python": "3.11.2"}
+        return InterpreterFacts(opbench="0.1.0", has_framework=True, python="3.11.2")
 
     monkeypatch.setattr(processes, "check_interpreter", check)
     version = processes.interpreter_version(processes.Interpreter("/venv/bin/python", True),

@@ -98,7 +98,7 @@ def test_a_missing_interpreter_says_so(tmp_path):
 
 def test_this_interpreter_passes_the_real_probe():
     facts = check_interpreter(sys.executable, "numpy", run=subprocess.run)
-    assert facts["opbench"] == OPBENCH_VERSION
+    assert facts.opbench == OPBENCH_VERSION
 
 
 def test_a_pool_checks_each_interpreter_before_starting_any_worker(tmp_path):

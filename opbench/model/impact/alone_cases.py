@@ -284,7 +284,7 @@ def measure_isolated(impact: Any, budget_s: float, workdir: Path,
         estimate += INSTANCE_ESTIMATE_S * processes
     measured_s = 0.0
     if composed:
-        found = replay_alone(Interpreter(impact.interpreter, True), impact.step,
+        found = replay_alone(Interpreter(impact.interpreter, True), impact.sides, impact.step,
                              [r.members[0] for r in composed], impact.reference,
                              impact.target, impact.threads, impact.program.device,
                              impact.program.cpus, REPLAY_ALONE_PROCESSES, workdir, on_progress)

@@ -3,17 +3,22 @@ built from the call's arguments, running statistics held as Parameters) measured
 through the replay instead: each such call with its own external tensors of the recorded
 shapes, in a program of independent calls, replayed in processes of one framework each,
 interleaved A B B A ..., in blocking launch (the isolated protocol's), each call timed
-alone with a sync after it. Its isolated ratio is the per-call medians' ratio with the
-intervals' ends against each other; the verdict follows the threshold as opbench's does.
+alone with a sync after it. Each side's processes run in its own interpreter when it names
+one (`--target mindspore@envs/ms29/bin/python`), else in the script's: where the in-context
+replay ran it (pipeline.py), so the alone and in-context times are of one build. Its
+isolated ratio is the per-call medians' ratio with the intervals' ends against each other;
+the verdict follows the threshold as opbench's does.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from opbench.config import DEFAULT_THRESHOLD
-from opbench.model.impact.processes import Interpreter, ReplayFailed, run_replay
+from opbench.config.sides import Side
+from opbench.model.impact.processes import (Interpreter, ReplayFailed, run_replay,
+                                            side_interpreter)
 from opbench.model.program import Ext, Ref, map_refs
 from opbench.model.impact.project import estimate_time
 from opbench.model.steady import StepProgram, external_from_output
@@ -49,15 +54,19 @@ def lone_calls(step: StepProgram, indices: Sequence[int]) -> StepProgram:
                        tuple(step.traced_ns[i] for i in indices), (0,), tuple(indices))
 
 
-def replay_alone(interpreter: Interpreter, step: StepProgram, indices: Sequence[int],
-                 reference: str, target: str, threads: int | None, device: str,
-                 cpus: Sequence[int], processes: int, work: Path,
+def replay_alone(script: Interpreter, sides: Mapping[str, Side], step: StepProgram,
+                 indices: Sequence[int], reference: str, target: str, threads: int | None,
+                 device: str, cpus: Sequence[int], processes: int, work: Path,
                  on_progress: Callable[[str], None]) -> dict[int, dict[str, Any]]:
     """For each step call index: reference_s, target_s (medians alone), ratio, ratio_ci,
-    verdict; or reason when it could not be measured."""
+    verdict; or reason when it could not be measured. `reference` and `target` are the
+    sides' names (their frameworks: the two differ here); `sides` maps a name to its Side
+    (a name missing from it is that framework in the script's interpreter)."""
     program = lone_calls(step, indices)
-    base = ipc.ReplayStep(framework=reference, program=program, kind=ipc.REPLAY_TIME,
-                          device=device, threads=threads, cpus=tuple(cpus),
+    side_of = {name: sides.get(name) or Side(name) for name in (reference, target)}
+    python = {name: side_interpreter(side, script).path for name, side in side_of.items()}
+    base = ipc.ReplayStep(framework=side_of[reference].framework, program=program,
+                          kind=ipc.REPLAY_TIME, device=device, threads=threads, cpus=tuple(cpus),
                           launch="blocking", samples=1, passes=PASSES, rounds=1,
                           warmup_runs=3, warmup_s=0.1)
     order: list[str] = []
@@ -65,16 +74,17 @@ def replay_alone(interpreter: Interpreter, step: StepProgram, indices: Sequence[
         order += [reference, target] if p % 2 == 0 else [target, reference]
     timings: dict[str, list[list[list[float]]]] = {reference: [], target: []}
     status: dict[str, list[Any]] = {}
-    for n, framework in enumerate(order, 1):
+    for n, name in enumerate(order, 1):
         on_progress(f"measuring {len(indices)} composed calls alone: process {n} of "
-                    f"{len(order)} ({framework})")
+                    f"{len(order)} ({name}, {python[name]})")
         try:
-            result = run_replay(interpreter.path, replace(base, framework=framework), work,
+            result = run_replay(python[name],
+                                replace(base, framework=side_of[name].framework), work,
                                 index=n)
         except ReplayFailed:
             continue
-        status[framework] = result.status
-        timings[framework].append(result.per_call_s)
+        status[name] = result.status
+        timings[name].append(result.per_call_s)
     out: dict[int, dict[str, Any]] = {}
     for position, index in enumerate(indices):
         ran = all(fw in status and status[fw][position].ok for fw in (reference, target))

@@ -20,7 +20,6 @@ the target build loses against the reference build.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -34,7 +33,7 @@ from opbench.model.replay.optimizer_fold import adam_update_tolerances
 from opbench.model.impact.output_check import CHECK_ATOL, CHECK_RTOL, compare as _compare
 from opbench.model.impact.processes import (Interpreter, ModelError, ReplayFailed,
                                             interpreter_version, run_capture, run_replay,
-                                            split_command)
+                                            side_interpreter, split_command)
 from opbench.model.program import (Dtype, Ext, Lit, Program, Ref, Seq, SliceOf, output_at,
                                    refs_in)
 from opbench.model.impact.project import (MODES_APART, Estimate, FrameworkTiming, api_rows,
@@ -276,11 +275,6 @@ def script_failed(program: Program) -> str:
     return (f"the script exited with status {program.script_status}{error} after "
             f"{len(program.calls)} recorded framework calls; nothing was replayed. Fix the "
             f"script, or give --keep-going to replay what it ran before it failed")
-
-
-def side_interpreter(side: Side, script: Interpreter) -> Interpreter:
-    """Where a side's replay processes run: its own interpreter, else the script's."""
-    return Interpreter(os.path.abspath(side.python), True) if side.python else script
 
 
 def traced_side(framework: str, reference: Side, target: Side, names: tuple[str, str],

@@ -26,15 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from opbench.config.sides import Side
 from opbench.runner import ipc
 from opbench.runner.interpreters import InterpreterError
 from opbench.runner.interpreters import check_interpreter
 from opbench.runner.spawn import QUIET_MINDSPORE, spawn_child
 from opbench.runner.worker_handle import Worker, WorkerError, spawn_worker
 
-__all__ = ["ModelError", "Interpreter", "split_command", "interpreter_version", "run_capture",
-           "ReplayFailed", "ReplayProcess", "start_replay", "run_replay", "CAPTURE_MODULE",
-           "REPLAY_MODULE"]
+__all__ = ["ModelError", "Interpreter", "side_interpreter", "split_command",
+           "interpreter_version", "run_capture", "ReplayFailed", "ReplayProcess", "start_replay",
+           "run_replay", "CAPTURE_MODULE", "REPLAY_MODULE"]
 
 CAPTURE_MODULE = "opbench.model.capture.main"
 REPLAY_MODULE = "opbench.model.replay.main"
@@ -51,6 +52,11 @@ class ModelError(Exception):
 class Interpreter:
     path: str
     named: bool            # the command named it (else: this interpreter)
+
+
+def side_interpreter(side: Side, script: Interpreter) -> Interpreter:
+    """Where a side's replay processes run: its own interpreter, else the script's."""
+    return Interpreter(os.path.abspath(side.python), True) if side.python else script
 
 
 def _looks_like_python(word: str) -> bool:
@@ -85,7 +91,7 @@ def interpreter_version(interpreter: Interpreter, frameworks: Sequence[str]) -> 
                              this_opbench=True)
     except InterpreterError as exc:
         raise ModelError(str(exc)) from None
-    return str(facts.get("python", ""))
+    return facts.python
 
 
 def run_capture(interpreter: Interpreter, words: Sequence[str], out: Path,
