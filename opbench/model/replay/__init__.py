@@ -8,4 +8,7 @@ replay of a step program, its output fingerprints and its timings.
   training_routes  Training in the other framework: backward, optimizers, torch's utilities
   optimizer_fold   Per-weight optimizer updates folded into a port's fused kernel
   trainable        Which plain tensors are weights in a hand-written training step
+  inplace_routes   In-place methods MindSpore's CPU lacks, as out-of-place calls written back
+  attention_dropout  Attention's dropout in MindSpore (random: outputs not expected to agree)
+  call_arguments   A call's arguments by parameter name, for the rule modules
 """

@@ -23,6 +23,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
+from opbench.model.replay.attention_dropout import attention_dropout, attention_route_name
+from opbench.model.replay.inplace_routes import INPLACE_TORCH_TO_MINDSPORE
 from opbench.model.replay.optimizer_fold import AdamFold, MomentumFold
 from opbench.model.program import Call, Dtype, Lit, Seq
 from opbench.model.replay.route import Maker, Route, Unmapped
@@ -260,8 +262,10 @@ def _ms_sdpa(call: Call) -> Route | Unmapped:
     (cases/attention.yaml): MindSpore's fused attention is Ascend-only."""
     values = _values(call, ["query", "key", "value", "attn_mask", "dropout_p", "is_causal",
                             "scale", "enable_gqa"])
-    if _lit(values["dropout_p"], 0.0):
-        return Unmapped("attention with dropout: random, not replayed")
+    # dropout on the attention weights, as torch applies it, with the same p (MindSpore's
+    # ops.dropout: mint's has no CPU kernel in 2.10). Random in both: outputs are not
+    # expected to agree (attention_dropout.py)
+    dropout_p = float(_lit(values["dropout_p"], 0.0) or 0.0)
     causal = bool(_lit(values["is_causal"], False))
     scale = _lit(values["scale"], None)
     # grouped-query attention (transformers' Llama / Qwen2 pass enable_gqa=True): the key and
@@ -279,6 +283,7 @@ def _ms_sdpa(call: Call) -> Route | Unmapped:
         where = resolve("mindspore.mint.where")
         ones = resolve("mindspore.mint.ones")
         triu = resolve("mindspore.mint.triu")
+        dropout = attention_dropout(resolve, dropout_p)
 
         broadcast_to = resolve("mindspore.mint.broadcast_to")
         unsqueeze = resolve("mindspore.mint.unsqueeze")
@@ -304,11 +309,11 @@ def _ms_sdpa(call: Call) -> Route | Unmapped:
                     scores = where(m, scores, float("-inf"))
                 else:
                     scores = scores + m
-            return matmul(softmax(scores, -1), v)
+            return matmul(dropout(softmax(scores, -1)), v)
         return attention
 
     args = (values["query"], values["key"], values["value"]) + ((mask,) if has_mask else ())
-    return Route("softmax(q @ k^T * scale + mask) @ v (mindspore.mint)", make, args)
+    return Route(attention_route_name(dropout_p), make, args)
 
 
 def _ms_conv2d(call: Call) -> Route | Unmapped:
@@ -553,6 +558,8 @@ TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
 # what torch's training utilities call (clip_grad_norm_'s foreach calls, zero_): their own
 # section, in training_routes.py
 TORCH_TO_MINDSPORE.update(TRAINING_TORCH_TO_MINDSPORE)
+# in-place methods MindSpore 2.10's CPU build has no kernel for, as a port writes them
+TORCH_TO_MINDSPORE.update(INPLACE_TORCH_TO_MINDSPORE)
 # -- MindSpore -> torch rules ---------------------------------------------------------------
 
 def _init(call: Call) -> dict[str, Any]:
