@@ -1,13 +1,14 @@
 """The replay rules added for the conformance corpus' coverage, run in real MindSpore against
 torch (in process, through the replay adapter's own resolve): attention with dropout
-(attention_dropout.py), masked_fill_ and scatter_add_ in place (inplace_routes.py)."""
+(attention_dropout.py), masked_fill_ and scatter_add_ in place (inplace_routes.py), nn.LSTM
+and nn.EmbeddingBag (layer_routes.py, as capture/sequence_lowering.py lowers them)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from opbench.frameworks.apimap import load_mapping
-from opbench.model.program import Call, Ext, Lit, Ref
+from opbench.model.program import Call, Ext, Lit, Ref, Seq
 
 ms = pytest.importorskip("mindspore")
 torch = pytest.importorskip("torch")
@@ -74,3 +75,50 @@ def test_scatter_add_in_place_writes_the_receiver_as_torch_does(resolve):
     assert fn(buckets, ms.Tensor(index), ms.Tensor(src)) is buckets
     expected = torch.zeros(8, 128).scatter_add_(0, torch.tensor(index), torch.tensor(src))
     np.testing.assert_allclose(buckets.asnumpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("layers, bidirectional, batch_first", [(1, True, True),
+                                                                 (2, False, False)])
+def test_lstm_in_mindspore_on_torchs_weights_computes_torchs_lstm(resolve, layers,
+                                                                  bidirectional, batch_first):
+    """MindSpore's CPU LSTM kernel (what nn.LSTM runs) per layer and direction, on the torch
+    layer's flat weights: the same gate order, so the same output and states."""
+    torch.manual_seed(0)
+    layer = torch.nn.LSTM(32, 16, num_layers=layers, batch_first=batch_first,
+                          bidirectional=bidirectional)
+    x = torch.randn((4, 12, 32) if batch_first else (12, 4, 32))
+    with torch.no_grad():
+        expected, (h, c) = layer(x)
+    params = layer._flat_weights
+    call = _call("torch.lstm", (Ref(0), Lit(None), Seq("list", tuple(Ext(i + 1) for i in
+                                                                     range(len(params)))),
+                                Lit(True), Lit(layers), Lit(0.0), Lit(False),
+                                Lit(bidirectional), Lit(batch_first)), kind="function")
+    mapping = load_mapping()
+    own, (own_h, own_c) = route_for(call, "torch", mapping).make(resolve)(x, None, params)
+    for got, want in ((own, expected), (own_h, h), (own_c, c)):     # the kernel the layer ran
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    out, (ms_h, ms_c) = route_for(call, "mindspore", mapping).make(resolve)(
+        ms.Tensor(x.numpy()), None, [ms.Tensor(p.detach().numpy()) for p in params])
+    for got, want in ((out, expected), (ms_h, h), (ms_c, c)):
+        np.testing.assert_allclose(got.asnumpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_in_mindspore_computes_torchs_bags_from_drawn_offsets(resolve, mode):
+    """Offsets drawn from their range (unsorted, not from 0: torch refuses them as they are)
+    are made usable alike in both frameworks; MindSpore's gather and per-bag reduction then
+    compute torch's embedding_bag, its empty bag (0) included."""
+    torch.manual_seed(1)
+    weight, ids = torch.randn(500, 32), torch.randint(0, 500, (60,))
+    drawn = torch.tensor([31, 0, 44, 10, 10])
+    call = _call("torch.nn.functional.embedding_bag", (Ref(0), Ext(1), Ext(2)),
+                 (("mode", Lit(mode)),), kind="function")
+    mapping = load_mapping()
+    own = route_for(call, "torch", mapping).make(resolve)(ids, weight, drawn, None)
+    expected = torch.nn.functional.embedding_bag(ids, weight, torch.tensor([0, 10, 10, 31, 44]),
+                                                 mode=mode)
+    assert torch.equal(own, expected)
+    out = route_for(call, "mindspore", mapping).make(resolve)(
+        ms.Tensor(ids.numpy()), ms.Tensor(weight.numpy()), ms.Tensor(drawn.numpy()), None)
+    np.testing.assert_allclose(out.asnumpy(), expected.numpy(), rtol=1e-5, atol=1e-6)

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from opbench.frameworks.apimap import ApiMapping
 from opbench.model.replay.attention_dropout import attention_dropout, attention_route_name
 from opbench.model.replay.inplace_routes import INPLACE_TORCH_TO_MINDSPORE
+from opbench.model.replay.layer_routes import LAYER_TORCH_TO_MINDSPORE, OWN_FRAMEWORK_RULES
 from opbench.model.replay.optimizer_fold import AdamFold, MomentumFold
 from opbench.model.program import Call, Dtype, Lit, Seq
 from opbench.model.replay.route import Maker, Route, Unmapped
@@ -560,6 +561,8 @@ TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
 TORCH_TO_MINDSPORE.update(TRAINING_TORCH_TO_MINDSPORE)
 # in-place methods MindSpore 2.10's CPU build has no kernel for, as a port writes them
 TORCH_TO_MINDSPORE.update(INPLACE_TORCH_TO_MINDSPORE)
+# layers lowered to functions a replay adapts in both frameworks (nn.LSTM, nn.EmbeddingBag)
+TORCH_TO_MINDSPORE.update(LAYER_TORCH_TO_MINDSPORE)
 # -- MindSpore -> torch rules ---------------------------------------------------------------
 
 def _init(call: Call) -> dict[str, Any]:
@@ -902,6 +905,8 @@ def _route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped
     if call.replay_api in OPTIMIZER_APIS:
         return optimizer_route(call, target)
     if call.framework == target:
+        if call.replay_api in OWN_FRAMEWORK_RULES:
+            return OWN_FRAMEWORK_RULES[call.replay_api](call)
         if call.init:
             return Route(call.replay_api, _constructed(target, call.replay_api, call.init),
                          call.args, call.kwargs)
