@@ -10,6 +10,7 @@ replay of a step program, its output fingerprints and its timings.
   trainable        Which plain tensors are weights in a hand-written training step
   inplace_routes   In-place methods MindSpore's CPU lacks, as out-of-place calls written back
   layer_routes     nn.LSTM and nn.EmbeddingBag (as lowered) in both frameworks
-  attention_dropout  Attention's dropout in MindSpore (random: outputs not expected to agree)
+  attention_dropout  Attention's dropout in MindSpore (random: outputs not compared)
+  randomness       Which calls draw random numbers (a training dropout): not compared
   call_arguments   A call's arguments by parameter name, for the rule modules
 """

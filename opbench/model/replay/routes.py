@@ -265,7 +265,7 @@ def _ms_sdpa(call: Call) -> Route | Unmapped:
                             "scale", "enable_gqa"])
     # dropout on the attention weights, as torch applies it, with the same p (MindSpore's
     # ops.dropout: mint's has no CPU kernel in 2.10). Random in both: outputs are not
-    # expected to agree (attention_dropout.py)
+    # compared (attention_dropout.py, randomness.py)
     dropout_p = float(_lit(values["dropout_p"], 0.0) or 0.0)
     causal = bool(_lit(values["is_causal"], False))
     scale = _lit(values["scale"], None)
