@@ -31,6 +31,10 @@ def _call(api: str, args: tuple = (Ext(0),), kwargs: tuple = (), index: int = 0,
     (_call("mindspore.ops.dropout", (Ext(0),), (("p", Lit(0.2)),), framework="mindspore"),
      True),
     (_call("torch.relu"), False),
+    (_call("torch.lstm", (Ext(0), Lit(None), Ext(1), Lit(True), Lit(2), Lit(0.2), Lit(True))),
+     True),
+    (_call("torch.lstm", (Ext(0), Lit(None), Ext(1), Lit(True), Lit(2), Lit(0.2), Lit(False))),
+     False),
 ])
 def test_a_training_dropout_with_a_nonzero_p_draws_random_numbers(call, random):
     assert draws_random_numbers(call) is random

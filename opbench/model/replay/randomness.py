@@ -1,5 +1,5 @@
-"""Which captured calls draw random numbers: a training-mode dropout (F.dropout, and
-attention's dropout_p). Both frameworks replay them with the same p, and their outputs, and
+"""Which captured calls draw random numbers: a training-mode dropout (F.dropout,
+attention's dropout_p, an LSTM's dropout between layers). Both frameworks replay them with the same p, and their outputs, and
 everything computed from them, cannot agree: the output check compares neither
 (impact/pipeline.py). Before, each was a MISMATCH, and so was what read it: 56 in
 hf_distilbert_training.py once its attention's dropout replayed (10 before), 3 in
@@ -21,6 +21,9 @@ DROPOUTS: dict[str, tuple[list[str], str, str | None]] = {
     "mindspore.ops.dropout": (["input", "p", "training", "seed"], "p", "training"),
     "mindspore.mint.nn.functional.dropout": (["input", "p", "training", "inplace"], "p",
                                              "training"),
+    # nn.LSTM as lowered (capture/sequence_lowering.py): dropout between its layers
+    "torch.lstm": (["input", "hx", "params", "has_biases", "num_layers", "dropout", "train"],
+                   "dropout", "train"),
 }
 # each function's default p and training, where the call does not say
 DEFAULTS = {"torch.nn.functional.scaled_dot_product_attention": (0.0, True)}
