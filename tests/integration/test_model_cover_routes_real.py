@@ -122,3 +122,12 @@ def test_embedding_bag_in_mindspore_computes_torchs_bags_from_drawn_offsets(reso
     out = route_for(call, "mindspore", mapping).make(resolve)(
         ms.Tensor(ids.numpy()), ms.Tensor(weight.numpy()), ms.Tensor(drawn.numpy()), None)
     np.testing.assert_allclose(out.asnumpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_clamp_in_place_writes_the_receiver_as_torch_does(resolve):
+    values = np.random.default_rng(3).standard_normal((64, 128)).astype(np.float32) * 3
+    call = _call("torch.Tensor.clamp_", (Ref(0),), (("max", Lit(2.5)),))
+    fn = route_for(call, "mindspore", load_mapping()).make(resolve)
+    x = ms.Tensor(values.copy())
+    assert fn(x, None, 2.5) is x
+    np.testing.assert_array_equal(x.asnumpy(), torch.tensor(values).clamp_(max=2.5).numpy())

@@ -1,4 +1,4 @@
-"""torch's in-place masked_fill_ and scatter_add_ in MindSpore, as a port writes them on
+"""torch's in-place masked_fill_, scatter_add_ and clamp_ in MindSpore, as a port writes them on
 MindSpore 2.10's CPU build: the out-of-place function that has a CPU kernel, written back
 into the receiver (training_routes.write_back).
 
@@ -59,7 +59,24 @@ def _ms_scatter_add_(call: Call) -> Route | Unmapped:
                  "(in place, as torch's scatter_add_)", make, (v["self"], v["index"], v["src"]))
 
 
+def _ms_clamp_(call: Call) -> Route | Unmapped:
+    """x.clamp_(min, max): no InplaceClampScalar kernel; the twin Tensor.clamp, tried after
+    it, failed with that kernel's error in one run of masking_indexing_inplace.py of two
+    (1.7% of its traced time): ops.clamp, written back, never tries the in-place kernel."""
+    v = bound(call, ["self", "min", "max"])
+    if v["min"] is None and v["max"] is None:
+        return Unmapped("Tensor.clamp_ without a min or a max")
+    bounds = (v["min"] or Lit(None), v["max"] or Lit(None))
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        clamp = resolve("mindspore.ops.clamp")
+        return lambda x, low, high: write_back(x, clamp(x, low, high))
+    return Route("mindspore.ops.clamp + assign (in place, as torch)", make,
+                 (v["self"],) + bounds)
+
+
 INPLACE_TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
+    "torch.Tensor.clamp_": _ms_clamp_,
     "torch.Tensor.masked_fill_": _ms_masked_fill_,
     "torch.Tensor.scatter_add_": _ms_scatter_add_,
 }
