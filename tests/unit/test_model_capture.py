@@ -722,3 +722,70 @@ def test_without_a_step_limit_the_capture_records_on(torch):
         capture.mark()
         _step(feed, _hidden())
     assert len(feed.calls()) == 1200 and not capture.enough
+
+
+# -- nn.LSTM and nn.EmbeddingBag (capture/sequence_lowering.py) -------------------------------
+
+def _lstm(**overrides):
+    settings = dict(_flat_weights=[FakeParameter((64, 32)), FakeParameter((64, 16)),
+                                   FakeParameter((64,)), FakeParameter((64,))],
+                    bias=True, num_layers=1, dropout=0.0, training=False, bidirectional=False,
+                    batch_first=True, proj_size=0)
+    return _ns(**{**settings, **overrides})
+
+
+def test_an_lstm_is_torch_lstm_with_its_flat_weights_and_no_initial_state(torch):
+    """Was "no function form for the layer torch.nn.LSTM" (75% of lstm_tagger_inference.py)."""
+    feed = Feeder(Capture())
+    feed.layer("torch.nn.LSTM", _lstm(), (FakeTensor((4, 12, 32)),),
+               result=(_hidden(4, 12, 16), (_hidden(1, 4, 16), _hidden(1, 4, 16))))
+    (call,) = feed.calls()
+    assert call.replay_api == "torch.lstm" and call.problem is None
+    assert call.args == (Ext(0), Lit(None), Seq("list", (Ext(1), Ext(2), Ext(3), Ext(4))),
+                         Lit(True), Lit(1), Lit(0.0), Lit(False), Lit(False), Lit(True))
+
+
+def test_an_lstm_on_a_packed_or_unbatched_input_or_with_proj_size_says_why(torch):
+    feed = Feeder(Capture())
+    packed = types.SimpleNamespace(data=FakeTensor((30, 32)))       # no shape
+    feed.layer("torch.nn.LSTM", _lstm(), (packed,), result=_hidden())
+    feed.layer("torch.nn.LSTM", _lstm(), (FakeTensor((12, 32)),), result=_hidden())
+    feed.layer("torch.nn.LSTM", _lstm(proj_size=8), (FakeTensor((4, 12, 32)),),
+               result=_hidden())
+    problems = [c.problem for c in feed.calls()]
+    assert all(c.replay_api is None for c in feed.calls())
+    assert "PackedSequence" in problems[0] and "unbatched" in problems[1]
+    assert "proj_size" in problems[2]
+
+
+def _bag(**overrides):
+    settings = dict(weight=FakeParameter((500, 32)), max_norm=None, sparse=False,
+                    scale_grad_by_freq=False, mode="mean", include_last_offset=False,
+                    padding_idx=None)
+    return _ns(**{**settings, **overrides})
+
+
+def test_an_embedding_bag_is_f_embedding_bag_with_its_offsets(torch):
+    """Was "no function form for the layer torch.nn.EmbeddingBag" (19% of
+    embedding_bag_text_classifier.py)."""
+    feed = Feeder(Capture())
+    tokens = FakeTensor((60,), INT64, values=np.arange(60))
+    offsets = FakeTensor((5,), INT64, values=[0, 10, 25, 31, 44])
+    feed.layer("torch.nn.EmbeddingBag", _bag(), (tokens, offsets), result=_hidden(5, 32))
+    feed.layer("torch.nn.EmbeddingBag", _bag(mode="sum", padding_idx=0),
+               (FakeTensor((4, 6), INT64),), result=_hidden(4, 32))
+    first, second = feed.calls()
+    assert first.replay_api == F + "embedding_bag" and first.problem is None
+    assert first.args == (Ext(0), Ext(1), Ext(2)) and first.kwargs == (("mode", Lit("mean")),)
+    assert second.args[2] == Lit(None)
+    assert second.kwargs == (("mode", Lit("sum")), ("padding_idx", Lit(0)))
+
+
+def test_an_embedding_bag_that_renormalises_or_has_sparse_gradients_says_why(torch):
+    feed = Feeder(Capture())
+    for layer in (_bag(max_norm=1.0), _bag(sparse=True), _bag(scale_grad_by_freq=True)):
+        feed.layer("torch.nn.EmbeddingBag", layer, (FakeTensor((4, 6), INT64),),
+                   result=_hidden(4, 32))
+    problems = [c.problem for c in feed.calls()]
+    assert "max_norm" in problems[0] and "sparse" in problems[1]
+    assert "scale_grad_by_freq" in problems[2]

@@ -326,14 +326,49 @@ def test_repeat_flip_and_roll_take_torch_s_sizes_as_mindspore_s_cpu_routes_do():
     assert isinstance(flat, Unmapped) and "flattened" in flat.reason
 
 
-def test_sdpa_without_a_mask_passes_none_and_with_dropout_is_unmapped():
+def test_sdpa_without_a_mask_passes_none():
     call = _call("torch.nn.functional.scaled_dot_product_attention",
                  (X, Ext(1), Ext(2), Lit(None)))
     assert route_for(call, "mindspore", load_mapping()).args == (X, Ext(1), Ext(2))
-    dropout = _call("torch.nn.functional.scaled_dot_product_attention",
-                    (X, Ext(1), Ext(2)), (("dropout_p", Lit(0.1)),))
-    route = route_for(dropout, "mindspore", load_mapping())
-    assert isinstance(route, Unmapped) and "dropout" in route.reason
+
+
+class _Dropout:
+    """ops.dropout as the fake resolver offers it: the p it was given, and every weight
+    halved (a stand-in for a random mask: deterministic, and not the identity)."""
+
+    def __init__(self):
+        self.given: list[tuple[float, bool]] = []
+
+    def __call__(self, x, p, training):
+        self.given.append((p, training))
+        return x * 0.5
+
+
+def test_sdpa_with_dropout_drops_the_attention_weights_with_torchs_p():
+    """Was unmapped ("attention with dropout: random, not replayed": 8.7-10% of transformers'
+    DistilBERT and T5 training steps): now ops.dropout between softmax and `@ v`, in
+    training mode, with torch's p; the name says outputs are random."""
+    q, k, v = _attention_inputs(np.random.default_rng(2))
+    dropout = _Dropout()
+    call = _call("torch.nn.functional.scaled_dot_product_attention",
+                 (X, Ext(1), Ext(2)), (("dropout_p", Lit(0.1)),))
+    route = route_for(call, "mindspore", load_mapping())
+    assert isinstance(route, Route) and route.args == (X, Ext(1), Ext(2))
+    assert "ops.dropout(p=0.1)" in route.api and "random" in route.api
+    out = route.make(Resolver({**NUMPY_MINT, "mindspore.ops.dropout": dropout}))(q, k, v)
+    assert dropout.given == [(0.1, True)]
+    expected = (_softmax(q @ k.swapaxes(-2, -1) / math.sqrt(8), -1) * 0.5) @ v
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_sdpa_without_dropout_resolves_no_dropout():
+    resolve = Resolver(NUMPY_MINT)
+    route = route_for(_call("torch.nn.functional.scaled_dot_product_attention",
+                            (X, Ext(1), Ext(2)), (("dropout_p", Lit(0.0)),)),
+                      "mindspore", load_mapping())
+    route.make(resolve)
+    assert "mindspore.ops.dropout" not in resolve.asked
+    assert route.api == "softmax(q @ k^T * scale + mask) @ v (mindspore.mint)"
 
 
 @pytest.mark.parametrize("api", ["torch.Tensor.transpose", "torch.transpose"])
@@ -548,10 +583,10 @@ def test_shipped_mapping_alternatives_become_fallbacks():
 
 
 def test_shipped_mapping_none_entry_is_unmapped_with_its_note():
-    route = route_for(_call("torch.nn.functional.embedding_bag", (IDS, W)), "mindspore",
+    route = route_for(_call("torch.nn.functional.instance_norm", (X,)), "mindspore",
                       load_mapping())
     assert isinstance(route, Unmapped) and route.reason.startswith("no mindspore equivalent")
-    assert "embedding" in route.reason
+    assert "instancenorm" in route.reason.lower()
 
 
 # -- arguments across frameworks (issue 32, item 1) ----------------------------------------------
@@ -804,14 +839,16 @@ def test_mindspore_ops_a_cpu_port_writes_replay_in_torch(ms_api, torch_api):
 
 
 def test_an_in_place_method_falls_back_to_its_out_of_place_twin_written_back(monkeypatch):
-    """MindSpore 2.10's CPU build has no InplaceMaskedFillScalar kernel; masked_fill runs."""
-    call = _call("torch.Tensor.masked_fill_", (X, Ext(1), Lit(0.0)), kind="tensor_method")
+    """An in-place method MindSpore's CPU build may lack (masked_fill_ was the case that
+    showed it; it has its own rule now: inplace_routes.py) falls back to its out-of-place
+    twin, written back."""
+    call = _call("torch.Tensor.index_fill_", (X, Ext(1), Lit(0.0)), kind="tensor_method")
     route = route_for(call, "mindspore", load_mapping())
-    assert _names(route) == ["mindspore.Tensor.masked_fill_ + assign (in place, as torch)",
-                             "mindspore.Tensor.masked_fill + assign (in place, as torch)"]
+    assert _names(route) == ["mindspore.Tensor.index_fill_ + assign (in place, as torch)",
+                             "mindspore.Tensor.index_fill + assign (in place, as torch)"]
     (twin,) = route.fallbacks
     assert twin.args == (X, Ext(1), Lit(0.0))
-    resolve = Resolver({"Tensor.masked_fill": lambda x, mask, value: ("filled", x)})
+    resolve = Resolver({"Tensor.index_fill": lambda x, mask, value: ("filled", x)})
     receiver = types.SimpleNamespace()
     written = []
     monkeypatch.setattr("opbench.model.replay.routes.write_back",

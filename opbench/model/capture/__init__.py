@@ -4,5 +4,7 @@
   observer     The tracer's observer that records each call's data flow (capture.py before)
   main         `python -m opbench.model.capture.main`: runs the script under it, bounded steps
   lowering     Framework layers turned into the functions (or primitives) they perform
+  sequence_lowering  nn.LSTM and nn.EmbeddingBag as torch.lstm and F.embedding_bag
+  lowering_record    What a layer lowers to (Lowered)
   ms_backward  MindSpore's value_and_grad wrapped so each grad call adds a backward call
 """

@@ -10,24 +10,14 @@ eval-mode Dropout (and Identity) computes nothing: it lowers to an alias of its 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
+
+from opbench.model.capture.lowering_record import Lowered
+from opbench.model.capture.sequence_lowering import lower_embedding_bag, lower_lstm
 
 __all__ = ["Lowered", "lower", "LOWERINGS"]
 
 F = "torch.nn.functional."
-
-
-@dataclass(frozen=True)
-class Lowered:
-    api: str | None                 # None: an alias (the layer returns its input)
-    args: tuple[Any, ...]
-    kwargs: tuple[tuple[str, Any], ...] = ()
-    # a MindSpore primitive: its constructor's arguments (the replay builds it once)
-    init: tuple[tuple[str, Any], ...] = ()
-    # the layer returns this element of what the call returns (nn.LayerNorm: the primitive's
-    # output, not its mean and variance)
-    pick: int | None = None
 
 
 def _first(args: tuple, kwargs: dict, name: str = "input") -> Any:
@@ -379,6 +369,8 @@ LOWERINGS: dict[str, Callable[[Any, tuple, dict], Lowered | str]] = {
     "torch.nn.Linear": _linear,
     "torch.nn.LayerNorm": _layer_norm,
     "torch.nn.Embedding": _embedding,
+    "torch.nn.EmbeddingBag": lower_embedding_bag,
+    "torch.nn.LSTM": lower_lstm,
     "torch.nn.Conv1d": _conv(1),
     "torch.nn.Conv2d": _conv(2),
     "torch.nn.BatchNorm1d": _batch_norm,

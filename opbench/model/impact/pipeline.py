@@ -40,6 +40,7 @@ from opbench.model.impact.project import (MODES_APART, Estimate, FrameworkTiming
                                           call_times, processes_split, signature_rows, step_ratio,
                                           step_time)
 from opbench.model.replay.executor import CallStatus
+from opbench.model.replay.randomness import draws_random_numbers
 from opbench.model.steady import (DEFAULT_CAPTURE_STEPS, Region, RegionError, StepProgram,
                                   find_region, step_program)
 from opbench.runner import ipc
@@ -222,10 +223,11 @@ def _spec_text(node: Any) -> str:
 
 
 def _tainted(step: StepProgram, stand_in: Sequence[bool]) -> list[bool]:
-    """Calls downstream of a stand-in in either framework: their outputs cannot agree."""
+    """Calls downstream of a stand-in in either framework, or of a call drawing random
+    numbers (a training-mode dropout): their outputs cannot agree."""
     tainted = [False] * len(step.calls)
     for call in step.calls:
-        tainted[call.index] = stand_in[call.index] or any(
+        tainted[call.index] = stand_in[call.index] or draws_random_numbers(call) or any(
             tainted[r.call] for r in refs_in(call))
     return tainted
 

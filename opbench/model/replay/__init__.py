@@ -11,4 +11,9 @@ replay of a step program, its output fingerprints and its timings.
   momentum_route   MindSpore's nn.Momentum (weight decay groups) as itself and as torch's SGD
   optimizer_fold   Per-weight optimizer updates folded into a port's fused kernel
   trainable        Which plain tensors are weights in a hand-written training step
+  inplace_routes   In-place methods MindSpore's CPU lacks, as out-of-place calls written back
+  layer_routes     nn.LSTM and nn.EmbeddingBag (as lowered) in both frameworks
+  attention_dropout  Attention's dropout in MindSpore (random: outputs not compared)
+  randomness       Which calls draw random numbers (a training dropout): not compared
+  call_arguments   A call's arguments by parameter name, for the rule modules
 """

@@ -23,37 +23,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections import namedtuple
 from dataclasses import replace
-from functools import lru_cache
 from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
 from opbench.model.program import Call, Lit, Seq
+from opbench.model.replay.call_arguments import bound as bound_arguments
+from opbench.model.replay.call_arguments import init_arguments
 from opbench.model.replay.route import Route, Unmapped
 
 __all__ = ["MINDSPORE_TO_TORCH_RULES", "bound_arguments", "same_padding", "explicit_padding",
            "ops_as_mint", "functional_twin", "primitive_as_function"]
-
-
-@lru_cache(maxsize=None)
-def _record_type(names: tuple[str, ...]) -> type:
-    return namedtuple("BoundArguments", names)
-
-
-def bound_arguments(call: Call, names: list[str]) -> Any:
-    """Each named parameter's argument, positional or by keyword (None when not given), as a
-    frozen record read by attribute (`v.input`), as routes.py's rules read theirs."""
-    kwargs = dict(call.kwargs)
-    return _record_type(tuple(names))(*(call.args[i] if i < len(call.args) else kwargs.get(n)
-                                        for i, n in enumerate(names)))
-
-
-def init_arguments(call: Call, **defaults: Any) -> Any:
-    """A primitive's recorded constructor arguments, each named one as given or its default,
-    as a frozen record."""
-    given = dict(call.init)
-    return _record_type(tuple(defaults))(*(given.get(n, d) for n, d in defaults.items()))
 
 
 def _plain(value: Any) -> Any:

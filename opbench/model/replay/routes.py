@@ -19,12 +19,14 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from collections import namedtuple
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
+from opbench.model.replay.call_arguments import bound, init_arguments
+from opbench.model.replay.attention_dropout import attention_dropout, attention_route_name
+from opbench.model.replay.inplace_routes import INPLACE_TORCH_TO_MINDSPORE
+from opbench.model.replay.layer_routes import LAYER_TORCH_TO_MINDSPORE, OWN_FRAMEWORK_RULES
 from opbench.model.replay.mindspore_to_torch import (MINDSPORE_TO_TORCH_RULES, ops_as_mint,
                                                      primitive_as_function)
 from opbench.model.replay.momentum_route import MOMENTUM, momentum_route
@@ -61,18 +63,9 @@ def _kw(call: Call) -> dict[str, Any]:
     return dict(call.kwargs)
 
 
-@lru_cache(maxsize=None)
-def _bound_type(names: tuple[str, ...]) -> type:
-    return namedtuple("BoundArguments", names)
-
-
-def _values(call: Call, names: list[str]) -> Any:
-    """Each named parameter's argument, positional or by keyword (None when not given), as a
-    frozen record read by attribute (`v.input`): the rules read their parameters by name, and
-    a misspelt one is an AttributeError, not a silent None."""
-    kw = _kw(call)
-    return _bound_type(tuple(names))(*(call.args[i] if i < len(call.args) else kw.get(n)
-                                       for i, n in enumerate(names)))
+# a call's arguments by parameter name, as a frozen record (call_arguments.py: one helper
+# for every rule module)
+_values = bound
 
 
 def _lit(value: Any, default: Any = None) -> Any:
@@ -274,8 +267,10 @@ def _ms_sdpa(call: Call) -> Route | Unmapped:
     (cases/attention.yaml): MindSpore's fused attention is Ascend-only."""
     values = _values(call, ["query", "key", "value", "attn_mask", "dropout_p", "is_causal",
                             "scale", "enable_gqa"])
-    if _lit(values.dropout_p, 0.0):
-        return Unmapped("attention with dropout: random, not replayed")
+    # dropout on the attention weights, as torch applies it, with the same p (MindSpore's
+    # ops.dropout: mint's has no CPU kernel in 2.10). Random in both: outputs are not
+    # compared (attention_dropout.py, randomness.py)
+    dropout_p = float(_lit(values.dropout_p, 0.0) or 0.0)
     causal = bool(_lit(values.is_causal, False))
     scale = _lit(values.scale, None)
     # grouped-query attention (transformers' Llama / Qwen2 pass enable_gqa=True): the key and
@@ -293,6 +288,7 @@ def _ms_sdpa(call: Call) -> Route | Unmapped:
         where = resolve("mindspore.mint.where")
         ones = resolve("mindspore.mint.ones")
         triu = resolve("mindspore.mint.triu")
+        dropout = attention_dropout(resolve, dropout_p)
 
         broadcast_to = resolve("mindspore.mint.broadcast_to")
         unsqueeze = resolve("mindspore.mint.unsqueeze")
@@ -318,11 +314,11 @@ def _ms_sdpa(call: Call) -> Route | Unmapped:
                     scores = where(m, scores, float("-inf"))
                 else:
                     scores = scores + m
-            return matmul(softmax(scores, -1), v)
+            return matmul(dropout(softmax(scores, -1)), v)
         return attention
 
     args = (values.query, values.key, values.value) + ((mask,) if has_mask else ())
-    return Route("softmax(q @ k^T * scale + mask) @ v (mindspore.mint)", make, args)
+    return Route(attention_route_name(dropout_p), make, args)
 
 
 def _ms_conv2d(call: Call) -> Route | Unmapped:
@@ -567,13 +563,13 @@ TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
 # what torch's training utilities call (clip_grad_norm_'s foreach calls, zero_): their own
 # section, in training_routes.py
 TORCH_TO_MINDSPORE.update(TRAINING_TORCH_TO_MINDSPORE)
+# in-place methods MindSpore 2.10's CPU build has no kernel for, as a port writes them
+TORCH_TO_MINDSPORE.update(INPLACE_TORCH_TO_MINDSPORE)
+# layers lowered to functions a replay adapts in both frameworks (nn.LSTM, nn.EmbeddingBag)
+TORCH_TO_MINDSPORE.update(LAYER_TORCH_TO_MINDSPORE)
 # -- MindSpore -> torch rules ---------------------------------------------------------------
 
-def _init(call: Call, **defaults: Any) -> Any:
-    """The constructor arguments the capture recorded for a primitive or layer (ops.LayerNorm's
-    begin_norm_axis, ...), each named one as given or its default, as a frozen record."""
-    given = dict(call.init)
-    return _bound_type(tuple(defaults))(*(given.get(n, d) for n, d in defaults.items()))
+_init = init_arguments
 
 
 def _torch_layer_norm_primitive(call: Call) -> Route | Unmapped:
@@ -894,6 +890,8 @@ def _route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped
     if call.replay_api == MOMENTUM:
         return momentum_route(call, target)
     if call.framework == target:
+        if call.replay_api in OWN_FRAMEWORK_RULES:
+            return OWN_FRAMEWORK_RULES[call.replay_api](call)
         if call.init or call.kind == "primitive":
             return Route(call.replay_api, _constructed(target, call.replay_api, call.init),
                          call.args, call.kwargs)

@@ -1,0 +1,133 @@
+"""The replay rules added for the conformance corpus' coverage, run in real MindSpore against
+torch (in process, through the replay adapter's own resolve): attention with dropout
+(attention_dropout.py), masked_fill_ and scatter_add_ in place (inplace_routes.py), nn.LSTM
+and nn.EmbeddingBag (layer_routes.py, as capture/sequence_lowering.py lowers them)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from opbench.frameworks.apimap import load_mapping
+from opbench.model.program import Call, Ext, Lit, Ref, Seq
+
+ms = pytest.importorskip("mindspore")
+torch = pytest.importorskip("torch")
+
+from opbench.frameworks import get_adapter  # noqa: E402
+from opbench.model.replay.routes import Route, route_for  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def resolve():
+    adapter = get_adapter("mindspore")
+    adapter.setup("cpu", 1)
+    return adapter.resolve
+
+
+def _call(api: str, args: tuple, kwargs: tuple = (), kind: str = "tensor_method") -> Call:
+    return Call(index=1, framework="torch", api=api, kind=kind, replay_api=api, args=args,
+                kwargs=kwargs, outputs=("tensor", (1,), "float32"), duration_ns=1, start_ns=0)
+
+
+def test_attention_with_dropout_runs_in_mindspore_and_drops_with_torchs_p(resolve):
+    """With p=0.5 about half of the attention weights are dropped and the kept ones scaled by
+    2 (what torch does): the output is random, so its statistics are checked, not values;
+    with values all ones, each output row is the sum of kept weights times 2 (mean 1)."""
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((2, 4, 64, 16)).astype(np.float32)
+    k = rng.standard_normal((2, 4, 64, 16)).astype(np.float32)
+    v = np.ones((2, 4, 64, 16), np.float32)
+    call = _call("torch.nn.functional.scaled_dot_product_attention", (Ref(0), Ext(1), Ext(2)),
+                 (("dropout_p", Lit(0.5)),), kind="function")
+    route = route_for(call, "mindspore", load_mapping())
+    assert isinstance(route, Route) and "dropout" in route.api
+    fn = route.make(resolve)
+    out = fn(ms.Tensor(q), ms.Tensor(k), ms.Tensor(v)).asnumpy()
+    assert out.shape == (2, 4, 64, 16)
+    assert abs(out.mean() - 1.0) < 0.1 and out.std() > 0.05       # dropped and rescaled
+    again = fn(ms.Tensor(q), ms.Tensor(k), ms.Tensor(v)).asnumpy()
+    assert not np.array_equal(out, again)                           # random: a new mask
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        torch.tensor(q), torch.tensor(k), torch.tensor(v), dropout_p=0.5)
+    assert abs(float(expected.mean()) - out.mean()) < 0.1           # torch's, alike
+
+
+def test_masked_fill_in_place_writes_the_receiver_as_torch_does(resolve):
+    rng = np.random.default_rng(1)
+    values = rng.standard_normal((64, 128)).astype(np.float32)
+    call = _call("torch.Tensor.masked_fill_", (Ref(0), Ext(1), Lit(0.0)))
+    fn = route_for(call, "mindspore", load_mapping()).make(resolve)
+    x = ms.Tensor(values.copy())
+    mask = ms.ops.abs(x) < 0.1
+    assert fn(x, mask, 0.0) is x
+    expected = torch.tensor(values)
+    expected.masked_fill_(expected.abs() < 0.1, 0.0)
+    np.testing.assert_array_equal(x.asnumpy(), expected.numpy())
+
+
+def test_scatter_add_in_place_writes_the_receiver_as_torch_does(resolve):
+    rng = np.random.default_rng(2)
+    src = rng.standard_normal((64, 128)).astype(np.float32)
+    index = np.broadcast_to(rng.integers(0, 8, size=(64, 1)), (64, 128)).copy()
+    call = _call("torch.Tensor.scatter_add_", (Ref(0), Lit(0), Ext(1), Ext(2)))
+    fn = route_for(call, "mindspore", load_mapping()).make(resolve)
+    buckets = ms.Tensor(np.zeros((8, 128), np.float32))
+    assert fn(buckets, ms.Tensor(index), ms.Tensor(src)) is buckets
+    expected = torch.zeros(8, 128).scatter_add_(0, torch.tensor(index), torch.tensor(src))
+    np.testing.assert_allclose(buckets.asnumpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("layers, bidirectional, batch_first", [(1, True, True),
+                                                                 (2, False, False)])
+def test_lstm_in_mindspore_on_torchs_weights_computes_torchs_lstm(resolve, layers,
+                                                                  bidirectional, batch_first):
+    """MindSpore's CPU LSTM kernel (what nn.LSTM runs) per layer and direction, on the torch
+    layer's flat weights: the same gate order, so the same output and states."""
+    torch.manual_seed(0)
+    layer = torch.nn.LSTM(32, 16, num_layers=layers, batch_first=batch_first,
+                          bidirectional=bidirectional)
+    x = torch.randn((4, 12, 32) if batch_first else (12, 4, 32))
+    with torch.no_grad():
+        expected, (h, c) = layer(x)
+    params = layer._flat_weights
+    call = _call("torch.lstm", (Ref(0), Lit(None), Seq("list", tuple(Ext(i + 1) for i in
+                                                                     range(len(params)))),
+                                Lit(True), Lit(layers), Lit(0.0), Lit(False),
+                                Lit(bidirectional), Lit(batch_first)), kind="function")
+    mapping = load_mapping()
+    own, (own_h, own_c) = route_for(call, "torch", mapping).make(resolve)(x, None, params)
+    for got, want in ((own, expected), (own_h, h), (own_c, c)):     # the kernel the layer ran
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    out, (ms_h, ms_c) = route_for(call, "mindspore", mapping).make(resolve)(
+        ms.Tensor(x.numpy()), None, [ms.Tensor(p.detach().numpy()) for p in params])
+    for got, want in ((out, expected), (ms_h, h), (ms_c, c)):
+        np.testing.assert_allclose(got.asnumpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_in_mindspore_computes_torchs_bags_from_drawn_offsets(resolve, mode):
+    """Offsets drawn from their range (unsorted, not from 0: torch refuses them as they are)
+    are made usable alike in both frameworks; MindSpore's gather and per-bag reduction then
+    compute torch's embedding_bag, its empty bag (0) included."""
+    torch.manual_seed(1)
+    weight, ids = torch.randn(500, 32), torch.randint(0, 500, (60,))
+    drawn = torch.tensor([31, 0, 44, 10, 10])
+    call = _call("torch.nn.functional.embedding_bag", (Ref(0), Ext(1), Ext(2)),
+                 (("mode", Lit(mode)),), kind="function")
+    mapping = load_mapping()
+    own = route_for(call, "torch", mapping).make(resolve)(ids, weight, drawn, None)
+    expected = torch.nn.functional.embedding_bag(ids, weight, torch.tensor([0, 10, 10, 31, 44]),
+                                                 mode=mode)
+    assert torch.equal(own, expected)
+    out = route_for(call, "mindspore", mapping).make(resolve)(
+        ms.Tensor(ids.numpy()), ms.Tensor(weight.numpy()), ms.Tensor(drawn.numpy()), None)
+    np.testing.assert_allclose(out.asnumpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_clamp_in_place_writes_the_receiver_as_torch_does(resolve):
+    values = np.random.default_rng(3).standard_normal((64, 128)).astype(np.float32) * 3
+    call = _call("torch.Tensor.clamp_", (Ref(0),), (("max", Lit(2.5)),))
+    fn = route_for(call, "mindspore", load_mapping()).make(resolve)
+    x = ms.Tensor(values.copy())
+    assert fn(x, None, 2.5) is x
+    np.testing.assert_array_equal(x.asnumpy(), torch.tensor(values).clamp_(max=2.5).numpy())
