@@ -1,6 +1,7 @@
-"""A captured call's arguments by parameter name, for the rule modules beside routes.py
-(routes.py, mindspore_to_torch.py, attention_dropout.py, inplace_routes.py, layer_routes.py): one helper, so a change in how a
-Call holds its bound arguments is a change here only."""
+"""A captured call's arguments by parameter name, for every rule module (routes.py,
+mindspore_to_torch.py, attention_dropout.py, inplace_routes.py, layer_routes.py,
+randomness.py): one helper, so a change in how a Call holds its bound arguments is a change
+here only."""
 from __future__ import annotations
 
 from collections import namedtuple

@@ -23,6 +23,8 @@ In MindSpore, what a port writes:
   over the second axis for a 2-D input (bags of equal length, no offsets)."""
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import numpy as np
@@ -86,13 +88,28 @@ def _tensor_like(values: np.ndarray, like: Any) -> Any:
 
 # -- torch: the call itself, in the layer's form ---------------------------------------------
 
-def _lstm_settings(call: Call) -> dict[str, Any] | Unmapped:
+@dataclass(frozen=True)
+class LstmSettings:
+    """torch.lstm's arguments: the three tensors (program arguments) and its settings as
+    numbers."""
+
+    input: Any
+    hx: Any
+    params: Any
+    has_biases: bool
+    num_layers: int
+    dropout: float
+    train: bool
+    bidirectional: bool
+    batch_first: bool
+
+
+def _lstm_settings(call: Call) -> LstmSettings | Unmapped:
     v = bound(call, LSTM_PARAMETERS)
     settings = {n: literal(getattr(v, n)) for n in LSTM_PARAMETERS[3:]}
     if any(value is None for value in settings.values()) or v.params is None:
         return Unmapped("torch.lstm without its settings as numbers")
-    return {**settings, "input": v.input, "hx": v.hx or Lit(None),
-            "params": v.params}
+    return LstmSettings(input=v.input, hx=v.hx or Lit(None), params=v.params, **settings)
 
 
 def _torch_lstm(call: Call) -> Route | Unmapped:
@@ -106,21 +123,34 @@ def _torch_lstm(call: Call) -> Route | Unmapped:
         def lstm(x: Any, hx: Any, params: Any) -> Any:
             if hx is None:
                 hx = [_zero_state(x, params, s, x.new_zeros)] * 2
-            out, h, c = torch.lstm(x, tuple(hx), list(params), s["has_biases"],
-                                   s["num_layers"], s["dropout"], s["train"],
-                                   s["bidirectional"], s["batch_first"])
+            out, h, c = torch.lstm(x, tuple(hx), list(params), s.has_biases,
+                                   s.num_layers, s.dropout, s.train,
+                                   s.bidirectional, s.batch_first)
             return out, (h, c)
         return lstm
-    return Route("torch.lstm (as nn.LSTM)", make, (s["input"], s["hx"], s["params"]))
+    return Route("torch.lstm (as nn.LSTM)", make, (s.input, s.hx, s.params))
 
 
-def _zero_state(x: Any, params: Any, s: dict[str, Any], zeros: Callable[..., Any]) -> Any:
-    directions = 2 if s["bidirectional"] else 1
-    batch = x.shape[0] if s["batch_first"] else x.shape[1]
-    return zeros((s["num_layers"] * directions, batch, params[1].shape[1]))
+def _zero_state(x: Any, params: Any, s: LstmSettings, zeros: Callable[..., Any]) -> Any:
+    directions = 2 if s.bidirectional else 1
+    batch = x.shape[0] if s.batch_first else x.shape[1]
+    return zeros((s.num_layers * directions, batch, params[1].shape[1]))
 
 
-def _bag_settings(call: Call) -> dict[str, Any] | Unmapped:
+@dataclass(frozen=True)
+class BagSettings:
+    """F.embedding_bag's arguments: the tensors (program arguments) and its settings."""
+
+    input: Any
+    weight: Any
+    offsets: Any
+    mode: str
+    per_sample_weights: Any
+    include_last_offset: bool
+    padding_idx: int | None
+
+
+def _bag_settings(call: Call) -> BagSettings | Unmapped:
     v = bound(call, BAG_PARAMETERS)
     mode = literal(v.mode, "mean")
     if mode not in BAG_MODES:
@@ -128,10 +158,10 @@ def _bag_settings(call: Call) -> dict[str, Any] | Unmapped:
     for name in ("max_norm", "scale_grad_by_freq", "sparse"):
         if literal(getattr(v, name), None) not in (None, False):
             return Unmapped(f"embedding_bag with {name}: not replayed")
-    return {"input": v.input, "weight": v.weight, "offsets": v.offsets or Lit(None),
-            "mode": mode, "per_sample_weights": v.per_sample_weights or Lit(None),
-            "include_last_offset": bool(literal(v.include_last_offset, False)),
-            "padding_idx": literal(v.padding_idx, None)}
+    return BagSettings(input=v.input, weight=v.weight, offsets=v.offsets or Lit(None),
+                       mode=mode, per_sample_weights=v.per_sample_weights or Lit(None),
+                       include_last_offset=bool(literal(v.include_last_offset, False)),
+                       padding_idx=literal(v.padding_idx, None))
 
 
 def _torch_embedding_bag(call: Call) -> Route | Unmapped:
@@ -148,11 +178,11 @@ def _torch_embedding_bag(call: Call) -> Route | Unmapped:
             if offsets is not None:
                 offsets = offsets_of(offsets, ids.numel())
             return torch.nn.functional.embedding_bag(
-                ids, weight, offsets, mode=s["mode"], per_sample_weights=per_sample,
-                include_last_offset=s["include_last_offset"], padding_idx=s["padding_idx"])
+                ids, weight, offsets, mode=s.mode, per_sample_weights=per_sample,
+                include_last_offset=s.include_last_offset, padding_idx=s.padding_idx)
         return embedding_bag
     return Route("torch.nn.functional.embedding_bag (offsets made usable)", make,
-                 (s["input"], s["weight"], s["offsets"], s["per_sample_weights"]))
+                 (s.input, s.weight, s.offsets, s.per_sample_weights))
 
 
 # -- MindSpore: what a port writes -------------------------------------------------------------
@@ -161,8 +191,8 @@ def _ms_lstm(call: Call) -> Route | Unmapped:
     s = _lstm_settings(call)
     if isinstance(s, Unmapped):
         return s
-    per_direction = 4 if s["has_biases"] else 2
-    directions = 2 if s["bidirectional"] else 1
+    per_direction = 4 if s.has_biases else 2
+    directions = 2 if s.bidirectional else 1
 
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
         import mindspore
@@ -171,74 +201,74 @@ def _ms_lstm(call: Call) -> Route | Unmapped:
         cell, reverse = _DynamicLSTMCPUGPU(), ops.ReverseV2(axis=[0])
 
         def lstm(x: Any, hx: Any, params: Any) -> Any:
-            if s["batch_first"]:
+            if s.batch_first:
                 x = ops.transpose(x, (1, 0, 2))
             if hx is None:
-                zero = _zero_state(x, params, {**s, "batch_first": False},
+                zero = _zero_state(x, params, replace(s, batch_first=False),
                                    lambda shape: ops.zeros(shape, x.dtype))
                 hx = (zero, zero)
             h0, c0 = hx
             hs, cs, layer_input = [], [], x
-            for layer in range(s["num_layers"]):
+            for layer in range(s.num_layers):
                 outs = []
                 for d in range(directions):
                     k = layer * directions + d
                     w = list(params[k * per_direction:(k + 1) * per_direction])
-                    biases = w[2:] if s["has_biases"] else [None, None]
+                    biases = w[2:] if s.has_biases else [None, None]
                     seq = reverse(layer_input) if d else layer_input
                     out, (h, c) = cell(seq, (h0[k], c0[k]), None, w[0], w[1], *biases)
                     outs.append(reverse(out) if d else out)
                     hs.append(h)
                     cs.append(c)
                 layer_input = ops.cat(outs, 2) if directions == 2 else outs[0]
-                if s["train"] and s["dropout"] and layer < s["num_layers"] - 1:
-                    layer_input = ops.dropout(layer_input, p=s["dropout"], training=True)
-            out = ops.transpose(layer_input, (1, 0, 2)) if s["batch_first"] else layer_input
+                if s.train and s.dropout and layer < s.num_layers - 1:
+                    layer_input = ops.dropout(layer_input, p=s.dropout, training=True)
+            out = ops.transpose(layer_input, (1, 0, 2)) if s.batch_first else layer_input
             return out, (ops.cat(hs, 0).view(h0.shape), ops.cat(cs, 0).view(c0.shape))
         return lstm
     return Route("mindspore nn.LSTM's CPU kernel per layer and direction (ops.LSTM, as "
-                 "nn.LSTM)", make, (s["input"], s["hx"], s["params"]))
+                 "nn.LSTM)", make, (s.input, s.hx, s.params))
 
 
 def _ms_embedding_bag(call: Call) -> Route | Unmapped:
     s = _bag_settings(call)
     if isinstance(s, Unmapped):
         return s
-    if s["include_last_offset"] or s["padding_idx"] is not None:
+    if s.include_last_offset or s.padding_idx is not None:
         return Unmapped("embedding_bag with include_last_offset or padding_idx: not replayed "
                         "in MindSpore")
-    mode = s["mode"]
+    mode = s.mode
 
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
-        op = {name: resolve(f"mindspore.ops.{name}") for name in (
+        op = SimpleNamespace(**{name: resolve(f"mindspore.ops.{name}") for name in (
             "gather", "searchsorted", "unsorted_segment_sum", "unsorted_segment_max", "arange",
-            "ones", "maximum", "where", "zeros_like", "sum", "mean", "amax")}
+            "ones", "maximum", "where", "zeros_like", "sum", "mean", "amax")})
         offsets_of = _Offsets(_numpy_of, _tensor_like)
 
         def embedding_bag(ids: Any, weight: Any, offsets: Any, per_sample: Any) -> Any:
-            rows = op["gather"](weight, ids.reshape(-1), 0)
+            rows = op.gather(weight, ids.reshape(-1), 0)
             if per_sample is not None:
                 rows = rows * per_sample.reshape(-1, 1)
             if ids.ndim == 2:
                 rows = rows.reshape(ids.shape[0], ids.shape[1], -1)
-                return op[{"sum": "sum", "mean": "mean", "max": "amax"}[mode]](rows, 1)
+                return getattr(op, {"sum": "sum", "mean": "mean", "max": "amax"}[mode])(rows, 1)
             n, bags = ids.shape[0], offsets.shape[0]
             offsets = offsets_of(offsets, n)
-            positions = op["arange"](n, dtype=offsets.dtype)
-            bag_of = op["searchsorted"](offsets, positions, right=True) - 1
-            reduce = op["unsorted_segment_max" if mode == "max" else "unsorted_segment_sum"]
+            positions = op.arange(n, dtype=offsets.dtype)
+            bag_of = op.searchsorted(offsets, positions, right=True) - 1
+            reduce = (op.unsorted_segment_max if mode == "max" else op.unsorted_segment_sum)
             found = reduce(rows, bag_of, bags)
             if mode == "sum":
                 return found
-            counts = op["unsorted_segment_sum"](op["ones"]((n,), rows.dtype), bag_of, bags)
+            counts = op.unsorted_segment_sum(op.ones((n,), rows.dtype), bag_of, bags)
             if mode == "mean":
-                return found / op["maximum"](counts, 1).reshape(-1, 1)
+                return found / op.maximum(counts, 1).reshape(-1, 1)
             # an empty bag: torch's max is 0 (unsorted_segment_max's is the lowest float)
-            return op["where"](counts.reshape(-1, 1) > 0, found, op["zeros_like"](found))
+            return op.where(counts.reshape(-1, 1) > 0, found, op.zeros_like(found))
         return embedding_bag
     return Route("mindspore.ops.gather + unsorted_segment_sum/max per bag (as "
                  "F.embedding_bag)", make,
-                 (s["input"], s["weight"], s["offsets"], s["per_sample_weights"]))
+                 (s.input, s.weight, s.offsets, s.per_sample_weights))
 
 
 OWN_FRAMEWORK_RULES: dict[str, Callable[[Call], Route | Unmapped]] = {
