@@ -115,8 +115,8 @@ class ModelImpact:
     uncovered: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     measuring_s: float = 0.0
-    # signature key -> (isolated row, cause, why, context factor per framework)
-    isolated: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    # signature key -> alone_cases.IsolatedFinding (the row alone, context factor, cause)
+    isolated: dict[tuple[str, str, str], Any] = field(default_factory=dict)
     isolated_share: float = 0.0    # of the region's traced time measured alone
     isolated_s: float = 0.0
     isolated_note: str = ""        # why nothing was measured alone, when it was not
@@ -425,7 +425,8 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
 
 def _measure_alone(impact: ModelImpact, options: ModelOptions, work: Path,
                    on_progress: Progress) -> None:
-    from opbench.model.impact.alone_cases import cause_of, measure_isolated, target_floor_s
+    from opbench.model.impact.alone_cases import (IsolatedFinding, cause_of, measure_isolated,
+                                                  target_floor_s)
 
     started = time.perf_counter()
     try:
@@ -449,11 +450,7 @@ def _measure_alone(impact: ModelImpact, options: ModelOptions, work: Path,
             context[impact.reference] = row.reference_s / iso.reference_s
         if iso.target_s:
             context[impact.target] = row.target_s / iso.target_s
-        impact.isolated[iso.key] = {"instance": iso.instance_id, "verdict": iso.verdict,
-                                    "ratio": iso.ratio, "ratio_ci": iso.ratio_ci,
-                                    "reference_s": iso.reference_s, "target_s": iso.target_s,
-                                    "context": context, "cause": cause, "why": why,
-                                    "reason": iso.reason}
+        impact.isolated[iso.key] = IsolatedFinding(iso, context, cause, why)
 
 
 def stand_in_share(call_s: Sequence[float], status: Sequence[CallStatus]) -> float:
