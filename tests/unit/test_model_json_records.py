@@ -140,3 +140,24 @@ def test_the_codec_imports_the_standard_library_only():
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom) and node.module}
     assert imported and imported <= set(sys.stdlib_module_names) | {"__future__"}
+
+
+def test_fingerprints_are_read_by_their_fields_in_the_output_check():
+    from opbench.model.impact.output_check import compare
+    one = {"shape": [2], "n": 2, "mean": 1.0, "mean_abs": 1.0, "points": [1.0, 1.0]}
+    assert compare(one, dict(one)) is None
+    assert compare(one, {**one, "shape": [1, 2]}) == "shape [2] against [1, 2]"
+    assert compare({"shape": [0], "n": 0}, {"shape": [0], "n": 0}) is None
+    assert compare(one, {**one, "points": [1.0, 2.0]}).startswith("values differ by up to 0.5")
+    assert compare([one], [one, one]) == "different numbers of outputs"
+
+
+def test_the_call_binding_imports_the_standard_library_only():
+    """The capture's lowerings bind a live call's arguments with it."""
+    import opbench.model.bound_args as bound_args
+    tree = ast.parse(Path(bound_args.__file__).read_text(encoding="utf-8"))
+    imported = {node.module.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module}
+    imported |= {alias.name.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.Import) for alias in node.names}
+    assert imported and imported <= set(sys.stdlib_module_names) | {"__future__"}

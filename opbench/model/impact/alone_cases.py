@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from opbench.config.vocabulary import INTEGER_DTYPES
+from opbench.config.vocabulary import INTEGER_DTYPES, SERIAL
 from opbench.cases.case_files import expand, load_cases
 from opbench.config import DEFAULT_PROCESSES, RunConfig
 from opbench.frameworks.apimap import load_mapping
@@ -204,7 +204,7 @@ def _measured(record: RunRecord, instance_id: str, reference: str, target: str
         if inst.id != instance_id:
             continue
         verdict = inst.verdict.value if inst.verdict is not None else None
-        m = inst.measurements.get("serial")
+        m = inst.measurements.get(SERIAL)
         if m is None:
             return verdict, None, None, None, None, failure_reason(inst)
         return (verdict, m.ratio, (m.ci_low, m.ci_high), m.summary[reference].median_s,

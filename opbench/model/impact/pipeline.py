@@ -490,17 +490,19 @@ def _project(impact: ModelImpact, timing: dict[str, list[ipc.ReplayResult]]) -> 
     impact.signatures = signature_rows(groups, impact.steps, times[ref], times[tgt],
                                        step.traced_ns)
     impact.apis = api_rows(impact.signatures)
-    uncovered: dict[tuple[str, str], dict[str, Any]] = {}
+    not_covered: dict[tuple[str, str], list[int]] = {}
     for i, call in enumerate(step.calls):
         if impact.covered[i]:
             continue
         reasons = [s[i].problem for s in impact.status.values() if not s[i].ok]
-        key = (call.api, reasons[0] if reasons else "not replayed")
-        row = uncovered.setdefault(key, {"api": call.api, "reason": key[1], "calls": 0,
-                                         "traced_s": 0.0})
-        row["calls"] += impact.steps
-        row["traced_s"] += impact.steps * step.traced_ns[i] / 1e9
+        not_covered.setdefault((call.api, reasons[0] if reasons else "not replayed"),
+                               []).append(i)
     total = impact.traced_s
-    impact.uncovered = sorted(({**row, "share": row["traced_s"] / total if total else 0.0}
-                               for row in uncovered.values()),
-                              key=lambda row: row["traced_s"], reverse=True)
+    traced = {key: sum(impact.steps * step.traced_ns[i] / 1e9 for i in indices)
+              for key, indices in not_covered.items()}
+    impact.uncovered = [{"api": api, "reason": reason,
+                         "calls": impact.steps * len(not_covered[(api, reason)]),
+                         "traced_s": traced_s, "share": traced_s / total if total else 0.0}
+                        for (api, reason), traced_s in sorted(traced.items(),
+                                                              key=lambda kv: kv[1],
+                                                              reverse=True)]
