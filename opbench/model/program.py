@@ -15,8 +15,13 @@ An argument is one of:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Union
+
+from opbench.model.json_records import (Codec, JsonRecordError, each, from_object, from_row,
+                                        json_field, optional, row_of, to_object, to_row,
+                                        tuple_of)
 
 __all__ = ["Arg", "Call", "Site", "Dtype", "Ext", "ExternalTensor", "Lit", "Marker", "Opaque",
            "Program", "Ref", "Seq", "SliceOf", "args_from_json", "args_to_json", "refs_in",
@@ -31,7 +36,7 @@ PROGRAM_FORMAT = 2
 @dataclass(frozen=True)
 class Ref:
     call: int
-    path: tuple[int, ...] = ()
+    path: tuple[int, ...] = json_field(codec=tuple_of(), default=())
 
 
 @dataclass(frozen=True)
@@ -56,15 +61,20 @@ class SliceOf:
     step: int | None
 
 
+# An argument's JSON: an object whose first key known here (its tag) says its kind
+# (_ARG_FORMS); for a Seq or an Opaque, its other keys are the record's fields.
+_ARGS = Codec(lambda value, where: args_from_json(value), lambda value: args_to_json(value))
+
+
 @dataclass(frozen=True)
 class Seq:
-    kind: str                 # "list" | "tuple"
-    items: tuple[Any, ...]
+    kind: str = json_field(key="seq")          # "list" | "tuple"
+    items: tuple[Any, ...] = json_field(codec=tuple_of(_ARGS))
 
 
 @dataclass(frozen=True)
 class Opaque:
-    type_name: str
+    type_name: str = json_field(key="opaque")
     text: str = ""
 
 
@@ -76,7 +86,7 @@ class ExternalTensor:
     """A tensor the program reads but did not make. Integer tensors keep their observed
     range, so a replay draws indices that stay in bounds (an embedding's token ids)."""
     id: int
-    shape: tuple[int, ...]
+    shape: tuple[int, ...] = json_field(codec=tuple_of())
     dtype: str
     role: str                      # "parameter" | "state" (a Parameter without gradient)
                                    # | "input"
@@ -93,31 +103,60 @@ class Site:
     last_line: int
 
 
+def _tuples(value: Any) -> Any:
+    """JSON lists back to the tuples the described outputs were."""
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+# The capture file's codecs for a call's parts (keys short: a capture holds up to
+# DEFAULT_MAX_CALLS calls).
+_OUTPUTS = Codec(lambda value, where: _tuples(value), lambda value: value)
+_KWARGS = tuple_of(Codec(lambda pair, where: (pair[0], args_from_json(pair[1])),
+                         lambda pair: [pair[0], args_to_json(pair[1])]))
+_INIT = tuple_of(Codec(lambda pair, where: (pair[0], _tuples(pair[1])),
+                       lambda pair: [pair[0], pair[1]]))
+# grad_enabled is written as its negation, and only when set ("no_grad": true)
+_NEGATED = Codec(lambda value, where: not value, lambda value: not value)
+
+
 @dataclass(frozen=True)
 class Call:
     """One recorded top-level framework call, as the script made it and as it replays."""
-    index: int                     # position in Program.calls
-    framework: str
-    api: str                       # as traced: torch.nn.Linear, torch.Tensor.__add__, ...
-    kind: str                      # function | tensor_method | module | primitive
-    replay_api: str | None         # the call that replays it (a module lowered to its
-                                   # function); None: cannot be replayed (see `problem`)
-    args: tuple[Any, ...]
-    kwargs: tuple[tuple[str, Any], ...]
-    outputs: Any                   # described result: ("tensor", shape, dtype) trees
-    duration_ns: int               # traced time of the call (serial: synced)
-    start_ns: int
-    problem: str | None = None     # why it cannot be replayed
-    alias_of: Ref | Ext | None = None   # a no-op call (eval dropout): its output is this
-    backward: bool = False         # a Tensor.backward() call (training step)
-    grad_enabled: bool = True      # torch's grad mode when called (an optimizer step: off)
+    index: int = json_field(key="i")       # position in Program.calls
+    framework: str = json_field(key="fw")
+    api: str = json_field()                # as traced: torch.nn.Linear, torch.Tensor.__add__
+    kind: str = json_field()               # function | tensor_method | module | primitive
+    # the call that replays it (a module lowered to its function); None: cannot be
+    # replayed (see `problem`)
+    replay_api: str | None = json_field(key="replay")
+    args: tuple[Any, ...] = json_field(codec=_ARGS)      # written as one tuple argument
+    kwargs: tuple[tuple[str, Any], ...] = json_field(codec=_KWARGS)
+    # described result: ("tensor", shape, dtype) trees
+    outputs: Any = json_field(key="out", codec=_OUTPUTS)
+    duration_ns: int = json_field(key="ns")     # traced time of the call (serial: synced)
+    start_ns: int = json_field(key="t")
+    # why it cannot be replayed
+    problem: str | None = json_field(omit_default=True, default=None)
+    # a no-op call (eval dropout): its output is this
+    alias_of: Ref | Ext | None = json_field(key="alias", codec=optional(_ARGS),
+                                            omit_default=True, default=None)
+    # a Tensor.backward() call (training step)
+    backward: bool = json_field(omit_default=True, default=False)
+    # torch's grad mode when called (an optimizer step: off)
+    grad_enabled: bool = json_field(key="no_grad", codec=_NEGATED, omit_default=True,
+                                    default=True)
     # a MindSpore primitive instance's constructor arguments (plain values): the replay
     # builds the primitive from them
-    init: tuple[tuple[str, Any], ...] = ()
-    pick: int | None = None        # a layer returning one element of what the call returns
+    init: tuple[tuple[str, Any], ...] = json_field(codec=_INIT, omit_default=True,
+                                                   default=())
+    # a layer returning one element of what the call returns
+    pick: int | None = json_field(omit_default=True, default=None)
     # where the user's code made the call: the first frame outside torch, MindSpore and
     # opbench (file, first line, last line of the call expression); None: not found
-    site: Site | None = None
+    site: Site | None = json_field(codec=optional(row_of(Site)), omit_default=True,
+                                   default=None)
 
     @property
     def replayable(self) -> bool:
@@ -140,140 +179,88 @@ class Program:
     launch: str                    # "queued" | "blocking" (MindSpore); torch CPU: "blocking"
     device: str
     timing: str                    # how durations were taken ("serial")
-    calls: tuple[Call, ...]
-    externals: tuple[ExternalTensor, ...]
-    markers: tuple[Marker, ...] = ()
+    calls: tuple[Call, ...] = json_field(codec=each(Call))
+    # written as arrays of their fields: a capture holds thousands
+    externals: tuple[ExternalTensor, ...] = json_field(codec=tuple_of(row_of(ExternalTensor)))
+    markers: tuple[Marker, ...] = json_field(codec=tuple_of(row_of(Marker)), default=())
     wall_ns: int = 0               # first call's start to last call's end
     overhead_ns_per_call: float = 0.0   # tracer bookkeeping per recorded call
     # the part of it inside each call's duration (trace/overhead.py): steady.step_program
     # takes it out of the traced times
     in_window_ns_per_call: float = 0.0
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = json_field(codec=tuple_of(), default=())
     dropped_calls: int = 0         # calls past the capture cap (not in `calls`)
     script_status: int = 0         # the script's exit status
     script_error: str | None = None
-    frameworks_imported: tuple[str, ...] = field(default_factory=tuple)
-    cpus: tuple[int, ...] = ()     # the cores the script could run on (its affinity)
+    frameworks_imported: tuple[str, ...] = json_field(codec=tuple_of(), default=())
+    # the cores the script could run on (its affinity)
+    cpus: tuple[int, ...] = json_field(codec=tuple_of(), default=())
     # why the capture ended before the script did (the steps wanted were recorded), or None
     ended_early: str | None = None
 
-    # -- JSON ---------------------------------------------------------------------------
+    # -- JSON: the capture file (format PROGRAM_FORMAT), by the fields above -------------
     def to_json(self) -> dict[str, Any]:
-        return {
-            "format": PROGRAM_FORMAT, "framework": self.framework, "version": self.version,
-            "threads": self.threads, "launch": self.launch, "device": self.device,
-            "timing": self.timing, "wall_ns": self.wall_ns,
-            "overhead_ns_per_call": self.overhead_ns_per_call,
-            "in_window_ns_per_call": self.in_window_ns_per_call, "notes": list(self.notes),
-            "dropped_calls": self.dropped_calls, "script_status": self.script_status,
-            "script_error": self.script_error,
-            "frameworks_imported": list(self.frameworks_imported),
-            "cpus": list(self.cpus), "ended_early": self.ended_early,
-            "markers": [[m.at, m.label] for m in self.markers],
-            "externals": [[e.id, list(e.shape), e.dtype, e.role, e.name, e.low, e.high]
-                          for e in self.externals],
-            "calls": [_call_to_json(c) for c in self.calls],
-        }
+        return {"format": PROGRAM_FORMAT, **to_object(self)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Program:
-        if data.get("format") != PROGRAM_FORMAT:
-            raise ValueError(f"capture format {data.get('format')!r}, expected "
+        """The program of a capture file; ValueError when another opbench wrote it or a key
+        is missing (the message names the key)."""
+        written = data.get("format") if isinstance(data, dict) else None
+        if written != PROGRAM_FORMAT:
+            raise ValueError(f"capture format {written!r}, expected "
                              f"{PROGRAM_FORMAT}: written by another opbench version")
-        return cls(
-            framework=data["framework"], version=data["version"], threads=data["threads"],
-            launch=data["launch"], device=data["device"], timing=data["timing"],
-            calls=tuple(_call_from_json(c) for c in data["calls"]),
-            externals=tuple(ExternalTensor(e[0], tuple(e[1]), e[2], e[3], e[4], e[5], e[6])
-                            for e in data["externals"]),
-            markers=tuple(Marker(at, label) for at, label in data["markers"]),
-            wall_ns=data["wall_ns"], overhead_ns_per_call=data["overhead_ns_per_call"],
-            in_window_ns_per_call=data.get("in_window_ns_per_call", 0.0),
-            notes=tuple(data["notes"]), dropped_calls=data["dropped_calls"],
-            script_status=data["script_status"], script_error=data["script_error"],
-            frameworks_imported=tuple(data["frameworks_imported"]),
-            cpus=tuple(data.get("cpus", ())), ended_early=data.get("ended_early"))
+        try:
+            return from_object(cls, data)
+        except JsonRecordError as exc:
+            raise ValueError(f"capture file: {exc}") from None
 
 
-def _call_to_json(c: Call) -> dict[str, Any]:
-    out: dict[str, Any] = {"i": c.index, "fw": c.framework, "api": c.api, "kind": c.kind,
-                           "replay": c.replay_api, "args": args_to_json(c.args),
-                           "kwargs": [[k, args_to_json(v)] for k, v in c.kwargs],
-                           "out": c.outputs, "ns": c.duration_ns, "t": c.start_ns}
-    if c.problem:
-        out["problem"] = c.problem
-    if c.alias_of is not None:
-        out["alias"] = args_to_json(c.alias_of)
-    if c.backward:
-        out["backward"] = True
-    if not c.grad_enabled:
-        out["no_grad"] = True
-    if c.init:
-        out["init"] = [[k, v] for k, v in c.init]
-    if c.pick is not None:
-        out["pick"] = c.pick
-    if c.site is not None:
-        out["site"] = [c.site.file, c.site.first_line, c.site.last_line]
-    return out
+def _arg_form(tag: str, cls: type, *, row: bool = False, whole: bool = False
+              ) -> tuple[str, type, Callable[[Any], Any], Callable[[Any, dict], Any]]:
+    """(tag, kind, encode, decode(payload, whole object)) of one argument kind: its fields
+    as an array under the tag (`row`), the whole object its fields (`whole`: Seq, Opaque),
+    or its one field's value under the tag."""
+    if row:
+        return (tag, cls, lambda v: {tag: to_row(v)},
+                lambda payload, obj: from_row(cls, payload, tag))
+    if whole:
+        return tag, cls, to_object, lambda payload, obj: from_object(cls, obj, tag)
+    (only,) = dataclasses.fields(cls)
+    return (tag, cls, lambda v: {tag: getattr(v, only.name)},
+            lambda payload, obj: cls(payload))
 
 
-def _call_from_json(d: dict[str, Any]) -> Call:
-    return Call(index=d["i"], framework=d["fw"], api=d["api"], kind=d["kind"],
-                replay_api=d["replay"], args=args_from_json(d["args"]),
-                kwargs=tuple((k, args_from_json(v)) for k, v in d["kwargs"]),
-                outputs=_tuples(d["out"]), duration_ns=d["ns"], start_ns=d["t"],
-                problem=d.get("problem"),
-                alias_of=args_from_json(d["alias"]) if "alias" in d else None,
-                backward=d.get("backward", False), grad_enabled=not d.get("no_grad", False),
-                init=tuple((k, _tuples(v)) for k, v in d.get("init", ())),
-                pick=d.get("pick"),
-                site=Site(*d["site"]) if "site" in d else None)
-
-
-def _tuples(value: Any) -> Any:
-    """JSON lists back to the tuples the described outputs were."""
-    if isinstance(value, list):
-        return tuple(_tuples(v) for v in value)
-    return value
+# One row per argument kind: the tag its JSON object starts with, its class, how it is
+# written and read. A tuple (a call's positional arguments nested) is {"t": [...]}.
+_ARG_FORMS = (
+    ("t", tuple, lambda v: {"t": [args_to_json(x) for x in v]},
+     lambda payload, obj: tuple(args_from_json(x) for x in payload)),
+    _arg_form("ref", Ref, row=True),
+    _arg_form("ext", Ext),
+    _arg_form("lit", Lit),
+    _arg_form("dtype", Dtype),
+    _arg_form("slice", SliceOf, row=True),
+    _arg_form("seq", Seq, whole=True),
+    _arg_form("opaque", Opaque, whole=True),
+)
+_ENCODE_ARG = {cls: encode for _, cls, encode, _ in _ARG_FORMS}
+_DECODE_ARG = {tag: decode for tag, _, _, decode in _ARG_FORMS}
 
 
 def args_to_json(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return {"t": [args_to_json(v) for v in value]}
-    if isinstance(value, Ref):
-        return {"ref": [value.call, list(value.path)]}
-    if isinstance(value, Ext):
-        return {"ext": value.id}
-    if isinstance(value, Lit):
-        return {"lit": value.value}
-    if isinstance(value, Dtype):
-        return {"dtype": value.name}
-    if isinstance(value, SliceOf):
-        return {"slice": [value.start, value.stop, value.step]}
-    if isinstance(value, Seq):
-        return {"seq": value.kind, "items": [args_to_json(v) for v in value.items]}
-    if isinstance(value, Opaque):
-        return {"opaque": value.type_name, "text": value.text}
-    raise TypeError(f"not a program argument: {value!r}")
+    encode = _ENCODE_ARG.get(tuple if isinstance(value, tuple) else type(value))
+    if encode is None:
+        raise TypeError(f"not a program argument: {value!r}")
+    return encode(value)
 
 
 def args_from_json(value: Any) -> Any:
-    if "t" in value:
-        return tuple(args_from_json(v) for v in value["t"])
-    if "ref" in value:
-        return Ref(value["ref"][0], tuple(value["ref"][1]))
-    if "ext" in value:
-        return Ext(value["ext"])
-    if "lit" in value:
-        return Lit(value["lit"])
-    if "dtype" in value:
-        return Dtype(value["dtype"])
-    if "slice" in value:
-        return SliceOf(*value["slice"])
-    if "seq" in value:
-        return Seq(value["seq"], tuple(args_from_json(v) for v in value["items"]))
-    if "opaque" in value:
-        return Opaque(value["opaque"], value.get("text", ""))
+    if isinstance(value, dict):
+        for tag, payload in value.items():
+            decode = _DECODE_ARG.get(tag)
+            if decode is not None:
+                return decode(payload, value)
     raise ValueError(f"not a program argument: {value!r}")
 
 

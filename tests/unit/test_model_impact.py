@@ -434,3 +434,34 @@ def test_sides_neither_of_which_runs_the_script_s_framework_are_a_model_error(
         measure_program(_program(), options, Interpreter(sys.executable, False),
                         ["python", "train.py"], tmp_path)
     assert two_torch_builds == []                  # nothing replayed
+
+
+def test_a_signature_measured_alone_reaches_the_record_and_reads_back(replays_here, tmp_path,
+                                                                      monkeypatch):
+    """The alone stage's findings (alone_cases.IsolatedFinding, one per row) are written in
+    the signature and API rows and read back as typed fields."""
+    import opbench.model.impact.alone_cases as alone_module
+    from opbench.model.impact.alone_cases import IsolatedRow
+
+    def measured(impact, budget_s, workdir, processes, on_progress):
+        rows = [IsolatedRow((r.api, r.signature, r.mapped_api), "i1", "SLOW", 0.5,
+                            (0.4, 0.6), r.reference_s / 2, r.target_s / 4)
+                for r in impact.signatures if r.api == "torch.matmul"]
+        return rows, None, 0.5
+
+    monkeypatch.setattr(alone_module, "measure_isolated", measured)
+    impact = measure_program(_program(), replace(OPTIONS, isolated_budget_s=60.0),
+                             Interpreter(sys.executable, False), ["python", "train.py"],
+                             tmp_path)
+    written = impact_json(impact)
+    jsonschema.Draft202012Validator(model_schema()).validate({"model": written})
+    (sig,) = [s for s in written["signatures"] if s["api"] == "torch.matmul"]
+    assert sig["isolated_ratio"] == 0.5 and sig["isolated_ratio_ci"] == [0.4, 0.6]
+    assert sig["verdict"] == "SLOW"
+    assert sig["context_factor"] == {"torch": pytest.approx(2.0), "mindspore": pytest.approx(4.0)}
+    assert sig["cause"] == "context" and "4x its time alone" in sig["cause_detail"]
+    record = ModelRecord.from_json(written)
+    top = record.apis[0]
+    assert top.api == "torch.matmul" and top.isolated_signature == sig["signature"]
+    assert top.isolated_ratio_ci == (0.4, 0.6) and top.cause == "context"
+    assert dict(top.context_factor) == sig["context_factor"]

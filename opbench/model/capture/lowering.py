@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from opbench.model.bound_args import bind
 from opbench.model.capture.lowering_record import Lowered
 from opbench.model.capture.sequence_lowering import lower_embedding_bag, lower_lstm
 
@@ -131,12 +132,12 @@ def _cross_entropy(m: Any, args: tuple, kwargs: dict) -> Lowered:
         extra.append(("reduction", m.reduction))
     if m.label_smoothing:
         extra.append(("label_smoothing", float(m.label_smoothing)))
-    target = args[1] if len(args) > 1 else kwargs["target"]
+    target = bind(("input", "target"), args, kwargs).target
     return Lowered(F + "cross_entropy", (_first(args, kwargs), target), tuple(extra))
 
 
 def _mse(m: Any, args: tuple, kwargs: dict) -> Lowered:
-    target = args[1] if len(args) > 1 else kwargs["target"]
+    target = bind(("input", "target"), args, kwargs).target
     extra = (("reduction", m.reduction),) if m.reduction != "mean" else ()
     return Lowered(F + "mse_loss", (_first(args, kwargs), target), extra)
 
@@ -260,8 +261,7 @@ def _ms_embedding(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
 
 
 def _ms_cross_entropy(m: Any, args: tuple, kwargs: dict) -> Lowered:
-    logits = args[0] if args else kwargs["logits"]
-    labels = args[1] if len(args) > 1 else kwargs["labels"]
+    logits, labels = bind(("logits", "labels"), args, kwargs)
     return Lowered(MS + "cross_entropy", (logits, labels, m.weight, m.ignore_index,
                                           m.reduction, float(m.label_smoothing)))
 
@@ -269,8 +269,7 @@ def _ms_cross_entropy(m: Any, args: tuple, kwargs: dict) -> Lowered:
 def _ms_mse(m: Any, args: tuple, kwargs: dict) -> Lowered:
     """nn.MSELoss keeps its reduction as LossBase's two flags (reduce, average), not by name;
     ops.mse_loss takes it by keyword (torch's mse_loss has size_average third)."""
-    logits = args[0] if args else kwargs["logits"]
-    labels = args[1] if len(args) > 1 else kwargs["labels"]
+    logits, labels = bind(("logits", "labels"), args, kwargs)
     reduction = "none" if not m.reduce else ("mean" if m.average else "sum")
     extra = (("reduction", reduction),) if reduction != "mean" else ()
     return Lowered(MS + "mse_loss", (logits, labels), extra)
@@ -299,7 +298,7 @@ def _ms_optimizer_common(m: Any, args: tuple, kwargs: dict) -> tuple[list, Any] 
         return "an optimizer with weight decay: not replayed"
     if float(getattr(m, "loss_scale", 1.0)) != 1.0:
         return "an optimizer with loss scaling: not replayed"
-    gradients = args[0] if args else kwargs["gradients"]
+    gradients = bind(("gradients",), args, kwargs).gradients
     return list(m.parameters), gradients
 
 

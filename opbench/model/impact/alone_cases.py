@@ -25,11 +25,11 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import yaml
 
-from opbench.config.vocabulary import INTEGER_DTYPES
+from opbench.config.vocabulary import INTEGER_DTYPES, SERIAL
 from opbench.cases.case_files import expand, load_cases
 from opbench.config import DEFAULT_PROCESSES, RunConfig
 from opbench.frameworks.apimap import load_mapping
@@ -40,7 +40,7 @@ from opbench.model.replay.routes import Route, Unmapped, case_spelling, route_fo
 from opbench.runloop.recorded_run import run
 from opbench.results.records import RunRecord
 
-__all__ = ["IsolatedRow", "measure_isolated", "case_for", "cause_of", "target_floor_s",
+__all__ = ["IsolatedFinding", "IsolatedRow", "measure_isolated", "case_for", "cause_of", "target_floor_s",
            "DISPATCH_BOUND_FACTOR", "CONTEXT_FACTOR_BOUND"]
 
 # A call within this factor of its framework's per-call floor is dominated by dispatch (the
@@ -74,6 +74,16 @@ class IsolatedRow:
     reference_s: float | None          # alone, per call (median)
     target_s: float | None
     reason: str = ""                   # why it was not measured alone
+
+
+@dataclass(frozen=True)
+class IsolatedFinding:
+    """A signature row measured alone, set against its in-context times (pipeline.py):
+    what record.py writes for the row."""
+    alone: IsolatedRow
+    context: Mapping[str, float]       # per side: in-context time over the time alone
+    cause: str                         # context | overhead | kernel | unknown ("": none lost)
+    why: str                           # one line saying why
 
 
 def _spec(node: Any) -> tuple[tuple[int, ...], str, Any, Any] | None:
@@ -194,7 +204,7 @@ def _measured(record: RunRecord, instance_id: str, reference: str, target: str
         if inst.id != instance_id:
             continue
         verdict = inst.verdict.value if inst.verdict is not None else None
-        m = inst.measurements.get("serial")
+        m = inst.measurements.get(SERIAL)
         if m is None:
             return verdict, None, None, None, None, failure_reason(inst)
         return (verdict, m.ratio, (m.ci_low, m.ci_high), m.summary[reference].median_s,

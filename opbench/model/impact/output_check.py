@@ -5,14 +5,32 @@ Used across frameworks (impact/pipeline.py) and within one, original against swa
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CHECK_RTOL", "CHECK_ATOL", "compare"]
+from opbench.model.json_records import from_object, json_field, tuple_of
+
+__all__ = ["CHECK_RTOL", "CHECK_ATOL", "Fingerprint", "compare"]
 
 # Relative difference of the outputs' fingerprints above which two frameworks' replays of a
 # call disagree (float32 kernels differ in summation order: 1e-3 relative is far above it).
 CHECK_RTOL = 2e-3
 CHECK_ATOL = 1e-4
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """One output array's fingerprint as a replay process sends it (a plain object in its
+    reply: executor.fingerprint), read here by its fields."""
+    shape: tuple[int, ...] = json_field(codec=tuple_of())
+    n: int = 0                           # elements (0: empty, nothing else is sent)
+    mean: float | None = None            # over the finite elements (None: none finite)
+    mean_abs: float | None = None
+    points: tuple[float, ...] = json_field(codec=tuple_of(), default=())   # fixed positions
+
+    def values(self) -> list[float]:
+        """What is compared: the points, then the two moments (None as 0)."""
+        return [*self.points, self.mean or 0.0, self.mean_abs or 0.0]
 
 
 def compare(a: Any, b: Any, atol: float = CHECK_ATOL) -> str | None:
@@ -28,13 +46,13 @@ def compare(a: Any, b: Any, atol: float = CHECK_ATOL) -> str | None:
             if found:
                 return found
         return None
-    if a["shape"] != b["shape"]:
-        return f"shape {a['shape']} against {b['shape']}"
-    if a.get("n", 0) == 0:
+    a, b = from_object(Fingerprint, a), from_object(Fingerprint, b)
+    if a.shape != b.shape:
+        return f"shape {list(a.shape)} against {list(b.shape)}"
+    if a.n == 0:
         return None
     worst = 0.0
-    for x, y in zip(a["points"] + [a["mean"] or 0.0, a["mean_abs"] or 0.0],
-                    b["points"] + [b["mean"] or 0.0, b["mean_abs"] or 0.0]):
+    for x, y in zip(a.values(), b.values()):
         if math.isnan(x) and math.isnan(y):
             continue
         diff = abs(x - y)

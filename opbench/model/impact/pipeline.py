@@ -115,8 +115,8 @@ class ModelImpact:
     uncovered: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     measuring_s: float = 0.0
-    # signature key -> (isolated row, cause, why, context factor per framework)
-    isolated: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    # signature key -> alone_cases.IsolatedFinding (the row alone, context factor, cause)
+    isolated: dict[tuple[str, str, str], Any] = field(default_factory=dict)
     isolated_share: float = 0.0    # of the region's traced time measured alone
     isolated_s: float = 0.0
     isolated_note: str = ""        # why nothing was measured alone, when it was not
@@ -421,7 +421,8 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
 
 def _measure_alone(impact: ModelImpact, options: ModelOptions, work: Path,
                    on_progress: Progress) -> None:
-    from opbench.model.impact.alone_cases import cause_of, measure_isolated, target_floor_s
+    from opbench.model.impact.alone_cases import (IsolatedFinding, cause_of, measure_isolated,
+                                                  target_floor_s)
 
     started = time.perf_counter()
     try:
@@ -445,11 +446,7 @@ def _measure_alone(impact: ModelImpact, options: ModelOptions, work: Path,
             context[impact.reference] = row.reference_s / iso.reference_s
         if iso.target_s:
             context[impact.target] = row.target_s / iso.target_s
-        impact.isolated[iso.key] = {"instance": iso.instance_id, "verdict": iso.verdict,
-                                    "ratio": iso.ratio, "ratio_ci": iso.ratio_ci,
-                                    "reference_s": iso.reference_s, "target_s": iso.target_s,
-                                    "context": context, "cause": cause, "why": why,
-                                    "reason": iso.reason}
+        impact.isolated[iso.key] = IsolatedFinding(iso, context, cause, why)
 
 
 def stand_in_share(call_s: Sequence[float], status: Sequence[CallStatus]) -> float:
@@ -489,17 +486,19 @@ def _project(impact: ModelImpact, timing: dict[str, list[ipc.ReplayResult]]) -> 
     impact.signatures = signature_rows(groups, impact.steps, times[ref], times[tgt],
                                        step.traced_ns)
     impact.apis = api_rows(impact.signatures)
-    uncovered: dict[tuple[str, str], dict[str, Any]] = {}
+    not_covered: dict[tuple[str, str], list[int]] = {}
     for i, call in enumerate(step.calls):
         if impact.covered[i]:
             continue
         reasons = [s[i].problem for s in impact.status.values() if not s[i].ok]
-        key = (call.api, reasons[0] if reasons else "not replayed")
-        row = uncovered.setdefault(key, {"api": call.api, "reason": key[1], "calls": 0,
-                                         "traced_s": 0.0})
-        row["calls"] += impact.steps
-        row["traced_s"] += impact.steps * step.traced_ns[i] / 1e9
+        not_covered.setdefault((call.api, reasons[0] if reasons else "not replayed"),
+                               []).append(i)
     total = impact.traced_s
-    impact.uncovered = sorted(({**row, "share": row["traced_s"] / total if total else 0.0}
-                               for row in uncovered.values()),
-                              key=lambda row: row["traced_s"], reverse=True)
+    traced = {key: sum(impact.steps * step.traced_ns[i] / 1e9 for i in indices)
+              for key, indices in not_covered.items()}
+    impact.uncovered = [{"api": api, "reason": reason,
+                         "calls": impact.steps * len(not_covered[(api, reason)]),
+                         "traced_s": traced_s, "share": traced_s / total if total else 0.0}
+                        for (api, reason), traced_s in sorted(traced.items(),
+                                                              key=lambda kv: kv[1],
+                                                              reverse=True)]

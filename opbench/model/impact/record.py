@@ -10,12 +10,16 @@ import json
 import math
 from importlib import resources
 from pathlib import Path
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Mapping
 
 from opbench.model.impact.project import modes_apart
+from opbench.model.json_records import (PLAIN, Codec, JsonRecordError, by_name, each,
+                                        from_object, json_field, object_of, optional,
+                                        tuple_of)
 
 if TYPE_CHECKING:      # the record reads the impact; nothing here runs it
+    from opbench.model.impact.alone_cases import IsolatedFinding
     from opbench.model.impact.pipeline import ModelImpact
 
 __all__ = ["MODEL_FORMAT", "impact_json", "SuggestionRow", "model_schema", "ModelRecord", "LostRow",
@@ -47,15 +51,16 @@ def _row(row: Any, other: str, reference: str) -> dict[str, Any]:
     }
 
 
-def _isolated(found: dict[str, Any] | None) -> dict[str, Any]:
-    if not found:
+def _isolated(found: IsolatedFinding | None) -> dict[str, Any]:
+    if found is None:
         return {}
-    return {"isolated_ratio": _num(found["ratio"]),
-            "isolated_ratio_ci": [_num(v) for v in found["ratio_ci"]] if found["ratio_ci"]
+    alone = found.alone
+    return {"isolated_ratio": _num(alone.ratio),
+            "isolated_ratio_ci": [_num(v) for v in alone.ratio_ci] if alone.ratio_ci
             else None,
-            "verdict": found["verdict"], "cause": found["cause"] or None,
-            "cause_detail": found["why"] or found["reason"] or None,
-            "context_factor": {k: _num(v) for k, v in found["context"].items()}}
+            "verdict": alone.verdict, "cause": found.cause or None,
+            "cause_detail": found.why or alone.reason or None,
+            "context_factor": {k: _num(v) for k, v in found.context.items()}}
 
 
 def _api_isolated(impact: ModelImpact, api_row: Any) -> dict[str, Any]:
@@ -63,14 +68,14 @@ def _api_isolated(impact: ModelImpact, api_row: Any) -> dict[str, Any]:
     for sig in impact.signatures:                  # sorted by time lost
         if sig.api == api_row.api and sig.mapped_api == api_row.mapped_api:
             found = impact.isolated.get((sig.api, sig.signature, sig.mapped_api))
-            if found and found["ratio"] is not None:
+            if found is not None and found.alone.ratio is not None:
                 return {**_isolated(found), "isolated_signature": sig.signature}
     for sig in impact.signatures:
         if sig.api == api_row.api and sig.mapped_api == api_row.mapped_api:
             found = impact.isolated.get((sig.api, sig.signature, sig.mapped_api))
-            if found:
-                return {"cause": found["cause"] or None,
-                        "cause_detail": found["why"] or found["reason"] or None}
+            if found is not None:
+                return {"cause": found.cause or None,
+                        "cause_detail": found.why or found.alone.reason or None}
     return {}
 
 
@@ -158,13 +163,18 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
 
 
 # -- reading: the typed record the views take ---------------------------------------------
+# Each record below is read from its JSON object by its fields (model/json_records.py): a
+# field from the key of its name, through the codec its json_field names; absent keys take
+# the field's default (older files, rows not measured alone).
 
-def _build(cls: type, data: Mapping[str, Any] | None) -> Any:
-    """A frozen record from its JSON object: each field from its key, absent keys take the
-    field's default (older files, rows not measured alone)."""
-    data = data or {}
-    given = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-    return cls(**given)
+def _object_or_empty(cls: type) -> Codec:
+    """A nested object; null reads as the record of no keys (its defaults)."""
+    return Codec(lambda value, where: from_object(cls, value or {}, where),
+                 object_of(cls).encode)
+
+
+_PAIR = tuple_of()
+_BY_NAME = by_name()
 
 
 @dataclass(frozen=True)
@@ -176,7 +186,7 @@ class Projection:
     method: str = ""
     launch: str | None = None
     scale: float | None = None
-    process_medians: tuple[float, ...] = ()
+    process_medians: tuple[float, ...] = json_field(codec=tuple_of(), default=())
 
     def modes_apart(self) -> float:
         """Slowest process median over the fastest (1 for one process)."""
@@ -193,19 +203,21 @@ class LostRow:
     reference_s: float | None
     target_s: float | None
     ratio: float | None
-    ratio_ci: tuple[float | None, float | None]
+    ratio_ci: tuple[float | None, float | None] = json_field(codec=_PAIR)
     lost_s: float | None
-    lost_ci: tuple[float | None, float | None]
+    lost_ci: tuple[float | None, float | None] = json_field(codec=_PAIR)
     share: float = 0.0
     signatures: int = 0
     signature: str = ""
     traced_s: float = 0.0
     isolated_ratio: float | None = None
-    isolated_ratio_ci: tuple[float | None, float | None] | None = None
+    isolated_ratio_ci: tuple[float | None, float | None] | None = json_field(
+        codec=optional(_PAIR), default=None)
     verdict: str | None = None
     cause: str | None = None
     cause_detail: str | None = None
-    context_factor: Mapping[str, float | None] = field(default_factory=dict)
+    context_factor: Mapping[str, float | None] = json_field(codec=_BY_NAME,
+                                                            default_factory=dict)
     isolated_signature: str = ""
 
 
@@ -250,7 +262,7 @@ class Training:
     backward_traced_s: float
     backward_share: float
     covered: bool
-    how: Mapping[str, str] = field(default_factory=dict)
+    how: Mapping[str, str] = json_field(codec=_BY_NAME, default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -296,7 +308,10 @@ class SuggestionRow:
                                # | did not run
     outputs_equal: bool | None = None
     max_difference: float | None = None   # outputs' largest relative difference
-    saving_s: Mapping[str, float] | None = None    # estimate, ci_low, ci_high (per step)
+    # estimate, ci_low, ci_high (per step); an empty object reads as None
+    saving_s: Mapping[str, float] | None = json_field(
+        codec=Codec(lambda value, where: dict(value) if value else None, PLAIN.encode),
+        default=None)
     share: float | None = None            # of the step
     time_now_s: float | None = None       # the step now and after the swap
     time_after_s: float | None = None
@@ -307,8 +322,7 @@ class SuggestionRow:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "SuggestionRow":
-        row = _build(cls, data)
-        return replace(row, saving_s=dict(row.saving_s) if row.saving_s else None)
+        return from_object(cls, data)
 
 
 @dataclass(frozen=True)
@@ -319,9 +333,9 @@ class ModelRecord:
     traced_framework: str
     traced_s: float
     coverage: float
-    projected_s: Mapping[str, Projection]
-    apis: tuple[LostRow, ...]
-    command: tuple[str, ...] = ()
+    projected_s: Mapping[str, Projection] = json_field(codec=by_name(object_of(Projection)))
+    apis: tuple[LostRow, ...] = json_field(codec=each(LostRow))
+    command: tuple[str, ...] = json_field(codec=tuple_of(), default=())
     interpreter: str = ""
     traced_version: str = ""
     threads: int | None = None
@@ -329,48 +343,37 @@ class ModelRecord:
     replayed_calls_s: Mapping[str, float] = field(default_factory=dict)
     # per framework: the share of its replayed step that stand-ins took
     stand_in_share: Mapping[str, float] = field(default_factory=dict)
-    ratio: StepRatio = StepRatio()
+    ratio: StepRatio = json_field(codec=_object_or_empty(StepRatio), default=StepRatio())
     self_check: float | None = None
     # the self-check's base: traced time of the calls the traced framework replayed as
     # themselves (None in records written before it was kept)
     own_traced_s: float | None = None
-    region: RegionInfo = RegionInfo("automatic", 0)
-    script: ScriptInfo = ScriptInfo()
-    signatures: tuple[LostRow, ...] = ()
-    not_covered: tuple[NotCovered, ...] = ()
-    mismatches: tuple[Mismatch, ...] = ()
-    errors: tuple[str, ...] = ()
+    region: RegionInfo = json_field(codec=_object_or_empty(RegionInfo),
+                                    default=RegionInfo("automatic", 0))
+    script: ScriptInfo = json_field(codec=_object_or_empty(ScriptInfo), default=ScriptInfo())
+    signatures: tuple[LostRow, ...] = json_field(codec=each(LostRow), default=())
+    not_covered: tuple[NotCovered, ...] = json_field(codec=each(NotCovered), default=())
+    mismatches: tuple[Mismatch, ...] = json_field(codec=each(Mismatch), default=())
+    errors: tuple[str, ...] = json_field(codec=tuple_of(), default=())
     measuring_s: float = 0.0
-    isolated: IsolatedInfo = IsolatedInfo()
-    training: Training | None = None
-    suggestions: tuple[SuggestionRow, ...] = ()
+    isolated: IsolatedInfo = json_field(codec=_object_or_empty(IsolatedInfo),
+                                        default=IsolatedInfo())
+    # null or {}: not a training step
+    training: Training | None = json_field(
+        codec=Codec(lambda value, where: from_object(Training, value, where) if value
+                    else None, object_of(Training).encode), default=None)
+    suggestions: tuple[SuggestionRow, ...] = json_field(codec=each(SuggestionRow),
+                                                        default=())
     # each side by name (reference, target); absent in files written before sides: the
     # names are the frameworks
-    sides: Mapping[str, SideInfo] = field(default_factory=dict)
+    sides: Mapping[str, SideInfo] = json_field(codec=by_name(object_of(SideInfo)),
+                                               default_factory=dict)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "ModelRecord":
-        """The object under the file's `model` key (or the file's whole object)."""
-        data = data.get("model", data)
-        rows = [_row_record(r) for r in data.get("apis", ())]
-        sigs = [_row_record(r) for r in data.get("signatures", ())]
-        base = _build(cls, data)
-        training = data.get("training")
-        return replace(
-            base, command=tuple(base.command), errors=tuple(base.errors), apis=tuple(rows),
-            signatures=tuple(sigs),
-            projected_s={fw: _build(Projection, p) for fw, p in base.projected_s.items()},
-            ratio=_build(StepRatio, data.get("ratio")),
-            region=_build(RegionInfo, data.get("region")),
-            script=_build(ScriptInfo, data.get("script")),
-            not_covered=tuple(_build(NotCovered, r) for r in data.get("not_covered", ())),
-            mismatches=tuple(_build(Mismatch, r) for r in data.get("mismatches", ())),
-            isolated=_build(IsolatedInfo, data.get("isolated")),
-            training=_build(Training, training) if training else None,
-            suggestions=tuple(SuggestionRow.from_json(r)
-                              for r in data.get("suggestions", ())),
-            sides={name: _build(SideInfo, side)
-                   for name, side in (data.get("sides") or {}).items()})
+        """The object under the file's `model` key (or the file's whole object);
+        JsonRecordError (a ValueError) names a key that does not fit."""
+        return from_object(cls, data.get("model", data))
 
     def described(self, name: str) -> str:
         """A side for a reader: its label (framework, version, interpreter), else its
@@ -388,14 +391,6 @@ class ModelRecord:
     def other(self) -> str:
         """The framework the script did not run: the projected one."""
         return self.target if self.traced_framework == self.reference else self.reference
-
-
-def _row_record(data: Mapping[str, Any]) -> LostRow:
-    row = _build(LostRow, data)
-    ci = row.isolated_ratio_ci
-    return replace(row, ratio_ci=tuple(row.ratio_ci), lost_ci=tuple(row.lost_ci),
-                    isolated_ratio_ci=tuple(ci) if ci is not None else None,
-                    context_factor=dict(row.context_factor or {}))
 
 
 
@@ -431,4 +426,7 @@ def load_model_record(path: str | Path) -> ModelRecord:
         raise ModelRecordError(f"{path}: invalid model record at {where}: {exc.message} "
                                f"(written by another opbench version? `opbench schema model` "
                                f"prints the format this one reads)") from None
-    return ModelRecord.from_json(data)
+    try:
+        return ModelRecord.from_json(data)
+    except JsonRecordError as exc:
+        raise ModelRecordError(f"{path}: invalid model record: {exc}") from None

@@ -4,34 +4,25 @@ randomness.py): one helper, so a change in how a Call holds its bound arguments 
 here only."""
 from __future__ import annotations
 
-from collections import namedtuple
-from functools import lru_cache
 from typing import Any
 
+from opbench.model.bound_args import bind
 from opbench.model.program import Call, Lit
 
 __all__ = ["bound", "init_arguments", "literal"]
 
 
-@lru_cache(maxsize=None)
-def _record_type(names: tuple[str, ...]) -> type:
-    return namedtuple("BoundArguments", names)
-
-
 def bound(call: Call, names: list[str]) -> Any:
     """Each named parameter's argument, positional or by keyword (None when not given), as a
-    frozen record read by attribute (`v.input`): a misspelt name is an AttributeError, not
-    a silent None."""
-    kw = dict(call.kwargs)
-    return _record_type(tuple(names))(*(call.args[i] if i < len(call.args) else kw.get(n)
-                                         for i, n in enumerate(names)))
+    frozen record read by attribute (`v.input`, model/bound_args.py): a misspelt name is an
+    AttributeError, not a silent None."""
+    return bind(names, call.args, call.kwargs)
 
 
 def init_arguments(call: Call, **defaults: Any) -> Any:
     """The constructor arguments the capture recorded for a primitive or layer (ops.LayerNorm's
     begin_norm_axis, ...), each named one as given or its default, as a frozen record."""
-    given = dict(call.init)
-    return _record_type(tuple(defaults))(*(given.get(n, d) for n, d in defaults.items()))
+    return bind(tuple(defaults), (), call.init, **defaults)
 
 
 def literal(value: Any, default: Any = None) -> Any:

@@ -30,6 +30,7 @@ import numpy as np
 
 from opbench.config.vocabulary import FLOAT_DTYPES
 from opbench.frameworks.apimap import ApiMapping
+from opbench.model.bound_args import bind
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf, exts_in, refs_in)
 from opbench.model.replay.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
@@ -541,7 +542,7 @@ def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
     plan, results = replayer._plan, replayer._results
     if any(plan[i] is None and replayer.step.calls[i].alias_of is None for i in order):
         raise ValueError("a call the loss depends on does not run in MindSpore")
-    listed = backward.args[1] if len(backward.args) > 1 else dict(backward.kwargs).get("inputs")
+    listed = bind(("loss", "inputs"), backward.args, backward.kwargs).inputs
     if isinstance(listed, Ext):
         listed = Seq("tuple", (listed,))  # autograd.grad(loss, w): one tensor, one gradient
     if isinstance(listed, Seq):
@@ -570,8 +571,8 @@ def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
     # the backward call's output as captured (capture/observer.py backward_result): the
     # forward's output (with has_aux the loss and its aux values), the weights' gradients,
     # and under a grad_position the inputs' gradients, zeros here (not computed)
-    written = dict(backward.kwargs)
-    out = replayer._getter(written["forward_out"]) if "forward_out" in written else None
+    written = bind(("forward_out",), (), backward.kwargs).forward_out     # keyword only
+    out = replayer._getter(written) if written is not None else None
     inputs_grads = inputs_gradients(backward.outputs, replayer._tensor)
 
     def run() -> Any:

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from opbench.model.bound_args import bind
 from opbench.model.program import Call, Lit, Ref, walk_args
 
 __all__ = ["MomentumFold", "AdamFold", "sgd_momentum_folds", "adam_folds", "FOLDED_INTO",
@@ -66,10 +67,9 @@ class MomentumFold:
 
 def _alpha(call: Call) -> float | None:
     """The call's alpha (1 when not given); None when it is not a literal number."""
-    given = dict(call.kwargs)
-    if set(given) - {"alpha"}:
+    if {k for k, _ in call.kwargs} - {"alpha"}:
         return None
-    value = given.get("alpha", Lit(1))
+    value = bind(("alpha",), (), call.kwargs, alpha=Lit(1)).alpha
     if isinstance(value, Lit) and isinstance(value.value, (int, float)) \
             and not isinstance(value.value, bool):
         return float(value.value)
@@ -237,7 +237,7 @@ def adam_update_tolerances(calls: Sequence[Call]) -> dict[int, float]:
     found = {fold.update: 2.0 * fold.step_size for fold in adam_folds(calls)}
     for call in calls:
         if call.replay_api == "mindspore.nn.Adam":
-            rate = dict(call.init).get("learning_rate")
+            rate = bind(("learning_rate",), (), call.init).learning_rate
             if isinstance(rate, (int, float)) and not isinstance(rate, bool):
                 found[call.index] = 2.0 * float(rate)
     return found

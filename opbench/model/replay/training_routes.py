@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from opbench.model.bound_args import bind
 from opbench.model.program import Call, Lit
 from opbench.model.replay.route import Route, Unmapped
 
@@ -42,7 +43,8 @@ def torch_backward(call: Call) -> Route | Unmapped:
     inputs' gradients, zeros (the replay differentiates the weights only)."""
     if len(call.args) < 2:
         return Unmapped("a backward without the weights it differentiates")
-    forward_out = dict(call.kwargs).get("forward_out", call.args[0])
+    # keyword only: the forward's whole output where it is more than the loss
+    forward_out = bind(("forward_out",), (), call.kwargs, forward_out=call.args[0]).forward_out
     inputs_grads = (call.outputs[1][2],) if call.outputs and call.outputs[0] == "seq" \
         and len(call.outputs[1]) == 3 else ()
 
@@ -65,8 +67,13 @@ def torch_backward(call: Call) -> Route | Unmapped:
     return Route("torch.Tensor.backward", make, (*call.args[:2], forward_out))
 
 
+# The hyperparameters lowering.py records for each optimizer Cell (its `init` pairs).
+_SGD_SETTINGS = ("learning_rate", "momentum", "dampening", "nesterov")
+_ADAM_SETTINGS = ("learning_rate", "beta1", "beta2", "eps")
+
+
 def optimizer_route(call: Call, target: str) -> Route | Unmapped:
-    settings = dict(call.init)
+    settings = bind(_SGD_SETTINGS if call.api == SGD else _ADAM_SETTINGS, (), call.init)
     if target == "mindspore":
         return Route(call.replay_api or call.api, _mindspore_optimizer(call.api, settings),
                      call.args)
@@ -91,17 +98,14 @@ def _kept(build: Callable[[list], Any], step: Callable[[Any, list, Any], Any]
     return update
 
 
-def _mindspore_optimizer(api: str, settings: dict[str, Any]) -> Callable[..., Any]:
+def _mindspore_optimizer(api: str, settings: Any) -> Callable[..., Any]:
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
         from mindspore import nn
 
         def build(weights: list) -> Any:
-            if api == SGD:
-                return nn.SGD(weights, learning_rate=settings["learning_rate"],
-                              momentum=settings["momentum"], dampening=settings["dampening"],
-                              nesterov=settings["nesterov"])
-            return nn.Adam(weights, learning_rate=settings["learning_rate"],
-                           beta1=settings["beta1"], beta2=settings["beta2"], eps=settings["eps"])
+            # the Cell takes the settings by their own names (_SGD_SETTINGS, _ADAM_SETTINGS)
+            cell = nn.SGD if api == SGD else nn.Adam
+            return cell(weights, **settings._asdict())
         def step(optimizer: Any, weights: list, grads: Any) -> Any:
             optimizer(tuple(grads))
             return tuple(weights)
@@ -109,19 +113,19 @@ def _mindspore_optimizer(api: str, settings: dict[str, Any]) -> Callable[..., An
     return make
 
 
-def _torch_optimizer(api: str, settings: dict[str, Any]) -> Callable[..., Any]:
+def _torch_optimizer(api: str, settings: Any) -> Callable[..., Any]:
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
         import torch
 
         def build(weights: list) -> Any:
             if api == SGD:
-                return torch.optim.SGD(weights, lr=settings["learning_rate"],
-                                       momentum=settings["momentum"],
-                                       dampening=settings["dampening"],
-                                       nesterov=settings["nesterov"])
-            return torch.optim.Adam(weights, lr=settings["learning_rate"],
-                                    betas=(settings["beta1"], settings["beta2"]),
-                                    eps=settings["eps"])
+                return torch.optim.SGD(weights, lr=settings.learning_rate,
+                                       momentum=settings.momentum,
+                                       dampening=settings.dampening,
+                                       nesterov=settings.nesterov)
+            return torch.optim.Adam(weights, lr=settings.learning_rate,
+                                    betas=(settings.beta1, settings.beta2),
+                                    eps=settings.eps)
 
         def step(optimizer: Any, weights: list, grads: Any) -> Any:
             for weight, grad in zip(weights, grads):
@@ -154,7 +158,7 @@ def _ms_zero(call: Call) -> Route | Unmapped:
 
 
 def _ms_foreach_norm(call: Call) -> Route | Unmapped:
-    order = call.args[1] if len(call.args) > 1 else dict(call.kwargs).get("ord", Lit(2.0))
+    order = bind(("tensors", "ord"), call.args, call.kwargs, ord=Lit(2.0)).ord
     if not isinstance(order, Lit) or not isinstance(order.value, (int, float)):
         return Unmapped("torch._foreach_norm with an ord that is not a number")
     ord_value = float(order.value)
@@ -198,10 +202,9 @@ def _ms_addc(kind: str) -> Callable[[Call], Route | Unmapped]:
     written back (RMSprop's and Adagrad's per-weight updates, call by call: no fused
     MindSpore kernel stands for them here)."""
     def rule(call: Call) -> Route | Unmapped:
-        given = dict(call.kwargs)
-        value = given.get("value", Lit(1))
-        if len(call.args) != 3 or set(given) - {"value"} or not isinstance(value, Lit) \
-                or not isinstance(value.value, (int, float)):
+        value = bind(("value",), (), call.kwargs, value=Lit(1)).value
+        if len(call.args) != 3 or {k for k, _ in call.kwargs} - {"value"} \
+                or not isinstance(value, Lit) or not isinstance(value.value, (int, float)):
             return Unmapped(f"Tensor.{kind}_ without two tensors and a number value")
         scale = float(value.value)
 
