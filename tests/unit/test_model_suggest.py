@@ -452,6 +452,7 @@ def test_a_layer_norms_gamma_and_beta_go_into_the_one_call():
     step = _layer_norm_step("torch", "torch.")
     [found] = candidates_of(step)
     assert (found.family, found.calls) == ("torch.layer_norm_composed", 8)
+    assert (found.site.first_line, found.site.last_line) == (3, 5)   # mean and var: line 3
     [new] = found.swaps[0].new_calls
     assert new.api == F + "layer_norm"
     assert new.args[2:] == (Ref(0), Ref(1)) and new.kwargs == (("eps", Lit(1e-5)),)
@@ -491,3 +492,56 @@ def test_a_mindspore_layer_norm_is_the_primitive_and_its_first_output_is_read():
 def test_a_mindspore_layer_norm_without_gamma_and_beta_is_left_alone():
     found = families(_layer_norm_step("mindspore", "mindspore.ops.", affine=False))
     assert found and all(family == ROUTE_FAMILY for family, _ in found)
+
+
+# -- the script's step, not a layer's ----------------------------------------------------------
+def _layered_program(steps=6, layers=4, fresh_input=False):
+    """`steps` steps of `layers` identical layers (linear + relu), each layer with its own
+    weight: the calls repeat per layer, the externals they read per step."""
+    from opbench.model.program import Program
+    calls, externals = [], []
+
+    def ext(shape):
+        externals.append(ExternalTensor(len(externals), shape, "float32", "parameter"))
+        return Ext(len(externals) - 1)
+
+    weights = [ext((8, 8)) for _ in range(layers)]
+    x = ext((4, 8))
+    for _ in range(steps):
+        h = ext((4, 8)) if fresh_input else x
+        for w in weights:
+            for api, args in (("torch.nn.functional.linear", (h, w)), ("torch.relu", None)):
+                index = len(calls)
+                calls.append(Call(index=index, framework="torch", api=api, kind="function",
+                                  replay_api=api, args=args or (Ref(index - 1),), kwargs=(),
+                                  outputs=tensor(), duration_ns=1000, start_ns=0))
+            h = Ref(len(calls) - 1)
+    return Program("torch", "2", 1, "blocking", "cpu", "serial", tuple(calls),
+                   tuple(externals))
+
+
+def test_a_layer_period_is_widened_to_the_step_by_the_weights_each_layer_reads():
+    from opbench.model.affinity.script_step import script_step_region
+    from opbench.model.steady import find_region
+    program = _layered_program()
+    region = find_region(program)
+    assert region.steps[0] == (2, 4)          # the automatic rule: one layer's two calls
+    widened = script_step_region(program, region)
+    assert widened.warmup == (0, 8)
+    assert widened.steps == tuple((8 * k, 8 * k + 8) for k in range(1, 6))
+    assert widened.excluded_calls == 8 and "step is 8 calls" in widened.note
+
+
+def test_a_fresh_input_each_step_still_marks_the_step():
+    from opbench.model.affinity.script_step import script_step_region
+    from opbench.model.steady import find_region
+    program = _layered_program(fresh_input=True)      # a new input tensor every step
+    assert script_step_region(program, find_region(program)).steps[0] == (8, 16)
+
+
+def test_a_period_the_externals_agree_with_is_kept():
+    from opbench.model.affinity.script_step import script_step_region
+    from opbench.model.steady import find_region
+    program = _layered_program(layers=1)               # one layer: the layer is the step
+    region = find_region(program)
+    assert script_step_region(program, region) is region

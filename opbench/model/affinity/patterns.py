@@ -501,12 +501,23 @@ def _matches(step: StepProgram) -> Iterator[_Match]:
                 break
 
 
+def _spanned_site(step: StepProgram, swap: Swap) -> Site | None:
+    """The root's site widened to every removed call's lines in the root's file: a layer
+    norm written over three lines is lines 48-50, where its output call is on line 50."""
+    root = step.calls[swap.root].site
+    if root is None:
+        return None
+    lines = [(s.first_line, s.last_line) for s in (step.calls[i].site for i in swap.removed)
+             if s is not None and s.file == root.file]
+    return Site(root.file, min(first for first, _ in lines), max(last for _, last in lines))
+
+
 def find_candidates(step: StepProgram, families: dict[tuple[str, str], Any]) -> list[Candidate]:
     """The candidates of one step, grouped by family and source site. `families`: the
     catalogue by (framework, kind) (opbench.scan.affinity)."""
     groups: dict[tuple[str, Any, str], list[_Match]] = {}
     for match in _matches(step):
-        site = step.calls[match.swap.root].site
+        site = _spanned_site(step, match.swap)
         groups.setdefault((match.kind, site, match.affinity_api), []).append(match)
     out = []
     for (kind, site, affinity_api), matches in groups.items():
