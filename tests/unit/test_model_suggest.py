@@ -545,3 +545,60 @@ def test_a_period_the_externals_agree_with_is_kept():
     program = _layered_program(layers=1)               # one layer: the layer is the step
     region = find_region(program)
     assert script_step_region(program, region) is region
+
+
+# -- the unified diff of a mechanical swap -----------------------------------------------------
+SOURCE = '''import torch
+import torch.nn.functional as F
+
+
+def step(x, w):
+    h = x @ w
+    y = h * torch.sigmoid(h)
+    z = torch.relu(h * torch.sigmoid(h))
+    p = torch.exp(h) / torch.exp(h).sum(-1, keepdim=True)
+    return y, z, p
+'''
+
+
+def _diff_of(line, build):
+    from opbench.model.affinity.graph import op_of
+    from opbench.model.affinity.source_diff import mechanical_diff
+    s = StepBuilder()
+    build(s, line)
+    step = s.step()
+    [candidate] = candidates_of(step)
+    root = step.calls[candidate.swaps[0].root]
+    return mechanical_diff(candidate, op_of(root.api), SOURCE, "/somewhere/model.py")
+
+
+def _silu(s, line):
+    s(T + "__mul__", X, s("torch.sigmoid", X, line=line), line=line)
+
+
+def test_a_one_line_formula_gets_a_diff_spelled_with_the_scripts_imports():
+    diff = _diff_of(7, _silu)
+    assert diff.startswith("--- a/model.py\n+++ b/model.py\n")
+    assert "-    y = h * torch.sigmoid(h)\n+    y = F.silu(h)\n" in diff
+
+
+def test_a_softmax_diff_keeps_its_dim():
+    def softmax(s, line):
+        top = s("torch.exp", X, line=line)
+        bottom = s(T + "sum", s("torch.exp", X, line=line), Lit(-1),
+                   kwargs=(("keepdim", Lit(True)),), line=line)
+        s(T + "__truediv__", top, bottom, line=line)
+    assert "+    p = torch.softmax(h, -1)\n" in _diff_of(9, softmax)
+
+
+def test_a_formula_inside_a_larger_expression_gets_no_diff():
+    assert _diff_of(8, _silu) == ""
+
+
+def test_spelled_uses_the_longest_imported_module():
+    from opbench.model.affinity.source_diff import spelled
+    imports = {"torch": "torch", "torch.nn.functional": "F", "mindspore": "ms"}
+    assert spelled("torch.nn.functional.gelu", imports) == "F.gelu"
+    assert spelled("torch.softmax", imports) == "torch.softmax"
+    assert spelled("mindspore.ops.softmax", imports) == "ms.ops.softmax"
+    assert spelled("numpy.exp", imports) == "numpy.exp"

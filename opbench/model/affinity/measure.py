@@ -9,11 +9,13 @@ with why (and the largest difference). Nothing here prints: progress goes to a c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from opbench.model.affinity.patterns import Candidate
+from opbench.model.affinity.graph import op_of
+from opbench.model.affinity.source_diff import mechanical_diff
 from opbench.model.affinity.saving import Saving, saving_from, verdict_of
 from opbench.model.affinity.swap import SwappedStep, swapped_step
 from opbench.model.impact.output_check import compare as compare_fingerprints
@@ -84,7 +86,7 @@ def _num(value: float | None) -> float | None:
 
 def row_for(candidate: Candidate, verdict: str, *, outputs_equal: bool | None = None,
             max_difference: float | None = None, saving: Saving | None = None,
-            detail: str = "") -> SuggestionRow:
+            detail: str = "", diff: str = "") -> SuggestionRow:
     site = candidate.site
     return SuggestionRow(
         file=site.file if site else "", start_line=site.first_line if site else 0,
@@ -97,7 +99,8 @@ def row_for(candidate: Candidate, verdict: str, *, outputs_equal: bool | None = 
                                               "ci_high": _num(saving.ci_high)},
         share=None if saving is None else saving.share,
         time_now_s=None if saving is None else saving.time_now_s,
-        time_after_s=None if saving is None else saving.time_after_s, detail=detail)
+        time_after_s=None if saving is None else saving.time_after_s, detail=detail,
+        diff=diff)
 
 
 def _request(settings: SuggestSettings, steps: list[StepProgram], fingerprints: bool,
@@ -159,8 +162,22 @@ def measure_candidates(step: StepProgram, candidates: Sequence[Candidate],
     for n, candidate in enumerate(candidates, 1):
         on_progress(f"suggestion {n} of {len(candidates)}: {candidate.api} -> "
                     f"{candidate.affinity_api} (line {row_site(candidate)})")
-        rows.append(measure_one(step, candidate, settings, replay, on_progress))
+        row = measure_one(step, candidate, settings, replay, on_progress)
+        rows.append(replace(row, diff=diff_for(step, candidate)))
     return sort_rows(rows)
+
+
+def diff_for(step: StepProgram, candidate: Candidate) -> str:
+    """The swap as a unified diff of the script, where it is mechanical (source_diff.py)."""
+    site = candidate.site
+    if site is None:
+        return ""
+    try:
+        source = Path(site.file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    root = step.calls[candidate.swaps[0].root]
+    return mechanical_diff(candidate, op_of(root.api), source, site.file)
 
 
 def sort_rows(rows: Sequence[SuggestionRow]) -> list[SuggestionRow]:
