@@ -331,3 +331,14 @@ def test_run_suggest_skips_without_the_option_and_reads_the_rows_with_it(tmp_pat
     assert command[3] == "suggest" and command[command.index("--processes") + 1] == "6"
     # the script's interpreter imports this checkout's opbench, not the one a venv holds
     assert environments[-1]["PYTHONPATH"].split(os.pathsep)[0] == str(REPO)
+
+
+def test_a_row_whose_replacement_did_not_run_changes_no_output():
+    pair = next(p for p in PAIRS if p.name == "torch/gelu_formula")
+    line = pair.planted[0].start
+    measured = _measured(0.001)
+    timed = _row(line, line, 0.001)
+    untimed = {**_row(line, line, 0.0), "outputs_equal": None, "saving_s": None}
+    assert affinity_pairs.compare_suggestions(pair, [timed, untimed], measured).outputs_equal
+    differs = {**untimed, "outputs_equal": False}
+    assert not affinity_pairs.compare_suggestions(pair, [timed, differs], measured).outputs_equal
