@@ -6,6 +6,7 @@ decides faster / slower / no measurable gain (fake replay processes)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import math
 
 import jsonschema
@@ -551,6 +552,8 @@ def test_a_period_the_externals_agree_with_is_kept():
 SOURCE = '''import torch
 import torch.nn.functional as F
 
+SCALE = 2.0
+
 
 def step(x, w):
     h = x @ w
@@ -577,7 +580,7 @@ def _silu(s, line):
 
 
 def test_a_one_line_formula_gets_a_diff_spelled_with_the_scripts_imports():
-    diff = _diff_of(7, _silu)
+    diff = _diff_of(9, _silu)
     assert diff.startswith("--- a/model.py\n+++ b/model.py\n")
     assert "-    y = h * torch.sigmoid(h)\n+    y = F.silu(h)\n" in diff
 
@@ -588,11 +591,11 @@ def test_a_softmax_diff_keeps_its_dim():
         bottom = s(T + "sum", s("torch.exp", X, line=line), Lit(-1),
                    kwargs=(("keepdim", Lit(True)),), line=line)
         s(T + "__truediv__", top, bottom, line=line)
-    assert "+    p = torch.softmax(h, -1)\n" in _diff_of(9, softmax)
+    assert "+    p = torch.softmax(h, -1)\n" in _diff_of(11, softmax)
 
 
 def test_a_formula_inside_a_larger_expression_gets_no_diff():
-    assert _diff_of(8, _silu) == ""
+    assert _diff_of(10, _silu) == ""
 
 
 def test_spelled_uses_the_longest_imported_module():
@@ -602,3 +605,15 @@ def test_spelled_uses_the_longest_imported_module():
     assert spelled("torch.softmax", imports) == "torch.softmax"
     assert spelled("mindspore.ops.softmax", imports) == "ms.ops.softmax"
     assert spelled("numpy.exp", imports) == "numpy.exp"
+
+
+def test_the_gelu_pairs_formula_with_its_module_constant_gets_a_diff():
+    # examples/affinity/torch/gelu_formula/naive.py:47 reads GELU_C, a module constant
+    from opbench.model.affinity.patterns import Candidate, NewCall, Swap
+    from opbench.model.affinity.source_diff import mechanical_diff
+    path = Path(__file__).resolve().parents[2] / "examples/affinity/torch/gelu_formula/naive.py"
+    gelu = NewCall(F + "gelu", (X,), (("approximate", Lit("tanh")),))
+    candidate = Candidate("torch.gelu_formula", "torch", "mul + tanh", F + "gelu", "pattern",
+                          Site(str(path), 47, 47), (Swap((0, 1, 2), 2, (gelu,)),), "")
+    diff = mechanical_diff(candidate, "mul", path.read_text(encoding="utf-8"), str(path))
+    assert "+        h = F.gelu(h, approximate='tanh')\n" in diff

@@ -4,8 +4,8 @@ one call with that operand (`y = torch.nn.functional.silu(x)`).
 
 Mechanical means the text alone says what to write: the statement is one line, its value's
 outermost operation is the pattern's output call (so nothing around the formula is lost) and
-every value it reads, other than the imported modules' names and constants, is one and the
-same expression (the formula's operand). Anything else (a pattern spread over lines, a
+every value it reads, other than the imported modules' names, the module's own top-level
+names (a constant like GELU_C) and literals, is one and the same expression (the formula's operand). Anything else (a pattern spread over lines, a
 formula inside a larger expression, two operands) gets no diff: its replacement is given as
 code only. The replacement's API is spelled with the script's own import of its module
 (`F.silu` where the script has `import torch.nn.functional as F`).
@@ -117,7 +117,11 @@ def mechanical_diff(candidate: Candidate, root_op: str, source: str, path: str) 
         return ""
     value = statements[0].value
     imports = _imports(tree)
-    modules = {name.split(".", 1)[0] for name in imports.values()}
+    # module names and the module's own constants (GELU_C = math.sqrt(2 / math.pi)) are
+    # not the formula's operand
+    modules = {name.split(".", 1)[0] for name in imports.values()} | {
+        t.id for node in tree.body if isinstance(node, ast.Assign)
+        for t in node.targets if isinstance(t, ast.Name)}
     operands = _operands(value, modules)
     if _op(value) != root_op or len(operands) != 1:
         return ""
