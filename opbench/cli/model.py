@@ -163,7 +163,7 @@ def model_command(reference: str, target: str, processes: int, max_processes: in
         fail(str(exc))
     written = impact_json(impact)
     if suggest or csv_path:
-        rows = suggest_for_step(impact.step, impact.program, split_command(list(command))[0],
+        rows = suggest_for_step(impact.program, impact.region, split_command(list(command))[0],
                                 Path(output_dir), suggest_processes, progress)
         written["suggestions"] = [row.to_json() for row in rows]
         if csv_path:

@@ -41,7 +41,9 @@ def _signed(seconds: float | None) -> str:
 def _outputs(row: SuggestionRow) -> str:
     if row.outputs_equal is None:
         return "-"
-    return "equal" if row.outputs_equal else f"differ ({row.max_difference or 0:.2g})"
+    if row.outputs_equal:
+        return "equal"
+    return "differ" if row.max_difference is None else f"differ ({row.max_difference:.2g})"
 
 
 def suggestion_cells(row: SuggestionRow) -> list[str]:

@@ -274,8 +274,6 @@ def test_a_fix_measured_no_faster_agrees_only_when_not_called_faster():
 
 
 def test_suggest_is_skipped_with_a_message_when_opbench_model_lacks_it():
-    assert not affinity_pairs.suggest_available("Usage: opbench model [OPTIONS]\n  --json FILE")
-    assert affinity_pairs.suggest_available("  --suggest   Find faster equivalents.")
     skipped = affinity_pairs.SuggestCheck(False, "`opbench model --help` lists no --suggest")
     row = {"pair": "torch/gelu_formula", "planted": ["naive.py:43"], "outputs_equal": True,
            "difference": {"naive_median_s": 0.004, "fixed_median_s": 0.003,
@@ -315,20 +313,32 @@ def test_run_suggest_skips_without_the_option_and_reads_the_rows_with_it(tmp_pat
         calls.append(command)
         environments.append(options.get("env"))
         if "--help" in command:
-            return SimpleNamespace(stdout=help_text, stderr="", returncode=0)
+            return SimpleNamespace(stdout="Usage: opbench suggest", stderr="",
+                                   returncode=help_status)
         json_path = Path(command[command.index("--json") + 1])
-        json_path.write_text('{"model": {"suggestions": [{"file": "naive.py"}]}}')
+        json_path.write_text('{"suggestions": [{"file": "naive.py"}]}')
         return SimpleNamespace(stdout="", stderr="", returncode=0)
 
     monkeypatch.setattr(affinity_pairs.subprocess, "run", fake_run)
-    help_text = "Options:\n  --json FILE\n"
+    help_status = 2
     rows, note = affinity_pairs.run_suggest(pair, tmp_path, lock=None)
-    assert rows is None and "lists no --suggest" in note and len(calls) == 1
-    help_text = "Options:\n  --suggest  Find faster equivalents.\n"
+    assert rows is None and "not compared" in note and len(calls) == 1
+    help_status = 0
     rows, note = affinity_pairs.run_suggest(pair, tmp_path, lock=None)
     assert rows == [{"file": "naive.py"}] and note == "exit 0"
     command = calls[-1]
     assert command[command.index("--") + 1:][1] == str(pair.script("naive"))
-    assert "--suggest" in command and "--budget" in command
+    assert command[3] == "suggest" and command[command.index("--processes") + 1] == "6"
     # the script's interpreter imports this checkout's opbench, not the one a venv holds
     assert environments[-1]["PYTHONPATH"].split(os.pathsep)[0] == str(REPO)
+
+
+def test_a_row_whose_replacement_did_not_run_changes_no_output():
+    pair = next(p for p in PAIRS if p.name == "torch/gelu_formula")
+    line = pair.planted[0].start
+    measured = _measured(0.001)
+    timed = _row(line, line, 0.001)
+    untimed = {**_row(line, line, 0.0), "outputs_equal": None, "saving_s": None}
+    assert affinity_pairs.compare_suggestions(pair, [timed, untimed], measured).outputs_equal
+    differs = {**untimed, "outputs_equal": False}
+    assert not affinity_pairs.compare_suggestions(pair, [timed, differs], measured).outputs_equal

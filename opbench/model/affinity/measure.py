@@ -9,14 +9,16 @@ with why (and the largest difference). Nothing here prints: progress goes to a c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from opbench.model.affinity.patterns import Candidate
+from opbench.model.affinity.graph import op_of
+from opbench.model.affinity.source_diff import mechanical_diff
 from opbench.model.affinity.saving import Saving, saving_from, verdict_of
 from opbench.model.affinity.swap import SwappedStep, swapped_step
-from opbench.model.impact.output_check import CHECK_ATOL, compare as compare_fingerprints
+from opbench.model.impact.output_check import compare as compare_fingerprints
 from opbench.model.impact.processes import Interpreter, ReplayFailed, run_replay
 from opbench.model.impact.record import SuggestionRow
 from opbench.model.program import refs_in
@@ -49,43 +51,29 @@ class SuggestSettings:
     samples: int = 5               # step samples per round
 
 
-def _max_difference(a: Any, b: Any) -> float:
-    """The largest relative difference between two fingerprints (0 when they agree)."""
-    if a is None or b is None:
-        return 0.0
-    if isinstance(a, list) or isinstance(b, list):
-        if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
-            return math.inf
-        return max((_max_difference(x, y) for x, y in zip(a, b)), default=0.0)
-    if a["shape"] != b["shape"]:
-        return math.inf
-    if a.get("n", 0) == 0:
-        return 0.0
-    worst = 0.0
-    for x, y in zip(a["points"] + [a["mean"] or 0.0], b["points"] + [b["mean"] or 0.0]):
-        if math.isnan(x) and math.isnan(y):
-            continue
-        diff = abs(x - y)
-        if math.isnan(diff):
-            return math.inf
-        worst = max(worst, diff / max(abs(x), abs(y), CHECK_ATOL))
-    return worst
+def _picked(fingerprint: Any, path: tuple[int, ...]) -> Any:
+    """The fingerprint of one element of a call's result (a list per sequence)."""
+    for p in path:
+        if not isinstance(fingerprint, list) or p >= len(fingerprint):
+            return None
+        fingerprint = fingerprint[p]
+    return fingerprint
 
 
 def outputs_check(step: StepProgram, swapped: SwappedStep, original: list[Any],
-                  after: list[Any]) -> tuple[bool, float]:
+                  after: list[Any]) -> tuple[bool, str]:
     """Equal outputs? Each swap's output against the call it replaced, and the step's final
-    outputs (calls nothing in the step reads) against themselves; and the largest
-    relative difference seen."""
-    pairs = [(old, new) for old, new in swapped.roots.items() if new is not None]
+    outputs (calls nothing in the step reads) against themselves, by the model's one
+    comparison (impact/output_check.py); and what differs first (empty when equal)."""
+    pairs = [(old, new, swapped.picks.get(old, ())) for old, new in swapped.roots.items()
+             if new is not None]
     read = {r for c in step.calls for r in _reads(c)}
-    pairs += [(old, new) for old, new in swapped.kept.items() if old not in read]
-    equal, worst = True, 0.0
-    for old, new in pairs:
-        if compare_fingerprints(original[old], after[new]) is not None:
-            equal = False
-        worst = max(worst, _max_difference(original[old], after[new]))
-    return equal, worst
+    pairs += [(old, new, ()) for old, new in swapped.kept.items() if old not in read]
+    for old, new, path in pairs:
+        found = compare_fingerprints(original[old], _picked(after[new], path))
+        if found is not None:
+            return False, found
+    return True, ""
 
 
 def _reads(call: Any) -> list[int]:
@@ -98,7 +86,7 @@ def _num(value: float | None) -> float | None:
 
 def row_for(candidate: Candidate, verdict: str, *, outputs_equal: bool | None = None,
             max_difference: float | None = None, saving: Saving | None = None,
-            detail: str = "") -> SuggestionRow:
+            detail: str = "", diff: str = "") -> SuggestionRow:
     site = candidate.site
     return SuggestionRow(
         file=site.file if site else "", start_line=site.first_line if site else 0,
@@ -111,7 +99,8 @@ def row_for(candidate: Candidate, verdict: str, *, outputs_equal: bool | None = 
                                               "ci_high": _num(saving.ci_high)},
         share=None if saving is None else saving.share,
         time_now_s=None if saving is None else saving.time_now_s,
-        time_after_s=None if saving is None else saving.time_after_s, detail=detail)
+        time_after_s=None if saving is None else saving.time_after_s, detail=detail,
+        diff=diff)
 
 
 def _request(settings: SuggestSettings, steps: list[StepProgram], fingerprints: bool,
@@ -134,11 +123,11 @@ def measure_one(step: StepProgram, candidate: Candidate, settings: SuggestSettin
     if failed:
         return row_for(candidate, DID_NOT_RUN,
                        detail=f"{failed[0].api}: {failed[0].problem or 'stood in'}")
-    equal, worst = outputs_check(step, swapped, first.fingerprints[0],
-                                 first.fingerprints[1])
+    equal, differs = outputs_check(step, swapped, first.fingerprints[0],
+                                   first.fingerprints[1])
     if not equal:
-        return row_for(candidate, OUTPUTS_DIFFER, outputs_equal=False, max_difference=worst,
-                       detail=f"outputs differ by up to {worst:.3g} (relative)")
+        return row_for(candidate, OUTPUTS_DIFFER, outputs_equal=False,
+                       detail=f"outputs differ: {differs}")
     timed = [first.samples_s]
     errors = []
     for n in range(2, settings.processes + 1):
@@ -150,8 +139,8 @@ def measure_one(step: StepProgram, candidate: Candidate, settings: SuggestSettin
         else:
             timed.append(result.samples_s)
     saving = saving_from([(t[0], t[1]) for t in timed])
-    return row_for(candidate, verdict_of(saving), outputs_equal=True, max_difference=worst,
-                   saving=saving, detail="; ".join(errors))
+    return row_for(candidate, verdict_of(saving), outputs_equal=True, saving=saving,
+                   detail="; ".join(errors))
 
 
 def row_site(candidate: Candidate) -> str:
@@ -173,8 +162,22 @@ def measure_candidates(step: StepProgram, candidates: Sequence[Candidate],
     for n, candidate in enumerate(candidates, 1):
         on_progress(f"suggestion {n} of {len(candidates)}: {candidate.api} -> "
                     f"{candidate.affinity_api} (line {row_site(candidate)})")
-        rows.append(measure_one(step, candidate, settings, replay, on_progress))
+        row = measure_one(step, candidate, settings, replay, on_progress)
+        rows.append(replace(row, diff=diff_for(step, candidate)))
     return sort_rows(rows)
+
+
+def diff_for(step: StepProgram, candidate: Candidate) -> str:
+    """The swap as a unified diff of the script, where it is mechanical (source_diff.py)."""
+    site = candidate.site
+    if site is None:
+        return ""
+    try:
+        source = Path(site.file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    root = step.calls[candidate.swaps[0].root]
+    return mechanical_diff(candidate, op_of(root.api), source, site.file)
 
 
 def sort_rows(rows: Sequence[SuggestionRow]) -> list[SuggestionRow]:

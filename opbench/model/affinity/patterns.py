@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from opbench.model.affinity.graph import StepGraph, Value
-from opbench.model.program import Lit, Seq, Site
+from opbench.model.program import Lit, Ref, Seq, Site
 from opbench.model.steady import StepProgram
 
 __all__ = ["New", "NewCall", "Swap", "Candidate", "find_candidates", "ROUTE_FAMILY",
@@ -62,6 +62,11 @@ class NewCall:
     kind: str = "function"
     init: tuple[tuple[str, Any], ...] = ()
     shape: tuple[int, ...] | None = None     # a helper's output (None: the pattern's)
+    # The element of the call's result that stands for the pattern's output (a primitive
+    # returning (y, mean, variance): (0,)), and the described outputs of the other elements
+    # after it; () : the whole result.
+    pick: tuple[int, ...] = ()
+    extra_outputs: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -165,22 +170,41 @@ def _near(values: list[Any], target: float, rel: float = 1e-3) -> bool:
     return any(abs(v - target) <= rel * abs(target) for v in values)
 
 
-def _names(framework: str) -> dict[str, str]:
-    if framework == "torch":
-        return {"silu": "torch.nn.functional.silu", "gelu": "torch.nn.functional.gelu",
-                "softplus": "torch.nn.functional.softplus", "softmax": "torch.softmax",
-                "log_softmax": "torch.nn.functional.log_softmax",
-                "layer_norm": "torch.nn.functional.layer_norm",
-                "rms_norm": "torch.nn.functional.rms_norm",
-                "linear": "torch.nn.functional.linear", "t": "torch.Tensor.t",
-                "masked_fill": "torch.Tensor.masked_fill"}
-    return {"silu": "mindspore.mint.nn.functional.silu",
-            "gelu": "mindspore.mint.nn.functional.gelu",
-            "softplus": "mindspore.mint.nn.functional.softplus",
-            "softmax": "mindspore.ops.softmax", "log_softmax": "mindspore.ops.log_softmax",
-            "layer_norm": "mindspore.mint.nn.functional.layer_norm",
-            "linear": "mindspore.mint.nn.functional.linear", "t": "mindspore.ops.transpose",
-            "masked_fill": "mindspore.ops.masked_fill"}
+@dataclass(frozen=True)
+class _Apis:
+    """The replacement APIs of one framework (the catalogue's, where MindSpore 2.10 has a
+    CPU kernel for them)."""
+    silu: str
+    gelu: str
+    softplus: str
+    softmax: str
+    log_softmax: str
+    linear: str
+    t: str
+    masked_fill: str
+    layer_norm: str
+    rms_norm: str | None        # None: no replacement built (MindSpore's needs a gamma)
+
+
+_TORCH_APIS = _Apis(
+    silu="torch.nn.functional.silu", gelu="torch.nn.functional.gelu",
+    softplus="torch.nn.functional.softplus", softmax="torch.softmax",
+    log_softmax="torch.nn.functional.log_softmax", linear="torch.nn.functional.linear",
+    t="torch.Tensor.t", masked_fill="torch.Tensor.masked_fill",
+    layer_norm="torch.nn.functional.layer_norm", rms_norm="torch.nn.functional.rms_norm")
+# MindSpore 2.10 on CPU: mint.nn.functional.layer_norm and ops.layer_norm both fail with
+# "Create kernelmod for op LayerNormExt failed"; the ops.LayerNorm primitive runs (2.4e-7
+# off numpy's layer norm on 4x8 float32): the layer norm is built from it (_ms_layer_norm).
+_MINDSPORE_APIS = _Apis(
+    silu="mindspore.mint.nn.functional.silu", gelu="mindspore.mint.nn.functional.gelu",
+    softplus="mindspore.mint.nn.functional.softplus", softmax="mindspore.ops.softmax",
+    log_softmax="mindspore.ops.log_softmax", linear="mindspore.mint.nn.functional.linear",
+    t="mindspore.ops.transpose", masked_fill="mindspore.ops.masked_fill",
+    layer_norm="mindspore.ops.LayerNorm", rms_norm=None)
+
+
+def _names(framework: str) -> _Apis:
+    return _TORCH_APIS if framework == "torch" else _MINDSPORE_APIS
 
 
 def _unary(g: StepGraph, root: int, framework: str) -> _Match | None:
@@ -190,51 +214,53 @@ def _unary(g: StepGraph, root: int, framework: str) -> _Match | None:
         found = _formula(g, root, frozenset({"mul", "sigmoid"}),
                          lambda c, k: c == Counter({"mul": 1, "sigmoid": 1}))
         if found:
-            return _one(found, root, "silu_formula", names["silu"], ())
+            return _one(found, root, "silu_formula", names.silu, ())
         found = _formula(g, root, frozenset({"mul", "add", "pow", "tanh"}),
                          lambda c, k: c["tanh"] == 1 and _near(k, 0.044715))
         if found:
-            return _one(found, root, "gelu_formula", names["gelu"],
+            return _one(found, root, "gelu_formula", names.gelu,
                         (("approximate", Lit("tanh")),))
         found = _formula(g, root, frozenset({"mul", "add", "div", "erf"}),
                          lambda c, k: c["erf"] == 1 and (_near(k, math.sqrt(2.0))
                                                          or _near(k, math.sqrt(0.5))))
         if found:
-            return _one(found, root, "gelu_formula", names["gelu"], ())
-        if "rms_norm" in names:
+            return _one(found, root, "gelu_formula", names.gelu, ())
+        if names.rms_norm is not None:
             found = _formula(g, root, frozenset({"mul", "pow", "square", "mean", "add",
                                                  "rsqrt"}),
                              lambda c, k: c["mean"] == 1 and c["rsqrt"] == 1)
             if found:
-                return _norm(g, found, root, "rms_norm_composed", names["rms_norm"])
+                return _norm(g, found, root, "rms_norm_composed", names.rms_norm)
     if ops in ("log", "log1p"):
         found = _formula(g, root, frozenset({"exp", "add", "log", "log1p"}),
                          lambda c, k: c["exp"] == 1 and (
                              c == Counter({"exp": 1, "log1p": 1})
                              or (c == Counter({"exp": 1, "add": 1, "log": 1}) and _near(k, 1))))
         if found:
-            return _one(found, root, "softplus_formula", names["softplus"], ())
+            return _one(found, root, "softplus_formula", names.softplus, ())
     if ops == "log":
         found = _formula(g, root, frozenset({"softmax", "log"}),
                          lambda c, k: c == Counter({"softmax": 1, "log": 1}))
         if found:
             dim = _dim(g, found[1][0])
             if dim is not None:
-                return _one(found, root, "log_softmax_composed", names["log_softmax"],
+                return _one(found, root, "log_softmax_composed", names.log_softmax,
                             (), (Lit(dim),))
     if ops == "div":
+        # exp(x) / exp(x).sum(-1, keepdim=True) computes exp twice: two exp calls of x
         found = _formula(g, root, frozenset({"exp", "sum", "div"}),
-                         lambda c, k: c == Counter({"exp": 1, "sum": 1, "div": 1}))
-        if found:
+                         lambda c, k: c in (Counter({"exp": 1, "sum": 1, "div": 1}),
+                                            Counter({"exp": 2, "sum": 1, "div": 1})))
+        if found and all(g.tensors(i) == [found[0]] for i in found[1] if g.ops[i] == "exp"):
             summed = [i for i in found[1] if g.ops[i] == "sum"][0]
             dim = _dim(g, summed)
             if dim is not None and _keepdim(g, summed):
-                return _one(found, root, "softmax_composed", names["softmax"], (), (Lit(dim),))
+                return _one(found, root, "softmax_composed", names.softmax, (), (Lit(dim),))
         found = _formula(g, root, frozenset({"mean", "sub", "var", "add", "sqrt", "div",
                                              "pow", "mul"}),
                          lambda c, k: c["mean"] >= 1 and c["sub"] >= 1 and c["sqrt"] == 1)
         if found:
-            return _norm(g, found, root, "layer_norm_composed", names["layer_norm"])
+            return _norm(g, found, root, "layer_norm_composed", names.layer_norm)
     return None
 
 
@@ -264,9 +290,31 @@ def _keepdim(g: StepGraph, index: int) -> bool:
     return bool(found)
 
 
+def _affine(g: StepGraph, root: int, hidden: int) -> tuple[list[int], Value, Value | None] | None:
+    """The `* gamma (+ beta)` a layer norm's result goes through: the calls, gamma and beta
+    (None when no add follows), when each reads a (hidden,) vector and only the next one
+    reads its result."""
+    users = g.consumers[root]
+    if len(users) != 1 or g.ops[users[0]] != "mul":
+        return None
+    mul = users[0]
+    others = [v for v in g.tensors(mul) if v != Ref(root)]
+    if len(others) != 1 or g.shape(others[0]) != (hidden,):
+        return None
+    gamma = others[0]
+    after = g.consumers[mul]
+    if len(after) == 1 and g.ops[after[0]] == "add":
+        added = [v for v in g.tensors(after[0]) if v != Ref(mul)]
+        if len(added) == 1 and g.shape(added[0]) == (hidden,):
+            return [mul, after[0]], gamma, added[0]
+    return [mul], gamma, None
+
+
 def _norm(g: StepGraph, found: tuple[Value, list[int]], root: int, kind: str,
           api: str) -> _Match | None:
-    """A norm over the last dimension (every mean's dim -1): eps is the add's constant."""
+    """A norm over the last dimension (every mean's dim -1): eps is the add's constant. A
+    layer norm's `* gamma + beta` after it is taken into the one call (the fixed form
+    F.layer_norm(x, (H,), gamma, beta, eps) saves those two elementwise calls too)."""
     x, region = found
     shape = g.shape(x)
     if not shape:
@@ -280,10 +328,37 @@ def _norm(g: StepGraph, found: tuple[Value, list[int]], root: int, kind: str,
     hidden = Seq("tuple", (Lit(shape[-1]),))
     if kind == "rms_norm_composed":
         new = NewCall(api, (x, hidden), (("eps", Lit(eps)),))
-    else:
-        new = NewCall(api, (x, hidden), (("eps", Lit(eps)),))
-    return _Match(kind, Swap(tuple(region), root, (new,)), api,
-                  f"{api}(x, ({shape[-1]},), eps={eps!r})")
+        return _Match(kind, Swap(tuple(region), root, (new,)), api,
+                      f"{api}(x, ({shape[-1]},), eps={eps!r})")
+    affine = _affine(g, root, shape[-1])
+    gamma, beta = (affine[1], affine[2]) if affine else (None, None)
+    calls = sorted(region + (affine[0] if affine else []))
+    end = calls[-1]
+    shown = ", ".join(["x", f"({shape[-1]},)"] + (["gamma"] if gamma is not None else [])
+                      + (["beta"] if beta is not None else []))
+    if g.step.framework == "mindspore":
+        return _ms_layer_norm(g, x, gamma, beta, eps, calls, end, api)
+    new = NewCall(api, (x, hidden, gamma if gamma is not None else Lit(None),
+                        beta if beta is not None else Lit(None)), (("eps", Lit(eps)),))
+    return _Match(kind, Swap(tuple(calls), end, (new,)), api,
+                  f"{api}({shown}, eps={eps!r})")
+
+
+def _ms_layer_norm(g: StepGraph, x: Value, gamma: Value | None, beta: Value | None,
+                   eps: float, calls: list[int], end: int, api: str) -> _Match | None:
+    """ops.LayerNorm(begin_norm_axis=-1, begin_params_axis=-1, epsilon)(x, gamma, beta)[0]:
+    the primitive needs both vectors; a norm without them is left alone (a ones/zeros
+    pair made each step would cost what the swap saves)."""
+    if gamma is None or beta is None:
+        return None
+    shape = g.shape(x) or ()
+    stats = ("tensor", tuple(shape[:-1]) + (1,), g.dtype(x) or "float32")
+    new = NewCall(api, (x, gamma, beta), kind="primitive",
+                  init=(("begin_norm_axis", -1), ("begin_params_axis", -1), ("epsilon", eps)),
+                  pick=(0,), extra_outputs=(stats, stats))
+    return _Match("layer_norm_composed", Swap(tuple(calls), end, (new,)), api,
+                  f"{api}(begin_norm_axis=-1, begin_params_axis=-1, epsilon={eps!r})"
+                  f"(x, gamma, beta)[0]")
 
 
 # -- patterns of two operands --------------------------------------------------------------
@@ -330,14 +405,14 @@ def _linear(g: StepGraph, root: int, framework: str) -> _Match | None:
         direct = _transposed(g, w, m)
         if direct is not None:
             removed.insert(0, g.producer(w))
-            new = (NewCall(names["linear"], (x, direct, bias)),)
+            new = (NewCall(names.linear, (x, direct, bias)),)
         else:
             transpose_args = (w,) if framework == "torch" else \
                 (w, Seq("tuple", (Lit(1), Lit(0))))
-            new = (NewCall(names["t"], transpose_args, shape=(n, g.shape(w)[0])),
-                   NewCall(names["linear"], (x, New(0), bias)))
+            new = (NewCall(names.t, transpose_args, shape=(n, g.shape(w)[0])),
+                   NewCall(names.linear, (x, New(0), bias)))
         return _Match("linear_composed", Swap(tuple(sorted(removed)), root, new),
-                      names["linear"], f"{names['linear']}(x, w, b)")
+                      names.linear, f"{names.linear}(x, w, b)")
     return None
 
 
@@ -376,7 +451,7 @@ def _masked_where(g: StepGraph, root: int, framework: str) -> _Match | None:
     if z is None or g.ops[z] != "zeros_like" or g.tensors(z) != [x] \
             or not g.only_used_by(z, {root}) or g.dtype(cond) != "bool":
         return None
-    api = _names(framework)["masked_fill"]
+    api = _names(framework).masked_fill
     new = NewCall(api, (x, cond, Lit(0.0)), kind="tensor_method" if ".Tensor." in api
                   else "function")
     return _Match("masked_write_where", Swap((z, root), root, (new,)), api,
@@ -400,27 +475,41 @@ def _route(g: StepGraph, root: int, framework: str) -> _Match | None:
                   f"{api}(...)")
 
 
-_MATCHERS = (_linear, _transpose_matmul, _masked_where, _unary, _host_sync, _route)
+_MATCHERS = (_linear, _transpose_matmul, _masked_where, _unary, _host_sync)
 
 
 def _matches(step: StepProgram) -> Iterator[_Match]:
     """Each call in one match at most; later roots first, so a formula is matched whole
-    before a part of it could be."""
+    before a part of it could be. Route swaps (one call for one call) come after every
+    pattern: a layer norm's `* gamma + beta` written with ops.mul / ops.add belongs to the
+    norm, not to two route swaps."""
     g = StepGraph.of(step)
     taken: set[int] = set()
-    for root in range(len(step.calls) - 1, -1, -1):
-        call = step.calls[root]
-        if root in taken or call.alias_of is not None or not call.replayable:
-            continue
-        for matcher in _MATCHERS:
-            found = matcher(g, root, step.framework)
-            if found is None or taken & set(found.swap.removed):
+    for matchers in (_MATCHERS, (_route,)):
+        for root in range(len(step.calls) - 1, -1, -1):
+            call = step.calls[root]
+            if root in taken or call.alias_of is not None or not call.replayable:
                 continue
-            if not all(step.calls[i].replayable for i in found.swap.removed):
-                continue
-            taken |= set(found.swap.removed)
-            yield found
-            break
+            for matcher in matchers:
+                found = matcher(g, root, step.framework)
+                if found is None or taken & set(found.swap.removed):
+                    continue
+                if not all(step.calls[i].replayable for i in found.swap.removed):
+                    continue
+                taken |= set(found.swap.removed)
+                yield found
+                break
+
+
+def _spanned_site(step: StepProgram, swap: Swap) -> Site | None:
+    """The root's site widened to every removed call's lines in the root's file: a layer
+    norm written over three lines is lines 48-50, where its output call is on line 50."""
+    root = step.calls[swap.root].site
+    if root is None:
+        return None
+    lines = [(s.first_line, s.last_line) for s in (step.calls[i].site for i in swap.removed)
+             if s is not None and s.file == root.file]
+    return Site(root.file, min(first for first, _ in lines), max(last for _, last in lines))
 
 
 def find_candidates(step: StepProgram, families: dict[tuple[str, str], Any]) -> list[Candidate]:
@@ -428,7 +517,7 @@ def find_candidates(step: StepProgram, families: dict[tuple[str, str], Any]) -> 
     catalogue by (framework, kind) (opbench.scan.affinity)."""
     groups: dict[tuple[str, Any, str], list[_Match]] = {}
     for match in _matches(step):
-        site = step.calls[match.swap.root].site
+        site = _spanned_site(step, match.swap)
         groups.setdefault((match.kind, site, match.affinity_api), []).append(match)
     out = []
     for (kind, site, affinity_api), matches in groups.items():

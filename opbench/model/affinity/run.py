@@ -16,8 +16,9 @@ from opbench.model.impact.processes import (Interpreter, ModelError, interpreter
                                             run_capture, split_command)
 from opbench.model.impact.record import SuggestionRow
 from opbench.model.program import Program
-from opbench.model.steady import (DEFAULT_CAPTURE_STEPS, RegionError, StepProgram, find_region,
-                                  step_program)
+from opbench.model.affinity.script_step import script_step_region
+from opbench.model.steady import (DEFAULT_CAPTURE_STEPS, Region, RegionError, StepProgram,
+                                  find_region, step_program)
 from opbench.scan.affinity import load_families
 
 __all__ = ["candidates_of", "suggest_for_step", "suggest"]
@@ -27,11 +28,17 @@ def candidates_of(step: StepProgram) -> list[Candidate]:
     return find_candidates(step, {(f.framework, f.kind): f for f in load_families()})
 
 
-def suggest_for_step(step: StepProgram, program: Program, interpreter: Interpreter,
+def suggest_for_step(program: Program, region: Region, interpreter: Interpreter,
                      work: Path, processes: int = DEFAULT_SUGGEST_PROCESSES,
                      on_progress: Callable[[str], None] = lambda m: None
                      ) -> list[SuggestionRow]:
-    """Every candidate of the step measured in the script's framework and launch mode."""
+    """Every candidate of the script's step (the region's period widened to the script's
+    step where it is a layer's: script_step.py) measured in the script's framework and
+    launch mode."""
+    widened = script_step_region(program, region)
+    if widened is not region:
+        on_progress(widened.note.rsplit("; ", 1)[-1])
+    step = step_program(program, widened)
     settings = SuggestSettings(framework=program.framework,
                                launch=program.launch,
                                device=program.device, threads=program.threads,
@@ -69,5 +76,4 @@ def suggest(command: Sequence[str], processes: int = DEFAULT_SUGGEST_PROCESSES,
         region = find_region(program, skip_first_calls)
     except RegionError as exc:
         raise ModelError(str(exc)) from None
-    return suggest_for_step(step_program(program, region), program, interpreter, work,
-                            processes, on_progress)
+    return suggest_for_step(program, region, interpreter, work, processes, on_progress)

@@ -18,10 +18,13 @@ class SwappedStep:
     check: the original's root and the swapped program's call that stands for it)."""
 
     def __init__(self, step: StepProgram, roots: dict[int, int | None],
-                 kept: dict[int, int]):
+                 kept: dict[int, int], picks: dict[int, tuple[int, ...]] | None = None):
         self.step = step
         self.roots = roots        # original root index -> new index (None: removed)
         self.kept = kept          # original call -> new index, for every call not removed
+        # original root -> the element of its new call's result that stands for it (a
+        # primitive's (y, mean, variance): (0,)); absent: the whole result
+        self.picks = dict(picks or {})
 
 
 def _new_call(template: NewCall, index: int, root: Call, outputs: Any) -> Call:
@@ -35,6 +38,7 @@ def swapped_step(step: StepProgram, candidate: Candidate) -> SwappedStep:
     by_root: dict[int, Swap] = {s.root: s for s in candidate.swaps}
     removed = {i for s in candidate.swaps for i in s.removed}
     renumber: dict[int, int] = {}             # old call -> new call standing for its output
+    picks: dict[int, tuple[int, ...]] = {}    # old root -> element of that new call's result
     calls: list[Call] = []
     traced: list[int] = []
     source: list[int] = []
@@ -42,7 +46,7 @@ def swapped_step(step: StepProgram, candidate: Candidate) -> SwappedStep:
 
     def remap(value: Any, made: list[int]) -> Any:
         def one(ref: Ref) -> Ref:
-            return Ref(renumber[ref.call], ref.path)
+            return Ref(renumber[ref.call], picks.get(ref.call, ()) + ref.path)
         if isinstance(value, New):
             return Ref(made[value.k])
         if isinstance(value, tuple):
@@ -56,6 +60,9 @@ def swapped_step(step: StepProgram, candidate: Candidate) -> SwappedStep:
             for k, template in enumerate(swap.new_calls):
                 last = k == len(swap.new_calls) - 1
                 outputs = call.outputs if last else ("tensor", template.shape, _dtype(call))
+                if last and template.pick:
+                    outputs = ("seq", (outputs, *template.extra_outputs))
+                    picks[old] = template.pick
                 new = _new_call(template, len(calls), call, outputs)
                 new = replace(new, args=remap(new.args, made),
                               kwargs=tuple((key, remap(v, made)) for key, v in new.kwargs))
@@ -79,7 +86,7 @@ def swapped_step(step: StepProgram, candidate: Candidate) -> SwappedStep:
     new_step = StepProgram(step.framework, tuple(calls), step.externals, step.steps,
                            tuple(traced), step.step_traced_ns, tuple(source))
     kept = {old: new for old, new in renumber.items() if old not in removed}
-    return SwappedStep(new_step, roots, kept)
+    return SwappedStep(new_step, roots, kept, picks)
 
 
 def _dtype(call: Call) -> str:

@@ -316,6 +316,7 @@ class SuggestionRow:
     time_now_s: float | None = None       # the step now and after the swap
     time_after_s: float | None = None
     detail: str = ""
+    diff: str = ""             # a unified diff of the script with the swap, where mechanical
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
