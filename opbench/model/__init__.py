@@ -1,10 +1,13 @@
 """Model impact: which framework APIs cost a user's model how much of its step time.
 
 `opbench model -- python script.py` captures the script's framework calls with their data
-flow (capture.py, in the script's own interpreter: capture_main.py), keeps the steady state
-(steady.py), replays the calls as a program in each framework (replay.py, in worker
-processes) and projects each framework's step time and the time each API loses
-(project.py). A script may mark its steps with `opbench.model.step()`.
+flow (capture/, in the script's own interpreter: capture/main.py), keeps the steady state
+(steady.py), replays the calls as a program in each framework (replay/, in runner worker
+processes serving replay/main.py) and projects each framework's step time and the time
+each API loses (impact/: pipeline.py, project.py); affinity/ finds and measures faster
+equivalents (`--suggest`). program.py is the captured program, json_records.py and
+bound_args.py the standard-library helpers both sides share. A script may mark its steps
+with `opbench.model.step()`.
 """
 from __future__ import annotations
 
