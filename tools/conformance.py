@@ -77,9 +77,9 @@ class Entry:
             # skipped with the pip command, not failed
             from opbench.config.vocabulary import FRAMEWORKS
             from opbench.model.impact.processes import (Interpreter, ModelError,
-                                                        check_interpreter)
+                                                        interpreter_version)
             try:
-                check_interpreter(Interpreter(self.interpreter, True), FRAMEWORKS)
+                interpreter_version(Interpreter(self.interpreter, True), FRAMEWORKS)
             except ModelError as exc:
                 return f"its interpreter cannot hold the run: {exc}"
         if not self.interpreter:

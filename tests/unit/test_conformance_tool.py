@@ -72,6 +72,30 @@ def test_an_absent_interpreter_is_why_a_script_is_skipped(tmp_path):
     assert needs_nothing.missing() == "no_such_module_xyz is not installed"
 
 
+def test_a_present_interpreter_is_checked_as_opbench_model_checks_it(tmp_path, monkeypatch):
+    """Fixed bug: the tool called the model's interpreter check by an old name, which after a
+    rename resolved to the runner's (a path, not an Interpreter) and crashed the corpus run
+    on the first entry with a venv (TypeError: ... not Interpreter)."""
+    from opbench.model.impact import processes
+
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\n")
+    seen = []
+
+    def refuse(interpreter, frameworks):
+        seen.append((interpreter.path, tuple(frameworks)))
+        raise processes.ModelError("mindspore is not installed in it")
+
+    monkeypatch.setattr(processes, "interpreter_version", refuse)
+    entry = conformance.Entry(script="x.py", framework="mindspore", exercises="x",
+                              coverage_floor=0.5, self_check_bound=0.3, measured="2026-11-27",
+                              interpreter=str(python))
+    assert entry.missing() == ("its interpreter cannot hold the run: mindspore is not "
+                               "installed in it")
+    assert seen and seen[0][0] == str(python)
+
+
 def test_table_row_of_a_record_names_its_figures_and_heaviest_uncovered_first():
     record = {"region": {"calls_per_step": 61}, "coverage": 0.55, "self_check": -0.4,
               "mismatches": [{"call": 3, "api": "a", "mapped_api": "b", "detail": "d"}],
