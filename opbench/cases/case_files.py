@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from opbench.cases.case_errors import CaseError, case_error, raise_if_any, raise_sorted
 from opbench.cases.case_expansion import DISTRIBUTIONS, DTYPES, instances_of
@@ -36,7 +36,9 @@ from opbench.cases.case_model import (
 from opbench.cases.case_validation import (
                                            API_PREFIXES,
                                            PATTERN_HINTS,
+                                           ParsedFile,
                                            case_file_paths,
+                                           parse_case_data,
                                            parse_case_file,
                                            schema,
                                            static_problems,
@@ -47,7 +49,7 @@ from opbench.config.vocabulary import ADAPTER_FRAMEWORKS, CASE_INT_DTYPES, FLOAT
 __all__ = [
     "CaseError", "Location", "InputSpec", "FrameworkCall", "Ref", "Case", "CaseInstance",
     "CaseSpec", "DistOptions",
-    "load_case_file", "load_cases", "expand", "select", "load_schema",
+    "load_case_file", "load_case_data", "load_cases", "expand", "select", "load_schema",
     "FRAMEWORK_SECTIONS", "DTYPES", "FLOAT_DTYPES", "CASE_INT_DTYPES", "DISTRIBUTIONS",
     "SCHEMA_PATH", "API_PREFIXES", "PATTERN_HINTS", "CASE_FILE_SUFFIXES",
 ]
@@ -70,7 +72,17 @@ def load_case_file(path: str | Path) -> list[Case]:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CaseError(f"{file}: cannot read case file: {exc}", file=file) from None
-    parsed = parse_case_file(text, file)
+    return _expanded(parse_case_file(text, file))
+
+
+def load_case_data(data: Mapping[str, Any], source: str) -> list[Case]:
+    """Validate and return cases built in memory (a mapping with a 'cases' list, as a case
+    file holds), expanded as a file's are; CaseError names `source`, the case and the key.
+    What `opbench model` measures alone goes through here, not through a YAML file."""
+    return _expanded(parse_case_data(data, source))
+
+
+def _expanded(parsed: ParsedFile) -> list[Case]:
     problems = list(parsed.problems)
     for case in parsed.checked:
         instances, found = instances_of(case)

@@ -15,6 +15,8 @@ Loading is three passes over one file:
 """
 from __future__ import annotations
 
+import copy
+
 import json
 import math
 from dataclasses import dataclass
@@ -39,7 +41,7 @@ from opbench.cases.yaml_source import RECURSIVE_ALIAS, YamlDocument, YamlLimitEr
 from opbench.config.vocabulary import ADAPTER_FRAMEWORKS
 
 __all__ = ["API_PREFIXES", "MIN_FRAMEWORKS", "PATTERN_HINTS", "TENSOR_PREFIX", "ParsedFile",
-           "case_file_paths", "parse_case_file", "schema", "static_problems"]
+           "case_file_paths", "parse_case_data", "parse_case_file", "schema", "static_problems"]
 
 # An API path must belong to its section; "Tensor." is each framework's tensor type.
 API_PREFIXES = {framework: f"{framework}." for framework in ADAPTER_FRAMEWORKS}
@@ -145,7 +147,18 @@ def parse_case_file(text: str, file: str) -> ParsedFile:
     the module's docstring). Raises CaseError at once when the YAML or the structure around
     the cases is broken; otherwise returns every case it could make with the problems found
     so far, for expansion to add its own."""
-    doc = _read_yaml(text, file)
+    return _parse_document(_read_yaml(text, file), file)
+
+
+def parse_case_data(data: Any, source: str) -> ParsedFile:
+    """Cases built in memory (a mapping with a 'cases' list, as a case file holds), checked
+    by the same schema and meaning passes as a file's; problems name `source` (no lines).
+    For callers that make cases themselves (`opbench model`'s calls measured alone): no YAML
+    written and read back."""
+    return _parse_document(YamlDocument(copy.deepcopy(data), {}, []), source)
+
+
+def _parse_document(doc: YamlDocument, file: str) -> ParsedFile:
     if doc.data is None:
         raise CaseError(f"{file}:1: empty case file; expected a mapping with a 'cases' list",
                         file=file, line=1)

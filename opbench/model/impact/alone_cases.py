@@ -27,10 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import yaml
-
 from opbench.config.vocabulary import INTEGER_DTYPES, SERIAL
-from opbench.cases.case_files import expand, load_cases
+from opbench.cases.case_files import expand, load_case_data
 from opbench.config import DEFAULT_PROCESSES, RunConfig
 from opbench.frameworks.apimap import load_mapping
 from opbench.model.impact.alone_programs import replay_alone
@@ -62,6 +60,9 @@ COMPOSED = "its route is composed, not one API"
 # one such process takes here (imports, warm-up, 8 passes of a few calls): ~10 s.
 REPLAY_ALONE_PROCESSES = 3
 REPLAY_ALONE_ESTIMATE_S = 10.0
+
+# what a problem with the cases built here names (they are made in memory, never written)
+ALONE_CASES_SOURCE = "<opbench model: calls measured alone>"
 
 
 @dataclass(frozen=True)
@@ -310,9 +311,8 @@ def measure_isolated(impact: Any, budget_s: float, workdir: Path,
     if not cases:
         share = measured_s / impact.traced_s if impact.traced_s else 0.0
         return out, None, share
-    path = workdir / "isolated_cases.yaml"
-    path.write_text(yaml.safe_dump({"cases": cases}, sort_keys=False), encoding="utf-8")
-    instances = [i for c in load_cases([path]) for i in expand(c)]
+    instances = [i for c in load_case_data({"cases": cases}, ALONE_CASES_SOURCE)
+                 for i in expand(c)]
     config = RunConfig(reference=impact.sides.get(impact.reference, impact.reference),
                        target=impact.sides.get(impact.target, impact.target),
                        threads=impact.threads or 1, processes=processes, backward=False)
