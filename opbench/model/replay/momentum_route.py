@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from opbench.model.program import Call
 from opbench.model.replay.route import Route, Unmapped
-from opbench.model.replay.training_routes import _kept
+from opbench.model.replay.training_routes import kept_optimizer, torch_optimizer_step
 
 __all__ = ["MOMENTUM", "momentum_route", "decay_groups"]
 
@@ -61,7 +61,7 @@ def _mindspore_momentum(settings: dict[str, Any]) -> Callable[..., Any]:
         def step(optimizer: Any, weights: list, grads: Any) -> Any:
             optimizer(tuple(grads))
             return tuple(weights)
-        return _kept(build, step)
+        return kept_optimizer(build, step)
     return make
 
 
@@ -75,10 +75,5 @@ def _torch_sgd(settings: dict[str, Any]) -> Callable[..., Any]:
             return sgd(groups, lr=settings["learning_rate"], momentum=settings["momentum"],
                        nesterov=settings["nesterov"])
 
-        def step(optimizer: Any, weights: list, grads: Any) -> Any:
-            for weight, grad in zip(weights, grads):
-                weight.grad = grad
-            optimizer.step()
-            return tuple(weights)
-        return _kept(build, step)
+        return kept_optimizer(build, torch_optimizer_step)
     return make

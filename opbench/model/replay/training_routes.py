@@ -83,7 +83,16 @@ def optimizer_route(call: Call, target: str) -> Route | Unmapped:
     return Unmapped(f"no optimizer route in {target}")
 
 
-def _kept(build: Callable[[list], Any], step: Callable[[Any, list, Any], Any]
+def torch_optimizer_step(optimizer: Any, weights: list, grads: Any) -> Any:
+    """A torch optimizer's step over gradients the replay computed: each weight's .grad set,
+    then step(); the updated weights."""
+    for weight, grad in zip(weights, grads):
+        weight.grad = grad
+    optimizer.step()
+    return tuple(weights)
+
+
+def kept_optimizer(build: Callable[[list], Any], step: Callable[[Any, list, Any], Any]
           ) -> Callable[[list, Any], Any]:
     """An optimizer built over the first call's weights and kept for the later ones (a new
     one for other weights: a probe and a timing pass share the replay's weights)."""
@@ -109,7 +118,7 @@ def _mindspore_optimizer(api: str, settings: Any) -> Callable[..., Any]:
         def step(optimizer: Any, weights: list, grads: Any) -> Any:
             optimizer(tuple(grads))
             return tuple(weights)
-        return _kept(build, step)
+        return kept_optimizer(build, step)
     return make
 
 
@@ -127,12 +136,7 @@ def _torch_optimizer(api: str, settings: Any) -> Callable[..., Any]:
                                     betas=(settings.beta1, settings.beta2),
                                     eps=settings.eps)
 
-        def step(optimizer: Any, weights: list, grads: Any) -> Any:
-            for weight, grad in zip(weights, grads):
-                weight.grad = grad
-            optimizer.step()
-            return tuple(weights)
-        return _kept(build, step)
+        return kept_optimizer(build, torch_optimizer_step)
     return make
 
 
