@@ -33,7 +33,7 @@ mask = torch.rand(32, 48) > 0.5
 for _ in range(12):
     h = x @ w.t() + b                                              # LINE linear
     s = h * torch.sigmoid(h)                                       # LINE silu
-    e = torch.exp(s * 0.01)
+    e = torch.exp(s * 0.01)                                        # LINE softmax_exp
     p = e / e.sum(dim=-1, keepdim=True)                            # LINE softmax
     q = torch.where(mask,                                          # LINE where
                     torch.zeros_like(p), p)
@@ -97,11 +97,14 @@ def test_a_torch_script_s_planted_patterns_are_found_at_their_lines_with_equal_o
     lines = _lines(textwrap.dedent(TORCH))
     _check(rows, rows_csv, {"torch.linear_composed": lines["linear"],
                             "torch.silu_formula": lines["silu"],
-                            "torch.softmax_composed": lines["softmax"],
+                            "torch.softmax_composed": lines["softmax_exp"],
                             "torch.masked_write_where": lines["where"],
                             "torch.host_sync_in_loop": lines["item"]}, "planted.py")
     where = next(r for r in rows if r["family"] == "torch.masked_write_where")
     assert where["end_line"] == where["start_line"] + 1      # the call spans two lines
+    # a suggestion spans every call it replaces: the softmax's exp, then its sum and divide
+    softmax = next(r for r in rows if r["family"] == "torch.softmax_composed")
+    assert softmax["end_line"] == lines["softmax"]
 
 
 def test_a_mindspore_script_s_planted_patterns_are_found_at_their_lines_with_equal_outputs(
