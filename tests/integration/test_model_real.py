@@ -197,8 +197,8 @@ def test_a_mindspore_script_replays_in_torch_with_every_layer_and_primitive_cove
     mapped = {row["api"]: row["mapped_api"] for row in model["apis"]}
     assert mapped["mindspore.nn.LayerNorm"].startswith("torch.native_layer_norm")
     assert mapped["mindspore.ops.LayerNorm"].startswith("torch.native_layer_norm")
-    assert mapped["mindspore.nn.Conv2d"] == "torch.nn.functional.conv2d"
-    assert mapped["mindspore.nn.MaxPool2d"] == "torch.nn.functional.max_pool2d"
+    assert mapped["mindspore.nn.Conv2d"].startswith("torch.nn.functional.conv2d")
+    assert mapped["mindspore.nn.MaxPool2d"].startswith("torch.nn.functional.max_pool2d")
     assert mapped["mindspore.nn.Embedding"].startswith("torch.nn.functional.embedding")
 
 
