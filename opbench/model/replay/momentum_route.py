@@ -46,14 +46,18 @@ def momentum_route(call: Call, target: str) -> Route | Unmapped:
     return Unmapped(f"no optimizer route in {target}")
 
 
+def _groups(weights: list, settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The weights as parameter groups by their weight decay: how both optimizers take them."""
+    return [{"params": group, "weight_decay": decay}
+            for decay, group in decay_groups(weights, settings["weight_decays"])]
+
+
 def _mindspore_momentum(settings: dict[str, Any]) -> Callable[..., Any]:
     def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
         momentum_cell = resolve("mindspore.nn.Momentum")
 
         def build(weights: list) -> Any:
-            groups = [{"params": group, "weight_decay": decay}
-                      for decay, group in decay_groups(weights, settings["weight_decays"])]
-            return momentum_cell(groups + [{"order_params": weights}],
+            return momentum_cell(_groups(weights, settings) + [{"order_params": weights}],
                                  learning_rate=settings["learning_rate"],
                                  momentum=settings["momentum"],
                                  use_nesterov=settings["nesterov"])
@@ -70,9 +74,7 @@ def _torch_sgd(settings: dict[str, Any]) -> Callable[..., Any]:
         sgd = resolve("torch.optim.SGD")
 
         def build(weights: list) -> Any:
-            groups = [{"params": group, "weight_decay": decay}
-                      for decay, group in decay_groups(weights, settings["weight_decays"])]
-            return sgd(groups, lr=settings["learning_rate"], momentum=settings["momentum"],
+            return sgd(_groups(weights, settings), lr=settings["learning_rate"], momentum=settings["momentum"],
                        nesterov=settings["nesterov"])
 
         return kept_optimizer(build, torch_optimizer_step)
