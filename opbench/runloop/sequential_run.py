@@ -20,7 +20,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from opbench.cases.case_files import CaseInstance
 from opbench.config import Sequential
-from opbench.config.record_codec import record_from
+from opbench.results.records import InstanceSequence
 from opbench.runloop.scheduler import InstanceCallback, schedule
 from opbench.runner.protocol import MeasuringSession
 from opbench.verdicts.conclusions import (InstanceState, judge_instance,
@@ -166,18 +166,9 @@ def with_course(record: Mapping[str, Any]) -> dict[str, Any]:
     return {**record, "sequential": course}
 
 
-@dataclass(frozen=True)
-class _Course:
-    """An instance record's `sequential` entry (with_course writes it)."""
-
-    stopped: str | None
-    processes: int = 1
-    look_confidence: float | None = None
-
-
 def is_settled(record: Mapping[str, Any]) -> bool:
     """The instance measures no more (with_course said why)."""
     course = InstanceState.of(record).sequential
     if course is None:
         raise KeyError("sequential")      # with_course has not seen the record
-    return record_from(_Course, course).stopped is not None
+    return InstanceSequence.from_dict(course, "sequential").stopped is not None
