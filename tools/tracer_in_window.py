@@ -5,10 +5,12 @@ self-check's base").
     python tools/tracer_in_window.py [--repeats 400]
 
 Nine different small calls run in sequence, first untraced (each timed alone with
-perf_counter_ns, as a replay times a call), then under the capture's tracer (serial timing,
-a capture observer: what `opbench model` runs a script under), then untraced again. Prints,
-per call, the untraced median (mean of the two untraced passes), the median duration the
-recorder gave it, and the difference; then what the capture calibrated (Program's
+perf_counter_ns, as a replay times a call), then under the tracer twice (serial timing): with
+no observer (what the window itself holds: the frames between the recorder's two clock reads)
+and with a capture observer (what `opbench model` runs a script under: its work between two
+calls leaves caches cold for the next), then untraced again. Prints, per call, the untraced
+median (mean of the two untraced passes), the median duration the recorder gave it each way
+and its ratio to the untraced median; then what the capture calibrated (Program's
 in_window_ns_per_call: the median of such differences over its own eight-call sequence).
 """
 from __future__ import annotations
@@ -51,11 +53,14 @@ def untraced(calls: list, repeats: int) -> dict[str, float]:
     return {name: statistics.median(v) for name, v in out.items()}
 
 
-def traced(calls: list, repeats: int) -> tuple[dict[str, float], float]:
-    capture = Capture(max_calls=10 ** 6, steps=None)
-    tracer = Tracer(nested=False, sync=SERIAL, framework="torch", observer=capture,
-                    max_events=10 ** 6,
-                    calibration_observer=lambda: Capture(max_calls=10 ** 6, steps=None))
+def traced(calls: list, repeats: int, *, observed: bool) -> tuple[dict[str, float], float]:
+    def capture() -> Capture:
+        return Capture(max_calls=10 ** 6, steps=None)
+
+    tracer = Tracer(nested=False, sync=SERIAL, framework="torch",
+                    observer=capture() if observed else None, max_events=10 ** 6,
+                    calibrate_in_window=observed,
+                    calibration_observer=capture if observed else None)
     tracer.start()
     for _ in range(repeats):
         for _, call in calls:
@@ -76,15 +81,17 @@ def main() -> int:
     args = parser.parse_args()
     calls = _calls()
     before = untraced(calls, args.repeats)
-    recorded, calibrated = traced(calls, args.repeats)
+    bare, _ = traced(calls, args.repeats, observed=False)
+    recorded, calibrated = traced(calls, args.repeats, observed=True)
     after = untraced(calls, args.repeats)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"{args.repeats} repeats; ns, medians")
-    print(f"{'call':20} {'untraced':>9} {'recorded':>9} {'in window':>10} {'ratio':>6}")
+    print(f"{'call':20} {'untraced':>9} {'no observer':>11} {'ratio':>6} {'capture':>9} "
+          f"{'ratio':>6}")
     for name, _ in calls:
         own = (before[name] + after[name]) / 2
-        print(f"{name:20} {own:9.0f} {recorded[name]:9.0f} {recorded[name] - own:+10.0f} "
-              f"{recorded[name] / own:6.2f}")
+        print(f"{name:20} {own:9.0f} {bare[name]:11.0f} {bare[name] / own:6.2f} "
+              f"{recorded[name]:9.0f} {recorded[name] / own:6.2f}")
     print(f"the capture's calibrated in-window cost: {calibrated:.0f} ns a call")
     return 0
 

@@ -92,6 +92,12 @@ class Adapter(ABC):
     def sync(self) -> None:
         """Wait for all queued device work (no-op where execution is synchronous)."""
 
+    def syncs_nothing(self) -> bool:
+        """True when sync() has nothing to wait for as set up now (execution in the calling
+        thread), so a caller that syncs after every call may leave it out (the tracer: its
+        call inside each recorded call's window cost ~0.45 us on torch CPU)."""
+        return False
+
     @abstractmethod
     def trivial_op(self) -> Callable[[], Any]:
         """A zero-argument call of the cheapest real operator (add on 1-element tensors on the

@@ -212,6 +212,9 @@ class TorchAdapter(Adapter):
     def sync(self) -> None:
         self._sync()
 
+    def syncs_nothing(self) -> bool:
+        return self._sync is _no_sync
+
     def trivial_op(self) -> Callable[[], Any]:
         a = self._torch.ones(1, device=self._device)
         b = self._torch.ones(1, device=self._device)

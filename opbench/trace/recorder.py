@@ -69,6 +69,13 @@ def _no_tensors(value: Any) -> None:
     return None
 
 
+def NO_SYNC() -> None:       # noqa: N802 (a constant, called like the syncs it stands for)
+    """The sync of a framework that has nothing to wait for (CPU): registered with
+    add_framework, the recorder leaves it out of every recorded call's window (calling it
+    there, through the adapter and the recorder's internal flag, cost ~0.45 us a call on torch
+    CPU, 2026-11-27: a quarter of a 1.7 us add)."""
+
+
 @dataclass
 class TraceData:
     """Everything recorded, as plain data (what every output is built from)."""
@@ -165,7 +172,8 @@ class Recorder:
                       tensor_spec: TensorDescriber) -> None:
         """Register how to wait for `framework`'s queued work and how to describe its tensors
         (the sync is only called in serial timing)."""
-        self._syncs[framework] = sync
+        if sync is not NO_SYNC:
+            self._syncs[framework] = sync
         self._describers[framework] = tensor_spec
 
     @property
@@ -345,4 +353,4 @@ class Recorder:
                                        if store.bookkeeping_samples else 0.0))
 
 
-__all__ = ["Recorder", "TraceData", "DEFAULT_MAX_EVENTS", "SERIAL", "ASYNC"]
+__all__ = ["Recorder", "TraceData", "DEFAULT_MAX_EVENTS", "NO_SYNC", "SERIAL", "ASYNC"]

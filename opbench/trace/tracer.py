@@ -21,7 +21,8 @@ from opbench.trace.events import SERIAL, TIMINGS
 from opbench.trace.import_hook import PostImportHook
 from opbench.trace.overhead import TracerOverhead, calibrate, calibrate_in_window
 from opbench.trace.record import write_log, write_record
-from opbench.trace.recorder import DEFAULT_MAX_EVENTS, CallObserver, Recorder, TraceData
+from opbench.trace.recorder import (DEFAULT_MAX_EVENTS, NO_SYNC, CallObserver, Recorder,
+                                    TraceData)
 from opbench.trace.summary import SummaryRow, summarize
 from opbench.trace.table import table_text
 
@@ -155,7 +156,8 @@ class Tracer:
             with recorder.internal():
                 adapter = get_adapter(name)
                 interceptor_class = getattr(importlib.import_module(module_name), class_name)
-                interceptor = interceptor_class(recorder, adapter.sync)
+                sync = NO_SYNC if adapter.syncs_nothing() else adapter.sync
+                interceptor = interceptor_class(recorder, sync)
             interceptor.install()
         except Exception as err:
             self._status[name] = f"not traced: {type(err).__name__}: {err}"
