@@ -93,3 +93,30 @@ def test_a_jit_step_says_plainly_the_self_check_does_not_apply_to_it():
     assert "the self-check does not apply to 99.2% of the region" in text
     assert "mindspore.jit x4" in text
     assert "judge by the projection" not in text
+
+
+def test_the_pipeline_pairs_each_replay_round_with_its_probe():
+    """Two replay processes of two rounds: per-call latencies `passes` per round in order, a
+    stand-in (not ok) left out of the sums; the capture's probe from the program."""
+    from types import SimpleNamespace
+
+    from opbench.model.impact.pipeline import ModelOptions, _mode_match
+    from opbench.model.replay.executor import CallStatus
+    from opbench.runner import ipc
+
+    status = [CallStatus(0, "a", True), CallStatus(1, "b", False, stand_in=True)]
+    impact = SimpleNamespace(traced_framework="mindspore", status={"mindspore": status},
+                             program=SimpleNamespace(speed_probe_s=0.4e-3))
+
+    def result(probes, first_call):
+        return ipc.ReplayResult(framework="mindspore", version="2.10", threads=1,
+                                launch="queued", status=tuple(status), pid=1,
+                                per_call_s=(first_call, (9.0,) * 4), probe_s=probes)
+    runs = [result((0.4e-3, 4e-3), (1.0, 1.0, 5.0, 5.0)),
+            result((0.5e-3, 0.41e-3), (2.0, 2.0, 3.0, 3.0))]
+    match = _mode_match(impact, runs, ModelOptions(passes=2, rounds=2))
+    assert match.in_mode == (True, False, True, True)
+    assert match.in_mode_call_sum_s == pytest.approx(2.0)       # median of 1, 2, 3
+    # a replay process without its probes (an older replay): no match at all
+    assert _mode_match(impact, [result((), (1.0,) * 4)], ModelOptions(passes=2, rounds=2)) \
+        is None
