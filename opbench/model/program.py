@@ -197,10 +197,17 @@ class Program:
     cpus: tuple[int, ...] = json_field(codec=tuple_of(), default=())
     # why the capture ended before the script did (the steps wanted were recorded), or None
     ended_early: str | None = None
+    # MindSpore: the speed probe timed in the capture's process after the script
+    # (model/speed_probe.py), seconds per synced probe call; None: not MindSpore, or older
+    speed_probe_s: float | None = None
 
     # -- JSON: the capture file (format PROGRAM_FORMAT), by the fields above -------------
     def to_json(self) -> dict[str, Any]:
-        return {"format": PROGRAM_FORMAT, **to_object(self)}
+        data = to_object(self)
+        if data.get("speed_probe_s") is None:
+            # no probe (torch): the file as format 2 wrote it; an absent key reads None
+            data.pop("speed_probe_s", None)
+        return {"format": PROGRAM_FORMAT, **data}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Program:

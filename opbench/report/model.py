@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from opbench.model.impact.project import MODES_APART
-from opbench.model.impact.record import LostRow, ModelRecord
+from opbench.model.impact.record import LostRow, ModelRecord, SpeedModes
 from opbench.report.suggestions import (render_suggestions_terminal, suggestions_html,
                                         suggestions_markdown)
 from opbench.report.text import fmt_time
@@ -84,7 +84,13 @@ def model_lines(record: ModelRecord) -> list[str]:
         lines.append(f"self-check: {traced}'s replayed calls take {record.self_check * 100:+.0f}"
                      f"% against their traced time ({base}every call it replayed as itself; "
                      f"each call synced in both, as traced)")
-        if abs(record.self_check) >= SELF_CHECK_APART:
+        partial = _self_check_scope(record)
+        if partial:
+            lines.append(partial)
+        modes = record.speed_modes
+        if modes is not None:
+            lines.append(_speed_modes_line(traced, modes))
+        if abs(record.self_check) >= SELF_CHECK_APART and not partial:
             processes = record.projected_s[traced].processes if traced in record.projected_s \
                 else 0
             lines.append(f"  the traced time is one process's and its replay's {processes} "
@@ -274,3 +280,38 @@ td:first-child,td:nth-child(2),th:first-child,th:nth-child(2){{text-align:left}}
 </tbody></table>
 </body></html>
 """
+
+
+def _speed_modes_line(traced: str, modes: SpeedModes) -> str:
+    """Whether the replay ran in the capture's speed mode (model/impact/mode_match.py)."""
+    probes = ", ".join(fmt_time(p) for p in modes.replay_probe_s)
+    head = (f"  speed probe: capture {fmt_time(modes.capture_probe_s)} a call, replay rounds "
+            f"{probes}; ")
+    if modes.rounds_in_capture_mode and modes.self_check_in_capture_mode is not None:
+        return (head + f"over the {modes.rounds_in_capture_mode} of {modes.rounds} rounds in "
+                f"the capture's mode (within {modes.mode_factor:g}x) the self-check reads "
+                f"{modes.self_check_in_capture_mode * 100:+.0f}%")
+    return (head + f"no round ran in the capture's mode (within {modes.mode_factor:g}x): "
+            f"{traced}'s speed modes differ between the two, and the self-check reads "
+            f"them, not a fault")
+
+
+# Below this share of the region's traced time, the self-check is said to be partial.
+SELF_CHECK_WHOLE = 0.99
+
+
+def _self_check_scope(record: ModelRecord) -> str:
+    """What the self-check leaves out, plainly, where the traced framework's replay could not
+    run part of the region (a @mindspore.jit-compiled step: no replay has its graph)."""
+    if record.own_traced_s is None or record.traced_s <= 0:
+        return ""
+    share = record.own_traced_s / record.traced_s
+    if share >= SELF_CHECK_WHOLE:
+        return ""
+    traced = record.traced_framework
+    why = "; ".join(f"{row.api} x{row.calls} ({row.share * 100:.1f}%): {row.reason}"
+                    for row in record.not_covered[:2])
+    return (f"  the self-check does not apply to {(1 - share) * 100:.1f}% of the region: "
+            f"{traced}'s own replay could not run it" + (f" ({why})" if why else "")
+            + f"; it is over the other {share * 100:.1f}% only")
+

@@ -286,6 +286,9 @@ class ReplayResult:
     warmup_runs: int | None = None
     samples_s: tuple[float, ...] = ()                # step samples, every round's
     per_call_s: tuple[tuple[float, ...], ...] = ()   # per call: its latencies
+    # MindSpore: the speed probe (model/speed_probe.py) before each round's per-call
+    # passes, seconds per probe call; a call's latencies are `passes` per round, in order
+    probe_s: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

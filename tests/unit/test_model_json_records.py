@@ -161,3 +161,14 @@ def test_the_call_binding_imports_the_standard_library_only():
     imported |= {alias.name.split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.Import) for alias in node.names}
     assert imported and imported <= set(sys.stdlib_module_names) | {"__future__"}
+
+
+def test_a_mindspore_capture_keeps_its_speed_probe_and_a_torch_one_writes_no_key():
+    """model/speed_probe.py: the capture's probe, read back; without one the file is as
+    format 2 wrote it."""
+    from dataclasses import replace
+    probed = replace(EXPECTED, speed_probe_s=4.04e-4)
+    data = json.loads(json.dumps(probed.to_json()))
+    assert data["speed_probe_s"] == 4.04e-4
+    assert Program.from_json(data) == probed
+    assert "speed_probe_s" not in EXPECTED.to_json()

@@ -151,6 +151,7 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
     calls = capture.calls(data.events)
     imported = [n for n in ("torch", "mindspore") if n in sys.modules]
     framework = _traced_framework(calls, imported)
+    probe_s = _speed_probe() if framework == "mindspore" else None
     facts = data.frameworks.get(framework, {})
     threads, launch, device = _run_settings(framework, ms_settings)
     calibrated = next((o for o in data.overheads if o.framework == framework), None)
@@ -165,7 +166,23 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
         in_window_ns_per_call=float(in_window), notes=tuple(data.notes),
         dropped_calls=capture.dropped, script_status=status, script_error=error,
         frameworks_imported=tuple(imported), cpus=_affinity(),
-        ended_early=ended[0] if ended else None)
+        ended_early=ended[0] if ended else None, speed_probe_s=probe_s)
+
+
+def _speed_probe() -> float | None:
+    """The speed probe in the script's process, right after its last call (the mode its
+    steps ran in, as far as one process tells: model/speed_probe.py); None where it cannot
+    run (graph mode, a MindSpore without the pipeline's executor)."""
+    from opbench.frameworks.mindspore_adapter import find_pynative_executor
+    from opbench.model.speed_probe import mindspore_speed_probe
+    try:
+        ms = sys.modules["mindspore"]
+        if ms.get_context("mode") != ms.PYNATIVE_MODE:
+            return None
+        executor, _ = find_pynative_executor()
+        return mindspore_speed_probe(executor.sync)
+    except Exception:        # the capture stands without it; the self-check says so
+        return None
 
 
 def _affinity() -> tuple[int, ...]:

@@ -30,6 +30,7 @@ from opbench.config.sides import Side, side_labels
 from opbench.config.vocabulary import FRAMEWORKS
 from opbench.model.capture.observer import DEFAULT_MAX_CALLS
 from opbench.model.replay.optimizer_fold import adam_update_tolerances
+from opbench.model.impact.mode_match import ModeMatch, mode_match, round_sums
 from opbench.model.impact.output_check import CHECK_ATOL, CHECK_RTOL, compare as _compare
 from opbench.model.impact.processes import (Interpreter, ModelError, ReplayFailed,
                                             interpreter_version, run_capture, run_replay,
@@ -124,6 +125,8 @@ class ModelImpact:
     # processes imported (what names the two builds of one framework in every view)
     sides: dict[str, Side] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    # MindSpore traced: the replay rounds in the capture's speed mode (mode_match.py)
+    mode_match: ModeMatch | None = None
 
     def framework_of(self, name: str) -> str:
         """The framework side `name` runs (the name itself before sides were records)."""
@@ -179,8 +182,21 @@ class ModelImpact:
         """The traced framework's replay against its own traced time, like for like: the
         latencies of the calls it replayed (every call it could run, whether or not the
         other framework could; each synced, as the capture synced them) summed, against the
-        same calls' traced times; (replay - traced) / traced."""
-        replayed = self.call_sum_s.get(self.traced_framework)
+        same calls' traced times; (replay - traced) / traced. Over every replay round:
+        self_check_in_capture_mode is over the rounds a speed probe put in the capture's
+        mode (MindSpore: mode_match.py), reported beside it."""
+        return self._self_check(self.call_sum_s.get(self.traced_framework))
+
+    @property
+    def self_check_in_capture_mode(self) -> float | None:
+        """The self-check over the replay rounds whose speed probe read within
+        mode_match.MODE_FACTOR of the capture's; None without a probe or such a round."""
+        match = self.mode_match
+        if match is None or match.in_mode_call_sum_s is None:
+            return None
+        return self._self_check(match.in_mode_call_sum_s)
+
+    def _self_check(self, replayed: float | None) -> float | None:
         traced = self.own_traced_s(self.traced_framework)
         if replayed is None or traced <= 0:
             return None
@@ -407,6 +423,7 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
             + "; ".join(impact.errors))
     impact.measuring_s = time.perf_counter() - started
     _project(impact, timing)
+    impact.mode_match = _mode_match(impact, timing[traced], options)
     if options.isolated_budget_s > 0 and impact.signatures and one_framework:
         # the alone stage builds cases from one framework's call and its mapped
         # counterpart; two builds of one framework compare in the case library instead
@@ -417,6 +434,20 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
     elif options.isolated_budget_s > 0 and impact.signatures:
         _measure_alone(impact, options, work, on_progress)
     return impact
+
+
+def _mode_match(impact: ModelImpact, runs: Sequence[ipc.ReplayResult],
+                options: ModelOptions) -> ModeMatch | None:
+    """The traced framework's replay rounds set beside the capture's speed probe."""
+    own = [s.ok for s in impact.status[impact.traced_framework]]
+    probes: list[float] = []
+    sums: list[float] = []
+    for run in runs:
+        if len(run.probe_s) != options.rounds:
+            return None
+        probes += run.probe_s
+        sums += round_sums(run.per_call_s, own, options.passes, options.rounds)
+    return mode_match(impact.program.speed_probe_s, probes, sums)
 
 
 def _measure_alone(impact: ModelImpact, options: ModelOptions, work: Path,

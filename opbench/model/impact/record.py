@@ -13,6 +13,7 @@ from pathlib import Path
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Mapping
 
+from opbench.model.impact.mode_match import MODE_FACTOR
 from opbench.model.impact.project import modes_apart
 from opbench.model.json_records import (PLAIN, Codec, JsonRecordError, by_name, each,
                                         from_object, json_field, object_of, optional,
@@ -79,6 +80,17 @@ def _api_isolated(impact: ModelImpact, api_row: Any) -> dict[str, Any]:
     return {}
 
 
+def _speed_modes(impact: ModelImpact) -> dict[str, Any] | None:
+    match = impact.mode_match
+    if match is None:
+        return None
+    return {"capture_probe_s": match.capture_probe_s,
+            "replay_probe_s": list(match.replay_probe_s),
+            "rounds_in_capture_mode": match.rounds_in_mode, "rounds": match.rounds,
+            "mode_factor": MODE_FACTOR,
+            "self_check_in_capture_mode": _num(impact.self_check_in_capture_mode)}
+
+
 def _training(impact: ModelImpact) -> dict[str, Any] | None:
     backward = [c.index for c in impact.step.calls if c.backward]
     if not backward:
@@ -134,6 +146,7 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
                   for k, v in impact.step_ratio.items()},
         "self_check": _num(impact.self_check),
         "own_traced_s": impact.own_traced_s(impact.traced_framework),
+        "speed_modes": _speed_modes(impact),
         "replayed_calls_s": {fw: s * impact.steps for fw, s in impact.call_sum_s.items()},
         "coverage": impact.coverage,
         "stand_in_share": dict(impact.stand_in_share),
@@ -273,6 +286,18 @@ class IsolatedInfo:
 
 
 @dataclass(frozen=True)
+class SpeedModes:
+    """MindSpore traced: its speed probe in the capture and each replay round
+    (impact/mode_match.py)."""
+    capture_probe_s: float
+    replay_probe_s: tuple[float, ...] = json_field(codec=tuple_of(), default=())
+    rounds_in_capture_mode: int = 0
+    rounds: int = 0
+    mode_factor: float = 0.0
+    self_check_in_capture_mode: float | None = None
+
+
+@dataclass(frozen=True)
 class SideInfo:
     """A side as the run found it: `label` names it for a reader (`mindspore 2.9.0
     (envs/ms29)`); python None is the script's interpreter."""
@@ -349,6 +374,10 @@ class ModelRecord:
     # the self-check's base: traced time of the calls the traced framework replayed as
     # themselves (None in records written before it was kept)
     own_traced_s: float | None = None
+    # null: no speed probe (torch, graph mode, records written before it)
+    speed_modes: SpeedModes | None = json_field(
+        codec=Codec(lambda value, where: from_object(SpeedModes, value, where) if value
+                    else None, object_of(SpeedModes).encode), default=None)
     region: RegionInfo = json_field(codec=_object_or_empty(RegionInfo),
                                     default=RegionInfo("automatic", 0))
     script: ScriptInfo = json_field(codec=_object_or_empty(ScriptInfo), default=ScriptInfo())

@@ -31,6 +31,7 @@ import numpy as np
 
 from opbench.model.program import Call, Lit
 from opbench.model.replay.call_arguments import bound, literal
+from opbench.model.replay.ms_layer_kernels import MINDSPORE_LAYER_KERNELS
 from opbench.model.replay.route import Route, Unmapped
 
 __all__ = ["OWN_FRAMEWORK_RULES", "LAYER_TORCH_TO_MINDSPORE"]
@@ -274,6 +275,8 @@ def _ms_embedding_bag(call: Call) -> Route | Unmapped:
 OWN_FRAMEWORK_RULES: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.lstm": _torch_lstm,
     "torch.nn.functional.embedding_bag": _torch_embedding_bag,
+    # a MindSpore layer with the kernels it runs (ms_layer_kernels.py)
+    **MINDSPORE_LAYER_KERNELS,
 }
 LAYER_TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.lstm": _ms_lstm,

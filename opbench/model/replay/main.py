@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from opbench.runner import ipc
 from opbench.runner.pinning import pin_process
@@ -81,12 +81,30 @@ class ReplayServer:
         warmup_runs = replayer.warm_up(request.warmup_runs, request.warmup_s)
         samples: list[float] = []
         per_call: list[list[float]] = [[] for _ in replayer.status]
+        probes: list[float] = []
+        probe_speed = speed_probe_for(adapter)
         for _ in range(request.rounds):
             samples += replayer.time_step(request.samples)
+            if probe_speed is not None:
+                # the mode this round's per-call passes run in (speed_probe.py), set beside
+                # the capture's by the self-check
+                probes.append(probe_speed(adapter.sync))
             for i, times in enumerate(replayer.time_calls(request.passes)):
                 per_call[i] += times
         return ipc.ReplayResult(**facts, warmup_runs=warmup_runs, samples_s=tuple(samples),
-                                per_call_s=tuple(tuple(times) for times in per_call))
+                                per_call_s=tuple(tuple(times) for times in per_call),
+                                probe_s=tuple(probes))
+
+
+def speed_probe_for(adapter: Any) -> Callable[[Callable[[], None]], float] | None:
+    """The speed probe of the adapter's framework: MindSpore's (model/speed_probe.py), which
+    runs in modes; None for torch, whose speed holds within a process, and for the unit
+    tests' fake frameworks."""
+    from opbench.frameworks.mindspore_adapter import MindSporeAdapter
+    if isinstance(adapter, MindSporeAdapter):
+        from opbench.model.speed_probe import mindspore_speed_probe
+        return mindspore_speed_probe
+    return None
 
 
 def serve_request(request: ipc.ReplayStep) -> ipc.ReplayResult:
