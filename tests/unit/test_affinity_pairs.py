@@ -255,7 +255,7 @@ def test_compare_suggestions_needs_the_planted_lines_the_api_and_the_saving():
         pair, [_row(line, line, 0.001, api="torch.nn.functional.silu")], measured)
     assert wrong_api.found_lines and not wrong_api.right_api
     overclaimed = affinity_pairs.compare_suggestions(
-        pair, [_row(line, line, 0.001), _row(50, 50, 0.0005, equal=False)], measured)
+        pair, [_row(line, line, 0.0015), _row(50, 50, 0.0005, equal=False)], measured)
     assert not overclaimed.within_tolerance and not overclaimed.outputs_equal
     assert good.agrees and not off.agrees and not wrong_api.agrees
 
@@ -342,3 +342,14 @@ def test_a_row_whose_replacement_did_not_run_changes_no_output():
     assert affinity_pairs.compare_suggestions(pair, [timed, untimed], measured).outputs_equal
     differs = {**untimed, "outputs_equal": False}
     assert not affinity_pairs.compare_suggestions(pair, [timed, differs], measured).outputs_equal
+
+
+def test_a_suggestion_on_other_lines_is_listed_but_not_summed_into_the_claim():
+    """The fixed script changes the planted lines alone: a swap elsewhere (a MindSpore route
+    swap of a call both scripts make) is in both steps, not in the measured difference."""
+    pair = next(p for p in PAIRS if p.name == "torch/gelu_formula")
+    line = pair.planted[0].start
+    check = affinity_pairs.compare_suggestions(
+        pair, [_row(line, line, 0.0009), _row(line + 2, line + 2, 0.004)], _measured(0.001))
+    assert check.claimed_saving_s == pytest.approx(0.0009) and check.within_tolerance
+    assert check.elsewhere == 1 and check.claimed_elsewhere_s == pytest.approx(0.004)

@@ -468,3 +468,84 @@ def test_tuple_outputs_are_compared_element_by_element():
     assert _compare(a, b).startswith("values differ")
     assert _compare(a, a[:1]) == "different numbers of outputs"
     assert _compare(None, a) is None          # a call one side did not run is not compared
+
+
+# -- a queued launch's step ends with its result read back ---------------------------------------
+
+class _QueuedAdapter(FakeAdapter):
+    """A queued launch whose sync also waits for work a read of the last result does not
+    (MindSpore 2.10's CPU queue: executor_sync_tail_s after a run of calls); counts reads."""
+
+    def __init__(self, clock: FakeClock, tail_s: float, blocking: bool = False):
+        super().__init__("torch", clock, costs=COSTS, functions=TORCH_FUNCTIONS)
+        self.tail_s, self.blocking = tail_s, blocking
+        self.pending = False
+        self.read: list[np.ndarray] = []
+
+    def resolve(self, api):
+        timed = super().resolve(api)
+
+        def queued(*args, **kwargs):
+            self.pending = True
+            return timed(*args, **kwargs)
+        return queued
+
+    def sync(self) -> None:
+        if self.pending:
+            self.clock.advance(self.tail_s)
+        self.pending = False
+
+    def to_numpy(self, value):
+        self.read.append(np.asarray(value))
+        return super().to_numpy(value)
+
+    def launch(self) -> str:
+        return "blocking" if self.blocking else "queued"
+
+
+def test_a_queued_step_ends_with_its_last_result_read_not_with_the_sync():
+    """The executor's sync waited 22 ms more than reading the result on a MindSpore step
+    (time_step_to_host's docstring): the sample is the calls and the read, the tail after
+    the read is drained before the next sample, untimed."""
+    adapter = _QueuedAdapter(FakeClock(), tail_s=5e-4)
+    replayer = _replayer(_mlp_step(), adapter)
+    replayer.probe()
+    adapter.read.clear()
+    assert replayer.time_step(2) == pytest.approx([STEP_COST + 5e-4] * 2, abs=3 * TICK)
+    assert replayer.time_step_to_host(3) == pytest.approx([STEP_COST] * 3, abs=3 * TICK)
+    assert len(adapter.read) == 3
+    np.testing.assert_array_equal(adapter.read[-1], replayer._results[2])
+
+
+def test_the_result_read_is_the_last_call_that_ran_with_a_tensor_output():
+    """A last call standing in (or not a tensor) is not what the read waits on: the call
+    before it is; with none, the sample ends with the sync."""
+    adapter = _QueuedAdapter(FakeClock(), tail_s=5e-4)
+    replayer = _replayer(_mlp_step(), adapter, skip=[2])
+    replayer.probe()
+    assert replayer._last_tensor_result() == 1
+    only_stand_ins = _replayer(_mlp_step(), _QueuedAdapter(FakeClock(), tail_s=5e-4),
+                               skip=[0, 1, 2])
+    only_stand_ins.probe()
+    assert only_stand_ins._last_tensor_result() is None
+    assert only_stand_ins.time_step_to_host(1) == pytest.approx([0.0], abs=3 * TICK)
+
+
+@pytest.mark.parametrize("blocking, used", [(False, "time_step_to_host"), (True, "time_step")])
+def test_paired_replays_time_a_queued_launch_to_the_host_and_a_blocking_one_synced(
+        monkeypatch, blocking, used):
+    from opbench.model.replay import executor
+    from opbench.model.replay.paired import serve_paired
+    from opbench.runner import ipc
+
+    called = []
+    for name in ("time_step", "time_step_to_host"):
+        monkeypatch.setattr(executor.Replayer, name,
+                            lambda self, samples, name=name: called.append(name) or [1e-3])
+    adapter = _QueuedAdapter(FakeClock(), tail_s=5e-4, blocking=blocking)
+    request = ipc.ReplayPaired(framework="torch", programs=(_mlp_step(), _mlp_step()),
+                               fingerprints=False, rounds=2, samples=1, warmup_runs=0,
+                               warmup_s=0.0)
+    result = serve_paired(request, adapter, ApiMapping([]))
+    assert called == [used] * 4
+    assert [len(s) for s in result.samples_s] == [2, 2]

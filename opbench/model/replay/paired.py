@@ -3,12 +3,15 @@ step and a swapped one (opbench/model/affinity/: `opbench model --suggest`). Eac
 a few step samples of one, then of the other, in the order A B B A A B ...: both see the
 same process, the same mode of the framework (MindSpore's speed changes between processes
 by up to 3x here, more than most swaps save) and the same drift. With `fingerprints`, each
-program's outputs are fingerprinted first (the output check)."""
+program's outputs are fingerprinted first (the output check). In a queued launch
+(MindSpore's) each sample ends as the script's step does, with its result read back
+(executor.time_step_to_host), not with the framework's sync."""
 from __future__ import annotations
 
 import os
 from typing import Any
 
+from opbench.config.vocabulary import LAUNCH_QUEUED
 from opbench.runner import ipc
 
 __all__ = ["serve_paired"]
@@ -27,8 +30,10 @@ def serve_paired(request: ipc.ReplayPaired, adapter: Any, mapping: Any) -> ipc.P
     for player in players:
         player.warm_up(request.warmup_runs, request.warmup_s)
     samples: list[list[tuple[float, ...]]] = [[] for _ in players]   # per program, per round
+    queued = adapter.launch() == LAUNCH_QUEUED
     for r in range(request.rounds):
         order = range(len(players)) if r % 2 == 0 else reversed(range(len(players)))
         for i in order:
-            samples[i].append(tuple(players[i].time_step(request.samples)))
+            timed = players[i].time_step_to_host if queued else players[i].time_step
+            samples[i].append(tuple(timed(request.samples)))
     return ipc.PairedResult(**facts, samples_s=tuple(tuple(s) for s in samples))
