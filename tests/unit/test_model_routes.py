@@ -904,3 +904,52 @@ def test_torch_frexp_is_not_covered_in_mindspore_with_its_reason():
     found = route_for(_call("torch.frexp"), "mindspore", load_mapping())
     assert isinstance(found, Unmapped)
     assert found.reason == "no entry in the API mapping for torch.frexp"
+
+
+class _Zeros:
+    """ops.zeros as a fake: a float array whose astype takes MindSpore's dtype names."""
+
+    def __call__(self, shape):
+        return _Named(np.zeros(shape, dtype=np.float32))
+
+
+class _Named(np.ndarray):
+    def __new__(cls, array):
+        return np.asarray(array).view(cls)
+
+    def astype(self, dtype, *args, **kwargs):
+        return np.asarray(self).astype(np.dtype(dtype))
+
+
+@pytest.mark.parametrize("api", ["torch.argmax", "torch.Tensor.argmax", "torch.Tensor.argmin"])
+def test_an_index_reduction_of_a_zero_size_tensor_is_empty_in_mindspore_as_in_torch(api):
+    """hf_roberta_mlm_inference.py: logits[input_ids == mask].argmax(-1) on a mask that
+    selected no row: torch returns an empty index tensor, MindSpore 2.10 refused it."""
+    call = _call(api, args=(X, Lit(-1)), kind="tensor_method" if "Tensor" in api else "function")
+    route = route_for(call, "mindspore", load_mapping())
+    assert "zero-size input" in route.api
+    fn = route.make(Resolver({"mindspore.ops.zeros": _Zeros()}))
+    empty = fn(np.zeros((0, 1000), dtype=np.float32), -1)
+    assert empty.shape == (0,) and empty.dtype == np.int64
+    assert fn(np.zeros((0, 1000), dtype=np.float32), -1, True).shape == (0, 1)
+    # a tensor with elements goes to the mapping's route
+    assert fn(np.ones((2, 1000), dtype=np.float32), -1)[0] != "mindspore.ops.zeros"
+
+
+def test_a_mindspore_error_reason_is_its_first_line_that_says_something():
+    """MindSpore frames its errors in dashes and section headers; the reason once read
+    "RuntimeError: ------"."""
+    from opbench.model.replay.executor import error_line
+    message = ("\n----------------------------------------------------\n"
+               "- Framework Unexpected Exception Raised:\n"
+               "----------------------------------------------------\n"
+               "This exception is caused by framework's unexpected error. Please create an "
+               "issue at https://gitee.com/mindspore/mindspore/issues to get help.\n\n"
+               "----------------------------------------------------\n"
+               "- Kernel build failed: (For framework developers)\n"
+               "----------------------------------------------------\n"
+               "CPU kernel op [Default/Argmax-op0] resize failed.\n")
+    assert error_line(RuntimeError(message)) == "CPU kernel op [Default/Argmax-op0] resize failed."
+    assert error_line(TypeError("takes 1 positional argument\nmore")) == \
+        "takes 1 positional argument"
+    assert error_line(RuntimeError("")) == ""

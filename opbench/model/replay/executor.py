@@ -357,8 +357,7 @@ class Replayer:
                 value = fn(*get_args(), **get_kwargs())
                 self.adapter.sync()
             except Exception as exc:        # the next fallback, or a stand-in
-                errors.append(f"{candidate.api}: {type(exc).__name__}: "
-                              f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+                errors.append(f"{candidate.api}: {type(exc).__name__}: {error_line(exc)}")
                 continue
             index = chosen if chosen is not None else position
             return ((fn, get_args, get_kwargs),
@@ -450,6 +449,25 @@ class Replayer:
             self.adapter.sync()
             runs += 1
         return runs
+
+
+# MindSpore's framework errors open with a frame of dashes and section headers
+# ("- Framework Unexpected Exception Raised:", "- Kernel build failed: (For framework
+# developers)") and a boilerplate sentence; the cause is the first line after them
+# ("CPU kernel op [Default/Argmax-op0] resize failed."). A reason that read only the first
+# line said "RuntimeError: ------" (hf_roberta_mlm_inference.py's argmax).
+_BOILERPLATE = ("This exception is caused by framework's unexpected error",)
+
+
+def error_line(exc: BaseException) -> str:
+    """The first line of an exception's message that says something."""
+    for line in str(exc).splitlines():
+        line = line.strip()
+        if not line or set(line) <= set("-=*") or line.startswith("- ") \
+                or line.startswith(_BOILERPLATE):
+            continue
+        return line
+    return ""
 
 
 def _identity(x: Any) -> Any:
