@@ -6,7 +6,7 @@ How an entry is decided
 -----------------------
 1. Candidates: public torch functions, torch.nn.functional functions, torch.Tensor methods
    (including the arithmetic/comparison dunders a user writes as `a + b`), torch.nn modules,
-   torch.linalg / torch.special functions and torch.optim optimizers.
+   torch.linalg / torch.special / torch.fft functions and torch.optim optimizers.
 2. Counterpart: the first MindSpore name that exists, searched in the order a MindSpore user
    would reach for it: the `mindspore.mint` mirror of the same namespace (mint mirrors torch),
    then the other mint namespaces, then `mindspore.ops` / `mindspore.nn`. Hand-checked entries
@@ -429,7 +429,7 @@ def _candidates(torch_name: str) -> list[str]:
     if torch_name.startswith("torch.nn.functional."):
         return [f"mindspore.mint.nn.functional.{short}", f"mindspore.mint.{short}",
                 f"mindspore.ops.{short}"]
-    for sub in ("linalg", "special"):
+    for sub in ("linalg", "special", "fft"):
         if torch_name.startswith(f"torch.{sub}."):
             return [f"mindspore.mint.{sub}.{short}", f"mindspore.ops.{short}"]
     if torch_name.startswith("torch.optim."):
@@ -520,6 +520,7 @@ def torch_candidates() -> list[str]:
     names += public_names("torch.nn.functional", is_function)
     names += public_names("torch.linalg", is_function)
     names += public_names("torch.special", is_function)
+    names += public_names("torch.fft", is_function)
     names += public_names("torch.nn", is_module_class)
     names += public_names("torch.optim", is_optimizer)
     names += [f"torch.Tensor.{n}" for n in dir(torch.Tensor)

@@ -224,6 +224,9 @@ CPU_ROUTES: dict[str, str] = {
     "mindspore.mint.nn.functional.selu": "mindspore.ops.selu",
     "mindspore.mint.nn.functional.hardtanh": "mindspore.ops.hardtanh",
     "mindspore.mint.argmax": "mindspore.ops.argmax",
+    # "The kernel FullLike unregistered" (mint); ops.full_like runs (hf_t5_training.py's
+    # relative-position buckets)
+    "mindspore.mint.full_like": "mindspore.ops.full_like",
     "mindspore.mint.argmin": "mindspore.ops.argmin (`axis`)",
     "mindspore.mint.std": "mindspore.ops.std (`axis`; ddof=1 for torch's default)",
     "mindspore.mint.var": "mindspore.ops.var (`axis`; ddof=1 for torch's default)",

@@ -10,8 +10,8 @@ Nothing here imports anything: the tracer imports it inside the user's own inter
 """
 from __future__ import annotations
 
-__all__ = ["ADAPTER_FRAMEWORKS", "ASYNC", "CASE_DTYPES", "CASE_INT_DTYPES", "FLOAT_DTYPES",
-           "FRAMEWORKS", "INTEGER_DTYPES", "LAUNCH_BLOCKING", "LAUNCH_MODES", "LAUNCH_QUEUED",
+__all__ = ["ADAPTER_FRAMEWORKS", "ASYNC", "CASE_DTYPES", "CASE_INT_DTYPES", "COMPLEX_DTYPES",
+           "FLOAT_DTYPES", "FRAMEWORKS", "INTEGER_DTYPES", "MODEL_DTYPES", "LAUNCH_BLOCKING", "LAUNCH_MODES", "LAUNCH_QUEUED",
            "MINDSPORE", "MODES", "NUMPY", "SERIAL", "TORCH"]
 
 # -- frameworks ------------------------------------------------------------------------------
@@ -66,3 +66,11 @@ CASE_DTYPES = (*FLOAT_DTYPES, *CASE_INT_DTYPES, "bool")
 # ids in int64, masks in uint8, ...): what a model's capture records a value range for, so a
 # replay can draw such a tensor from its range. Not all of them are case-file dtypes.
 INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
+# Complex dtypes: what torch.fft and MindSpore's ops.rfft2/irfft2 hand over (both frameworks
+# make, compute on and read back complex64/complex128 on CPU: checked on torch 2.13 and
+# MindSpore 2.10). Not case-file dtypes: a model's replay makes them, the case library does
+# not draw them.
+COMPLEX_DTYPES = ("complex64", "complex128")
+# Every dtype a model's replay can make a tensor of (an external, a stand-in) and compare
+# across frameworks: the case library's and the complex ones.
+MODEL_DTYPES = (*CASE_DTYPES, *COMPLEX_DTYPES)

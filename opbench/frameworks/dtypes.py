@@ -11,6 +11,7 @@ import difflib
 import numpy as np
 
 from opbench.cases.case_files import DTYPES
+from opbench.config.vocabulary import COMPLEX_DTYPES
 
 BFLOAT16 = "bfloat16"
 
@@ -22,20 +23,24 @@ NUMPY_CARRIERS: dict[str, np.dtype] = {
     "int32": np.dtype(np.int32),
     "int64": np.dtype(np.int64),
     "bool": np.dtype(np.bool_),
+    # a model's replay only (config/vocabulary.py MODEL_DTYPES): numpy carries them as they are
+    "complex64": np.dtype(np.complex64),
+    "complex128": np.dtype(np.complex128),
 }
 
 # Attribute names on the framework's top module.
-TORCH_DTYPE_ATTRS = {name: name for name in DTYPES}
-MINDSPORE_DTYPE_ATTRS = {**{name: name for name in DTYPES}, "bool": "bool_"}
+TORCH_DTYPE_ATTRS = {name: name for name in (*DTYPES, *COMPLEX_DTYPES)}
+MINDSPORE_DTYPE_ATTRS = {**{name: name for name in (*DTYPES, *COMPLEX_DTYPES)}, "bool": "bool_"}
 
 
 def check_dtype(dtype: str) -> str:
     """Return `dtype` if it is an opbench dtype name, else raise ValueError with a suggestion."""
     if dtype in NUMPY_CARRIERS:
         return dtype
-    close = difflib.get_close_matches(dtype, DTYPES, n=1)
+    close = difflib.get_close_matches(dtype, list(NUMPY_CARRIERS), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise ValueError(f"unknown dtype {dtype!r}{hint}; expected one of {', '.join(DTYPES)}")
+    raise ValueError(f"unknown dtype {dtype!r}{hint}; expected one of "
+                     f"{', '.join(NUMPY_CARRIERS)}")
 
 
 def carrier_copy(array: np.ndarray, dtype: str) -> np.ndarray:

@@ -166,8 +166,55 @@ def test_an_ops_function_the_mapping_lists_under_mint_takes_torchs_keyword_names
 
 
 def test_an_ops_function_whose_mint_namesake_differs_is_not_routed_by_name():
-    found = route_for(_ms_call("mindspore.ops.equal", (X, X)), "torch", MAPPING)
-    assert isinstance(found, Unmapped) and "mindspore.ops.equal" in found.reason
+    """ops.equal is element-wise; mint.equal (torch.equal) is one bool for the whole
+    tensor: ops.equal goes to torch.eq by its own rule, never to its namesake."""
+    route = route_for(_ms_call("mindspore.ops.equal", (X, X)), "torch", MAPPING)
+    assert route.api == "torch.eq"
+    found = route_for(_ms_call("mindspore.ops.not_in_any_mapping", (X, X)), "torch", MAPPING)
+    assert isinstance(found, Unmapped) and "not_in_any_mapping" in found.reason
+
+
+class _Index:
+    def __init__(self):
+        self.widened = False
+
+    def long(self):
+        self.widened = True
+        return self
+
+
+@pytest.mark.parametrize("api, kind, args, expected", [
+    ("mindspore.ops.Equal", "primitive", (X, Lit(-100)), "torch.eq"),
+    ("mindspore.Tensor.expand_dims", "tensor_method", (X, Lit(-1)), "torch.unsqueeze"),
+    ("mindspore.ops.expand_dims", "function", (X, Lit(-1)), "torch.unsqueeze"),
+])
+def test_mindspores_own_names_for_torchs_functions(api, kind, args, expected):
+    """mindcv's cross entropy with label smoothing: P.Equal()(label, -100),
+    label.expand_dims(-1): no mapping entry names them from MindSpore's side."""
+    route = route_for(_ms_call(api, args, kind=kind), "torch", MAPPING)
+    assert route.api == expected and route.args == args
+    resolve = Recorder()
+    route.make(resolve)(*("t", -1))
+    assert resolve.calls == [(expected, ("t", -1), {})]
+
+
+def test_gather_d_is_torch_gather_with_an_int64_index():
+    """P.GatherD()(logits, -1, label): MindSpore's labels are int32; torch.gather takes an
+    int64 index only."""
+    route = route_for(_ms_call("mindspore.ops.GatherD", (X, Lit(-1), W), kind="primitive"),
+                      "torch", MAPPING)
+    assert route.args == (X, Lit(-1), W)
+    resolve, index = Recorder(), _Index()
+    route.make(resolve)("logits", -1, index)
+    assert index.widened and resolve.calls == [("torch.gather", ("logits", -1, index), {})]
+
+
+def test_cast_of_a_number_or_a_tensor_is_torch_as_tensor_with_the_dtype():
+    from opbench.model.program import Dtype
+    route = route_for(_ms_call("mindspore.ops.cast", (Lit(0), Dtype("int32"))), "torch",
+                      MAPPING)
+    assert route.api.startswith("torch.as_tensor")
+    assert route.args == (Lit(0),) and route.kwargs == (("dtype", Dtype("int32")),)
 
 
 @pytest.mark.parametrize("primitive, function", [

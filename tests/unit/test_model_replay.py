@@ -440,6 +440,35 @@ def test_a_fingerprint_samples_a_fixed_number_of_points():
     assert fingerprint(np.zeros((0, 3))) == {"shape": [0, 3], "n": 0}
 
 
+def test_complex_externals_are_drawn_from_one_seed_in_real_and_imaginary_parts():
+    """torch.fft's complex64 tensors: the same complex values in every process and framework,
+    with real and imaginary parts both drawn (not a real tensor cast to complex)."""
+    weight = external_array(ExternalTensor(3, (3, 32, 17), "complex64", "input"))
+    again = external_array(ExternalTensor(3, (3, 32, 17), "complex64", "input"))
+    assert weight.dtype == np.complex64 and np.array_equal(weight, again)
+    assert np.abs(weight.imag).mean() > 0.4 and np.abs(weight.real).mean() > 0.4
+    wide = external_array(ExternalTensor(3, (3, 32, 17), "complex128", "input"))
+    assert wide.dtype == np.complex128
+
+
+def test_complex_fingerprints_compare_by_the_magnitude_of_the_difference():
+    rng = np.random.default_rng(2)
+    z = (rng.standard_normal((16, 9)) + 1j * rng.standard_normal((16, 9))).astype(np.complex64)
+    fp = fingerprint(z)
+    assert len(fp["imag_points"]) == FINGERPRINT_POINTS
+    assert fp["mean_abs"] == pytest.approx(float(np.abs(z).mean()), rel=1e-6)
+    # float32 rounding in either part, 1e-6 relative: far below the tolerance
+    rounded = z * np.complex64(1 + 1e-6j)
+    assert _compare(fp, fingerprint(rounded)) is None
+    # the conjugate: equal real parts, equal magnitudes, the imaginary parts' sign flipped
+    found = _compare(fp, fingerprint(np.conj(z)))
+    assert found and found.startswith("values differ"), found
+    # a complex result where the traced call returned real values (MindSpore's abs of a
+    # complex tensor is complex: its magnitude in the real part)
+    assert _compare(fingerprint(np.abs(z)), fingerprint(np.abs(z).astype(np.complex64))) == \
+        "complex values against real ones"
+
+
 def test_the_probes_of_two_frameworks_agree_for_the_same_op_and_not_for_a_wrong_one():
     step = _step(_call(0, "torch.matmul", Ext(0), Ext(1)),
                  _call(1, "torch.flip", Ref(0), Seq("list", (Lit(1),))))

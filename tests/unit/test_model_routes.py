@@ -861,3 +861,95 @@ def test_an_in_place_method_falls_back_to_its_out_of_place_twin_written_back(mon
     clone = route_for(_call("torch.Tensor.clone", (X,), kind="tensor_method"), "mindspore",
                       load_mapping())
     assert _names(clone) == ["mindspore.Tensor.clone", "mindspore.Tensor.copy"]
+
+
+@pytest.mark.parametrize("api", ["torch.abs", "torch.Tensor.abs", "torch.Tensor.__abs__"])
+def test_the_absolute_value_of_a_complex_tensor_is_real_in_mindspore_as_in_torch(api):
+    """torch's abs of complex64 is float32; MindSpore 2.10's is complex64 (the magnitude in
+    the real part): a complex input goes to ops.ComplexAbs, a real one to the mapping's
+    route."""
+    route = route_for(_call(api, kind="tensor_method" if "Tensor" in api else "function"),
+                      "mindspore", load_mapping())
+    assert "ops.ComplexAbs" in route.api
+
+    class ComplexAbs:
+        def __call__(self, x):
+            return np.abs(x).real.astype(np.float32)
+
+    fn = route.make(Resolver({"mindspore.ops.ComplexAbs": ComplexAbs}))
+    spectrum = np.array([3 + 4j, 1 - 1j], dtype=np.complex64)
+    magnitude = fn(spectrum)
+    assert magnitude.dtype == np.float32 and magnitude.tolist() == pytest.approx([5.0, 2 ** 0.5])
+    real = np.array([-1.0, 2.0], dtype=np.float32)
+    assert fn(real)[0] in ("mindspore.mint.abs", "Tensor.abs", "Tensor.__abs__")  # the mapping's
+    for fallback in route.fallbacks:          # ops.abs, the CPU route: the same rule
+        assert fallback.make(Resolver({"mindspore.ops.ComplexAbs": ComplexAbs}))(
+            spectrum).dtype == np.float32
+
+
+@pytest.mark.parametrize("api, counterpart", [("torch.fft.rfft2", "mindspore.ops.rfft2"),
+                                              ("torch.fft.irfft2", "mindspore.ops.irfft2")])
+def test_the_fft_functions_replay_through_the_mapping(api, counterpart):
+    """torch.fft has no mint mirror in MindSpore 2.10: the mapping names ops.rfft2 / irfft2
+    (same arguments: input, s, dim, norm), which its CPU build runs on complex64."""
+    call = _call(api, kwargs=(("s", Seq("tuple", (Lit(32), Lit(32)))), ("norm", Lit("ortho"))))
+    route = route_for(call, "mindspore", load_mapping())
+    assert route.api == counterpart
+    assert route.kwargs == call.kwargs
+
+
+def test_torch_frexp_is_not_covered_in_mindspore_with_its_reason():
+    """MindSpore 2.10 has no frexp (mint nor ops): the call is a "not covered" row saying so
+    (issue 32 named it among the calls that crashed a run)."""
+    found = route_for(_call("torch.frexp"), "mindspore", load_mapping())
+    assert isinstance(found, Unmapped)
+    assert found.reason == "no entry in the API mapping for torch.frexp"
+
+
+class _Zeros:
+    """ops.zeros as a fake: a float array whose astype takes MindSpore's dtype names."""
+
+    def __call__(self, shape):
+        return _Named(np.zeros(shape, dtype=np.float32))
+
+
+class _Named(np.ndarray):
+    def __new__(cls, array):
+        return np.asarray(array).view(cls)
+
+    def astype(self, dtype, *args, **kwargs):
+        return np.asarray(self).astype(np.dtype(dtype))
+
+
+@pytest.mark.parametrize("api", ["torch.argmax", "torch.Tensor.argmax", "torch.Tensor.argmin"])
+def test_an_index_reduction_of_a_zero_size_tensor_is_empty_in_mindspore_as_in_torch(api):
+    """hf_roberta_mlm_inference.py: logits[input_ids == mask].argmax(-1) on a mask that
+    selected no row: torch returns an empty index tensor, MindSpore 2.10 refused it."""
+    call = _call(api, args=(X, Lit(-1)), kind="tensor_method" if "Tensor" in api else "function")
+    route = route_for(call, "mindspore", load_mapping())
+    assert "zero-size input" in route.api
+    fn = route.make(Resolver({"mindspore.ops.zeros": _Zeros()}))
+    empty = fn(np.zeros((0, 1000), dtype=np.float32), -1)
+    assert empty.shape == (0,) and empty.dtype == np.int64
+    assert fn(np.zeros((0, 1000), dtype=np.float32), -1, True).shape == (0, 1)
+    # a tensor with elements goes to the mapping's route
+    assert fn(np.ones((2, 1000), dtype=np.float32), -1)[0] != "mindspore.ops.zeros"
+
+
+def test_a_mindspore_error_reason_is_its_first_line_that_says_something():
+    """MindSpore frames its errors in dashes and section headers; the reason once read
+    "RuntimeError: ------"."""
+    from opbench.model.replay.executor import error_line
+    message = ("\n----------------------------------------------------\n"
+               "- Framework Unexpected Exception Raised:\n"
+               "----------------------------------------------------\n"
+               "This exception is caused by framework's unexpected error. Please create an "
+               "issue at https://gitee.com/mindspore/mindspore/issues to get help.\n\n"
+               "----------------------------------------------------\n"
+               "- Kernel build failed: (For framework developers)\n"
+               "----------------------------------------------------\n"
+               "CPU kernel op [Default/Argmax-op0] resize failed.\n")
+    assert error_line(RuntimeError(message)) == "CPU kernel op [Default/Argmax-op0] resize failed."
+    assert error_line(TypeError("takes 1 positional argument\nmore")) == \
+        "takes 1 positional argument"
+    assert error_line(RuntimeError("")) == ""

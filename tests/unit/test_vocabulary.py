@@ -49,5 +49,8 @@ def test_the_two_integer_sets_are_named_apart_and_nested():
     assert not set(v.FLOAT_DTYPES) & set(v.INTEGER_DTYPES)
 
 
-def test_both_adapters_spell_every_case_dtype():
-    assert set(TORCH_DTYPE_ATTRS) == set(MINDSPORE_DTYPE_ATTRS) == set(v.CASE_DTYPES)
+def test_both_adapters_spell_every_dtype_a_model_replay_makes():
+    """The case library's dtypes and, for a model's replay, the complex ones (torch.fft)."""
+    assert set(TORCH_DTYPE_ATTRS) == set(MINDSPORE_DTYPE_ATTRS) == set(v.MODEL_DTYPES)
+    assert set(v.MODEL_DTYPES) == {*v.CASE_DTYPES, *v.COMPLEX_DTYPES}
+    assert not set(v.COMPLEX_DTYPES) & set(v.CASE_DTYPES)

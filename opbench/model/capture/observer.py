@@ -16,7 +16,7 @@ import weakref
 from dataclasses import replace
 from typing import Any, Callable
 
-from opbench.config.vocabulary import CASE_DTYPES, INTEGER_DTYPES
+from opbench.config.vocabulary import INTEGER_DTYPES, MODEL_DTYPES
 from opbench.model.capture.lowering import Lowered, lower, primitive_init
 from opbench.model.capture.ms_backward import BACKWARD_API
 from opbench.model.capture.sites import SiteFinder
@@ -37,13 +37,14 @@ MAX_SEQUENCE_ITEMS = 64
 # 1.4 ms here at most: under 6 us a call).
 TAIL_CHECK_EVERY = 256
 _INTEGER_DTYPES = (*INTEGER_DTYPES, "bool")
-# The dtypes a replay can make a tensor of: the case library's dtypes (the vocabulary's
-# CASE_DTYPES; frameworks/dtypes.py NUMPY_CARRIERS, checked equal by
-# tests/unit/test_model_capture.py, is not imported: the capture runs in the script's
-# interpreter with few imports, and config/vocabulary.py imports nothing). A tensor of another dtype (complex64 from torch.fft.rfft2,
-# uint8) is an argument no replay can rebuild, and the call returning it is not covered:
-# before, the replay's set-up died on it ("KeyError: 'complex64'") and took the run along.
-REPLAYABLE_DTYPES = CASE_DTYPES
+# The dtypes a replay can make a tensor of: the case library's dtypes and the complex ones
+# torch.fft hands over (the vocabulary's MODEL_DTYPES; frameworks/dtypes.py NUMPY_CARRIERS,
+# checked equal by tests/unit/test_model_capture.py, is not imported: the capture runs in the
+# script's interpreter with few imports, and config/vocabulary.py imports nothing). A tensor
+# of another dtype (uint8, int16) is an argument no replay can rebuild, and the call returning
+# it is not covered: before, the replay's set-up died on it ("KeyError: 'complex64'", when
+# complex64 was such a dtype) and took the run along.
+REPLAYABLE_DTYPES = MODEL_DTYPES
 
 
 class _Tensors:

@@ -1,10 +1,11 @@
 """The model's one output check: two replays' fingerprints of a call's outputs
-(replay/executor.py fingerprint: fixed positions and two moments) agree within a tolerance.
+(replay/executor.py fingerprint: fixed positions and two moments) agree within a tolerance;
+complex outputs by the magnitude of the difference (|x - y| against |x|, |y|).
 Used across frameworks (impact/pipeline.py) and within one, original against swapped step
 (model/affinity/measure.py)."""
 from __future__ import annotations
 
-import math
+import cmath
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,10 +28,23 @@ class Fingerprint:
     mean: float | None = None            # over the finite elements (None: none finite)
     mean_abs: float | None = None
     points: tuple[float, ...] = json_field(codec=tuple_of(), default=())   # fixed positions
+    # a complex output's imaginary parts: of the points and of the mean (None: a real output;
+    # its mean_abs is then the mean magnitude)
+    imag_points: tuple[float, ...] | None = json_field(codec=tuple_of(), default=None)
+    mean_imag: float | None = None
 
-    def values(self) -> list[float]:
-        """What is compared: the points, then the two moments (None as 0)."""
-        return [*self.points, self.mean or 0.0, self.mean_abs or 0.0]
+    @property
+    def is_complex(self) -> bool:
+        return self.imag_points is not None
+
+    def values(self) -> list[complex | float]:
+        """What is compared: the points, then the two moments (None as 0); complex numbers
+        for a complex output."""
+        if not self.is_complex:
+            return [*self.points, self.mean or 0.0, self.mean_abs or 0.0]
+        points = [complex(r, i) for r, i in zip(self.points, self.imag_points)]
+        return [*points, complex(self.mean or 0.0, self.mean_imag or 0.0),
+                self.mean_abs or 0.0]
 
 
 def compare(a: Any, b: Any, atol: float = CHECK_ATOL) -> str | None:
@@ -51,10 +65,15 @@ def compare(a: Any, b: Any, atol: float = CHECK_ATOL) -> str | None:
         return f"shape {list(a.shape)} against {list(b.shape)}"
     if a.n == 0:
         return None
+    if a.is_complex != b.is_complex:
+        # a route returning complex values where the traced call returned real ones
+        # (MindSpore's abs of a complex tensor is complex): not the same computation
+        return "complex values against real ones"
     worst = 0.0
     for x, y in zip(a.values(), b.values()):
-        if math.isnan(x) and math.isnan(y):
+        if cmath.isnan(x) and cmath.isnan(y):
             continue
+        # complex values: the magnitude of their difference against their magnitudes
         diff = abs(x - y)
         if diff > atol + CHECK_RTOL * max(abs(x), abs(y)):
             worst = max(worst, diff / max(abs(x), abs(y), 1e-12))

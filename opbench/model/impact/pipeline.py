@@ -42,6 +42,7 @@ from opbench.model.impact.project import (MODES_APART, Estimate, FrameworkTiming
                                           step_time)
 from opbench.model.replay.executor import CallStatus
 from opbench.model.replay.randomness import draws_random_numbers
+from opbench.model.replay.truncation import truncation_tolerances
 from opbench.model.steady import (DEFAULT_CAPTURE_STEPS, Region, RegionError, StepProgram,
                                   find_region, step_program)
 from opbench.runner import ipc
@@ -366,12 +367,16 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
     stand_in = [not (a.ok and b.ok) for a, b in zip(impact.status[traced],
                                                      impact.status[other])]
     tainted = _tainted(step, stand_in)
-    adam_atol = adam_update_tolerances(step.calls)
+    # differences two right replays may show: an Adam update's step, a truncated integer's
+    # one step
+    allowed = adam_update_tolerances(step.calls)
+    for i, step_size in truncation_tolerances(step.calls).items():
+        allowed[i] = max(allowed.get(i, 0.0), step_size)
     for i, (fa, fb) in enumerate(zip(probes[traced].fingerprints or (),
                                      probes[other].fingerprints or ())):
         if tainted[i]:
             continue
-        found = _compare(fa, fb, max(CHECK_ATOL, adam_atol.get(i, 0.0)))
+        found = _compare(fa, fb, max(CHECK_ATOL, allowed.get(i, 0.0)))
         if found:
             impact.mismatches.append({"call": i, "api": step.calls[i].api,
                                       "mapped_api": impact.status[other][i].api,

@@ -15,5 +15,6 @@ replay of a step program, its output fingerprints and its timings.
   layer_routes     nn.LSTM and nn.EmbeddingBag (as lowered) in both frameworks
   attention_dropout  Attention's dropout in MindSpore (random: outputs not compared)
   randomness       Which calls draw random numbers (a training dropout): not compared
+  truncation       Integers truncated from floats: one integer step allowed in the check
   call_arguments   A call's arguments by parameter name, for the rule modules
 """

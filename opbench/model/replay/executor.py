@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from opbench.config.vocabulary import FLOAT_DTYPES
+from opbench.config.vocabulary import COMPLEX_DTYPES, FLOAT_DTYPES
 from opbench.frameworks.apimap import ApiMapping
 from opbench.model.bound_args import bind
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
@@ -74,6 +74,13 @@ def external_array(ext: ExternalTensor) -> np.ndarray:
             # through many layers instead of overflowing (inf and NaN time differently)
             values /= np.sqrt(max(1, int(np.prod(shape[1:]))))
         return values.astype(np.float32)
+    if ext.dtype in COMPLEX_DTYPES:
+        # a spectrum, a complex weight: real and imaginary parts drawn alike, one after the
+        # other from the one seed, so both frameworks get the same complex values
+        values = rng.uniform(-1.0, 1.0, size=shape) + 1j * rng.uniform(-1.0, 1.0, size=shape)
+        if ext.role == "parameter" and len(shape) > 1:
+            values /= np.sqrt(max(1, int(np.prod(shape[1:]))))
+        return values.astype(np.complex64 if ext.dtype == "complex64" else np.complex128)
     if ext.dtype == "bool":
         return rng.random(size=shape) < 0.5
     low = int(ext.low) if ext.low is not None else 0
@@ -96,15 +103,27 @@ def stand_in_arrays(outputs: Any, index: int) -> Any:
 
 
 def fingerprint(array: np.ndarray) -> dict[str, Any]:
-    flat = np.asarray(array, dtype=np.float64).ravel()
+    """A few fixed positions and two moments of an output. A complex output's imaginary
+    parts (at the same positions, and of the mean) go beside the real ones, and its mean_abs
+    is the mean magnitude: the output check compares complex values by the magnitude of
+    their difference (impact/output_check.py)."""
+    if np.iscomplexobj(array):
+        flat = np.asarray(array, dtype=np.complex128).ravel()
+    else:
+        flat = np.asarray(array, dtype=np.float64).ravel()
     if flat.size == 0:
         return {"shape": list(array.shape), "n": 0}
     positions = np.linspace(0, flat.size - 1, num=min(FINGERPRINT_POINTS, flat.size)).astype(int)
     finite = flat[np.isfinite(flat)]
-    return {"shape": list(array.shape), "n": int(flat.size),
-            "mean": float(finite.mean()) if finite.size else None,
-            "mean_abs": float(np.abs(finite).mean()) if finite.size else None,
-            "points": [float(v) for v in flat[positions]]}
+    mean = complex(finite.mean()) if finite.size else None
+    found = {"shape": list(array.shape), "n": int(flat.size),
+             "mean": mean.real if mean is not None else None,
+             "mean_abs": float(np.abs(finite).mean()) if finite.size else None,
+             "points": [float(v.real) for v in flat[positions]]}
+    if np.iscomplexobj(flat):
+        found["mean_imag"] = mean.imag if mean is not None else None
+        found["imag_points"] = [float(v.imag) for v in flat[positions]]
+    return found
 
 
 class Replayer:
@@ -338,8 +357,7 @@ class Replayer:
                 value = fn(*get_args(), **get_kwargs())
                 self.adapter.sync()
             except Exception as exc:        # the next fallback, or a stand-in
-                errors.append(f"{candidate.api}: {type(exc).__name__}: "
-                              f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+                errors.append(f"{candidate.api}: {type(exc).__name__}: {error_line(exc)}")
                 continue
             index = chosen if chosen is not None else position
             return ((fn, get_args, get_kwargs),
@@ -466,6 +484,25 @@ class Replayer:
             self.adapter.sync()
             runs += 1
         return runs
+
+
+# MindSpore's framework errors open with a frame of dashes and section headers
+# ("- Framework Unexpected Exception Raised:", "- Kernel build failed: (For framework
+# developers)") and a boilerplate sentence; the cause is the first line after them
+# ("CPU kernel op [Default/Argmax-op0] resize failed."). A reason that read only the first
+# line said "RuntimeError: ------" (hf_roberta_mlm_inference.py's argmax).
+_BOILERPLATE = ("This exception is caused by framework's unexpected error",)
+
+
+def error_line(exc: BaseException) -> str:
+    """The first line of an exception's message that says something."""
+    for line in str(exc).splitlines():
+        line = line.strip()
+        if not line or set(line) <= set("-=*") or line.startswith("- ") \
+                or line.startswith(_BOILERPLATE):
+            continue
+        return line
+    return ""
 
 
 def _identity(x: Any) -> Any:

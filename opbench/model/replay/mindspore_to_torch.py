@@ -16,6 +16,9 @@ the two frameworks' semantics, for every call of a kind alike (routes.py registe
   name: Neg -> ops.neg, OnesLike -> ops.ones_like, GatherD -> ops.gather_d), then as above.
 - `ops.assign(variable, value)` is what a torch script writes as `p.copy_(value)` under
   `torch.no_grad()` (a leaf that requires grad refuses an in-place copy otherwise).
+- MindSpore's own names for torch's functions, which the mapping cannot name from MindSpore's
+  side: Equal -> torch.eq, GatherD -> torch.gather (an int64 index), expand_dims ->
+  torch.unsqueeze, cast -> torch.as_tensor.
 
 Every rule reads a call's arguments by parameter name through `bound_arguments`.
 """
@@ -243,9 +246,65 @@ def _torch_reduction(torch_api: str) -> Callable[[Call], Route | Unmapped]:
     return rule
 
 
+# -- MindSpore's names for torch's functions ---------------------------------------------------
+# Functions the API mapping (keyed by torch's names; MindSpore's side is mostly `mint`) cannot
+# name from MindSpore's side, because MindSpore spells them otherwise in `ops`, as primitives
+# and as Tensor methods (mindcv's cross entropy with label smoothing: P.Equal()(label, -100),
+# P.GatherD()(logits, -1, label), label.expand_dims(-1), ops.cast(0, mstype.int32): 0.7% of
+# mindcv_resnet18_training.py's traced time not covered).
+
+def _torch_equal(call: Call) -> Route | Unmapped:
+    """ops.Equal()(x, y) / ops.equal: element-wise ==, torch.eq (a Python number broadcast as
+    in MindSpore); torch.equal is another function (one bool for the whole tensor)."""
+    v = bound_arguments(call, ["input", "other"])
+    return Route("torch.eq", lambda resolve: resolve("torch.eq"), (v.input, v.other))
+
+
+def _torch_gather_d(call: Call) -> Route | Unmapped:
+    """ops.GatherD()(x, dim, index) / ops.gather_d: torch.gather(x, dim, index), whose index
+    must be int64 (MindSpore's labels are int32: "gather(): Expected dtype int64 for
+    index")."""
+    v = bound_arguments(call, ["x", "dim", "index"])
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        gather = resolve("torch.gather")
+
+        def gather_d(x: Any, dim: Any, index: Any) -> Any:
+            return gather(x, dim, index.long())
+        return gather_d
+    return Route("torch.gather (an int64 index)", make, (v.x, v.dim, v.index))
+
+
+def _torch_expand_dims(call: Call) -> Route | Unmapped:
+    """x.expand_dims(axis) / ops.expand_dims(x, axis): torch.unsqueeze(x, dim)."""
+    v = bound_arguments(call, ["input", "axis"])
+    return Route("torch.unsqueeze", lambda resolve: resolve("torch.unsqueeze"),
+                 (v.input, v.axis))
+
+
+def _torch_cast(call: Call) -> Route | Unmapped:
+    """ops.cast(x, dtype) / ops.Cast()(x, dtype): a tensor as `dtype`, and a Python number
+    (ops.cast(0, mstype.int32)) as a 0-d tensor of it: torch.as_tensor does both."""
+    v = bound_arguments(call, ["input", "dtype"])
+    if v.dtype is None:
+        return Unmapped("ops.cast without a dtype")
+    return Route("torch.as_tensor (as ops.cast)", lambda resolve: resolve("torch.as_tensor"),
+                 (v.input,), (("dtype", v.dtype),))
+
+
+MINDSPORE_NAMES = {
+    "mindspore.ops.Equal": _torch_equal, "mindspore.ops.equal": _torch_equal,
+    "mindspore.ops.GatherD": _torch_gather_d, "mindspore.ops.gather_d": _torch_gather_d,
+    "mindspore.Tensor.expand_dims": _torch_expand_dims,
+    "mindspore.ops.expand_dims": _torch_expand_dims,
+    "mindspore.ops.cast": _torch_cast, "mindspore.ops.Cast": _torch_cast,
+}
+
+
 MINDSPORE_TO_TORCH_RULES: dict[str, Callable[[Call], Route | Unmapped]] = {
     "mindspore.ops.conv2d": _torch_conv2d,
     "mindspore.ops.MaxPool": _torch_max_pool_primitive,
     "mindspore.ops.assign": _torch_assign,
+    **MINDSPORE_NAMES,
     **{primitive: _torch_reduction(api) for primitive, api in REDUCTIONS.items()},
 }

@@ -214,6 +214,78 @@ def _ms_cat(call: Call, mapping: ApiMapping) -> Route | Unmapped:
 CONCATENATIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
 
 
+def _complex_as_magnitude(make: Maker) -> Maker:
+    """torch's abs of a complex tensor is its real magnitude (complex64 -> float32);
+    MindSpore 2.10's abs (mint, ops, the method) returns it complex, the magnitude in the real
+    part (checked on CPU: abs(3+4j) -> (5+0j), Complex64), so the calls after it would run on
+    complex values and the output check flags it. ops.ComplexAbs returns the real magnitude,
+    as torch; a real input goes to the route as before."""
+    def made(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        fn = make(resolve)
+        magnitude = resolve("mindspore.ops.ComplexAbs")()
+
+        def absolute(x: Any, *args: Any, **kwargs: Any) -> Any:
+            if "complex" in str(x.dtype).lower():
+                return magnitude(x)
+            return fn(x, *args, **kwargs)
+        return absolute
+    return made
+
+
+def _ms_magnitude(call: Call, mapping: ApiMapping) -> Route | Unmapped:
+    route = _via_mapping(call, "mindspore", mapping)
+    if isinstance(route, Unmapped):
+        return route
+    return replace(route, api=f"{route.api} (a complex input: ops.ComplexAbs, real as torch)",
+                   make=_complex_as_magnitude(route.make),
+                   fallbacks=tuple(replace(f, make=_complex_as_magnitude(f.make))
+                                   for f in route.fallbacks))
+
+
+def _zero_size_as_torch(make: Maker) -> Maker:
+    """torch's argmax / argmin over a dimension of a zero-size tensor (a (0, 1000) batch of
+    rows: a boolean mask that selected nothing) is an empty index tensor; MindSpore 2.10
+    refuses it ("ArgMax is not supported zero size!"; its method: "CPU kernel op
+    [Default/Argmax-op0] resize failed"). The empty result is made as torch makes it; a
+    reduction over the empty dimension itself goes to the route, and fails as torch's does."""
+    def made(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        fn = make(resolve)
+        zeros = resolve("mindspore.ops.zeros")
+
+        def reduced(x: Any, *args: Any, **kwargs: Any) -> Any:
+            shape = [int(n) for n in x.shape]
+            dim = args[0] if args else kwargs.get("dim", kwargs.get("axis"))
+            keep = args[1] if len(args) > 1 else kwargs.get("keepdim",
+                                                             kwargs.get("keep_dims", False))
+            if 0 not in shape or not isinstance(dim, int) or shape[dim] == 0:
+                return fn(x, *args, **kwargs)
+            if keep:
+                shape[dim] = 1
+            else:
+                del shape[dim]
+            return zeros(tuple(shape)).astype("int64")
+        return reduced
+    return made
+
+
+def _ms_zero_size(call: Call, mapping: ApiMapping) -> Route | Unmapped:
+    route = _via_mapping(call, "mindspore", mapping)
+    if isinstance(route, Unmapped):
+        return route
+    return replace(route, api=f"{route.api} (a zero-size input: an empty result, as torch)",
+                   make=_zero_size_as_torch(route.make),
+                   fallbacks=tuple(replace(f, make=_zero_size_as_torch(f.make))
+                                   for f in route.fallbacks))
+
+
+# torch's index reductions: an empty result on a zero-size input (_zero_size_as_torch)
+INDEX_REDUCTIONS = frozenset({"torch.argmax", "torch.Tensor.argmax", "torch.argmin",
+                              "torch.Tensor.argmin"})
+# torch's absolute value, every spelling: real on a complex input (_complex_as_magnitude)
+MAGNITUDES = frozenset({"torch.abs", "torch.absolute", "torch.Tensor.abs",
+                        "torch.Tensor.absolute", "torch.Tensor.__abs__"})
+
+
 # -- torch -> MindSpore rules ---------------------------------------------------------------
 
 def _ms_layer_norm(call: Call) -> Route | Unmapped:
@@ -907,6 +979,10 @@ def _route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped
     if call.framework == "torch" and target == "mindspore":
         if call.replay_api in CONCATENATIONS:
             return _ms_cat(call, mapping)
+        if call.replay_api in MAGNITUDES:
+            return _ms_magnitude(call, mapping)
+        if call.replay_api in INDEX_REDUCTIONS:
+            return _ms_zero_size(call, mapping)
         rule = TORCH_TO_MINDSPORE.get(call.replay_api)
         if rule is not None:
             found = rule(call)
