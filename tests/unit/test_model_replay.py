@@ -578,3 +578,16 @@ def test_paired_replays_time_a_queued_launch_to_the_host_and_a_blocking_one_sync
     result = serve_paired(request, adapter, ApiMapping([]))
     assert called == [used] * 4
     assert [len(s) for s in result.samples_s] == [2, 2]
+
+
+@pytest.mark.parametrize("blocking, expected_tail", [(False, 0.0), (True, 5e-4)])
+def test_the_projections_step_ends_as_the_scripts_step_in_its_launch_mode(blocking,
+                                                                          expected_tail):
+    """The replay's step samples (the projection, replay/main.py) and the suggestions'
+    (paired.py) share time_script_steps: a queued launch ends with the result read back,
+    a blocking one with the sync, whose tail it then includes."""
+    adapter = _QueuedAdapter(FakeClock(), tail_s=5e-4, blocking=blocking)
+    replayer = _replayer(_mlp_step(), adapter)
+    replayer.probe()
+    assert replayer.time_script_steps(2) == pytest.approx([STEP_COST + expected_tail] * 2,
+                                                          abs=3 * TICK)

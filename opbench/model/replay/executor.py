@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from opbench.config.vocabulary import COMPLEX_DTYPES, FLOAT_DTYPES
+from opbench.config.vocabulary import COMPLEX_DTYPES, FLOAT_DTYPES, LAUNCH_QUEUED
 from opbench.frameworks.apimap import ApiMapping
 from opbench.model.bound_args import bind
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
@@ -410,6 +410,14 @@ class Replayer:
             sync()
             out.append(clock() - start)
         return out
+
+    def time_script_steps(self, samples: int) -> list[float]:
+        """`samples` step times ended as the script's step ends in its launch mode: a queued
+        launch by reading the step's last result back (time_step_to_host), a blocking one by
+        the sync (time_step). The projection and the suggestions' savings both time this."""
+        if self.adapter.launch() == LAUNCH_QUEUED:
+            return self.time_step_to_host(samples)
+        return self.time_step(samples)
 
     def time_step_to_host(self, samples: int) -> list[float]:
         """`samples` step times in a queued launch, each ended as a script's step ends: its

@@ -84,7 +84,7 @@ class ReplayServer:
         probes: list[float] = []
         probe_speed = speed_probe_for(adapter)
         for _ in range(request.rounds):
-            samples += replayer.time_step(request.samples)
+            samples += replayer.time_script_steps(request.samples)
             if probe_speed is not None:
                 # the mode this round's per-call passes run in (speed_probe.py), set beside
                 # the capture's by the self-check

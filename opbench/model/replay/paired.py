@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from opbench.config.vocabulary import LAUNCH_QUEUED
 from opbench.runner import ipc
 
 __all__ = ["serve_paired"]
@@ -30,10 +29,8 @@ def serve_paired(request: ipc.ReplayPaired, adapter: Any, mapping: Any) -> ipc.P
     for player in players:
         player.warm_up(request.warmup_runs, request.warmup_s)
     samples: list[list[tuple[float, ...]]] = [[] for _ in players]   # per program, per round
-    queued = adapter.launch() == LAUNCH_QUEUED
     for r in range(request.rounds):
         order = range(len(players)) if r % 2 == 0 else reversed(range(len(players)))
         for i in order:
-            timed = players[i].time_step_to_host if queued else players[i].time_step
-            samples[i].append(tuple(timed(request.samples)))
+            samples[i].append(tuple(players[i].time_script_steps(request.samples)))
     return ipc.PairedResult(**facts, samples_s=tuple(tuple(s) for s in samples))
