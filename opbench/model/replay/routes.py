@@ -201,14 +201,20 @@ def _skipping_empty_vectors(make: Maker) -> Maker:
     return made
 
 
-def _ms_cat(call: Call, mapping: ApiMapping) -> Route | Unmapped:
+def _mapped_with(call: Call, mapping: ApiMapping, note: str,
+                 wrap: Callable[[Maker], Maker]) -> Route | Unmapped:
+    """The call's mapped MindSpore route (and its fallbacks) with each maker wrapped by
+    `wrap`, the route's name saying why (`note`)."""
     route = _via_mapping(call, "mindspore", mapping)
     if isinstance(route, Unmapped):
         return route
-    return replace(route, api=f"{route.api} (1-D empty tensors skipped, as torch)",
-                   make=_skipping_empty_vectors(route.make),
-                   fallbacks=tuple(replace(f, make=_skipping_empty_vectors(f.make))
-                                   for f in route.fallbacks))
+    return replace(route, api=f"{route.api} ({note})", make=wrap(route.make),
+                   fallbacks=tuple(replace(f, make=wrap(f.make)) for f in route.fallbacks))
+
+
+def _ms_cat(call: Call, mapping: ApiMapping) -> Route | Unmapped:
+    return _mapped_with(call, mapping, "1-D empty tensors skipped, as torch",
+                        _skipping_empty_vectors)
 
 
 CONCATENATIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
@@ -233,13 +239,8 @@ def _complex_as_magnitude(make: Maker) -> Maker:
 
 
 def _ms_magnitude(call: Call, mapping: ApiMapping) -> Route | Unmapped:
-    route = _via_mapping(call, "mindspore", mapping)
-    if isinstance(route, Unmapped):
-        return route
-    return replace(route, api=f"{route.api} (a complex input: ops.ComplexAbs, real as torch)",
-                   make=_complex_as_magnitude(route.make),
-                   fallbacks=tuple(replace(f, make=_complex_as_magnitude(f.make))
-                                   for f in route.fallbacks))
+    return _mapped_with(call, mapping, "a complex input: ops.ComplexAbs, real as torch",
+                        _complex_as_magnitude)
 
 
 def _zero_size_as_torch(make: Maker) -> Maker:
@@ -269,13 +270,8 @@ def _zero_size_as_torch(make: Maker) -> Maker:
 
 
 def _ms_zero_size(call: Call, mapping: ApiMapping) -> Route | Unmapped:
-    route = _via_mapping(call, "mindspore", mapping)
-    if isinstance(route, Unmapped):
-        return route
-    return replace(route, api=f"{route.api} (a zero-size input: an empty result, as torch)",
-                   make=_zero_size_as_torch(route.make),
-                   fallbacks=tuple(replace(f, make=_zero_size_as_torch(f.make))
-                                   for f in route.fallbacks))
+    return _mapped_with(call, mapping, "a zero-size input: an empty result, as torch",
+                        _zero_size_as_torch)
 
 
 # torch's index reductions: an empty result on a zero-size input (_zero_size_as_torch)
