@@ -47,6 +47,11 @@ FUNCTION_NAMESPACES = ("torch.nn.functional", "torch.linalg", "torch.fft", "torc
 CONTAINER_MODULES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 # Descriptor plumbing the mode sees for attribute access (x.shape, x.grad): not calls.
 _ATTRIBUTE_ACCESS = frozenset({"__get__", "__set__", "__delete__"})
+# Tensor properties that compute a tensor from a tensor (a transposed view), read through the
+# mode as their descriptor's __get__: recorded as torch.Tensor.T and so on. Unseen, `x @ w.T`
+# reached a model's program as a fresh input each step instead of a view of the weight w, and
+# its affinity swap replayed F.linear(x, w.T.t(), b) where the fix is F.linear(x, w, b).
+TENSOR_PROPERTIES = frozenset({"T", "mT", "H", "mH"})
 # Private torch helpers (torch._C._set_grad_enabled from `with torch.no_grad()`, profiler
 # record_function ops in optimizer.step) are plumbing, not APIs a model computes with, and are
 # not recorded (calls they make still are). Exception: the multi-tensor kernels optimizers
@@ -96,6 +101,8 @@ class TorchNames:
         """Dotted public name, or None for calls that are not APIs (attribute access,
         protocol hooks such as repr or len)."""
         short = getattr(func, "__name__", None)
+        if short == "__get__":
+            return tensor_property_name(getattr(func, "__self__", None))
         if short in _ATTRIBUTE_ACCESS or short in PROTOCOL_HOOKS:
             return None
         try:
@@ -116,6 +123,17 @@ class TorchNames:
         if module == "torch._tensor" and qualname.startswith("Tensor."):
             return _public_or_none(f"torch.{qualname}")
         return _public_or_none(f"{module}.{qualname}")
+
+
+def tensor_property_name(descriptor: Any) -> str | None:
+    """torch.Tensor.T for the descriptor of Tensor.T (one of TENSOR_PROPERTIES); None for
+    any other attribute read (x.shape, x.grad)."""
+    name = getattr(descriptor, "__name__", None)
+    owner = getattr(descriptor, "__objclass__", None)
+    if name in TENSOR_PROPERTIES and isinstance(owner, type) \
+            and issubclass(owner, torch._C.TensorBase):
+        return f"torch.Tensor.{name}"
+    return None
 
 
 def literal_defaults(func: Any) -> frozenset:

@@ -117,3 +117,28 @@ def test_a_mindspore_script_s_planted_patterns_are_found_at_their_lines_with_equ
                             "mindspore.route": lines["relu"],
                             "mindspore.host_sync_in_loop": lines["asnumpy"]},
            "planted_ms.py")
+
+
+TORCH_PROPERTY_T = """
+import torch
+torch.manual_seed(0)
+torch.set_num_threads(1)
+x = torch.randn(32, 64)
+w = torch.randn(48, 64)
+b = torch.randn(48)
+with torch.no_grad():
+    for _ in range(12):
+        h = torch.relu(x @ w.T + b)                                # LINE linear
+"""
+
+
+def test_a_linear_written_with_the_T_property_is_swapped_for_linear_of_the_weight(tmp_path):
+    # the capture sees `w.T` (a property read, torch.Tensor.T): the swap replaces the three
+    # calls with F.linear(x, w, b), the fixed script's call, not F.linear(x, w.T.t(), b)
+    rows, rows_csv = _suggest(tmp_path, "planted_t.py", TORCH_PROPERTY_T)
+    lines = _lines(textwrap.dedent(TORCH_PROPERTY_T))
+    _check(rows, rows_csv, {"torch.linear_composed": lines["linear"]}, "planted_t.py")
+    linear = next(r for r in rows if r["family"] == "torch.linear_composed")
+    assert linear["api"].split(" + ") == ["torch.Tensor.T", "torch.Tensor.__matmul__",
+                                          "torch.Tensor.__add__"]
+    assert linear["calls"] == 3

@@ -41,9 +41,10 @@ class Net(nn.Module):
         return self.norm(t).sum() + m.sum() + r.sum()
 
 
-# What Net.forward calls, outermost only (the user's Net itself is not an API).
+# What Net.forward calls, outermost only (the user's Net itself is not an API); `y.T` is
+# torch.Tensor.T (a transposing property: recorded), `x.shape` would not be.
 FORWARD_CALLS = {"torch.nn.Linear": 1, "torch.nn.functional.relu": 1,
-                 "torch.Tensor.__add__": 3, "torch.Tensor.__mul__": 1,
+                 "torch.Tensor.__add__": 3, "torch.Tensor.__mul__": 1, "torch.Tensor.T": 1,
                  "torch.Tensor.__matmul__": 1, "torch.Tensor.__getitem__": 1, "torch.cat": 1,
                  "torch.nn.LayerNorm": 1, "torch.Tensor.sum": 3}
 

@@ -101,6 +101,18 @@ def test_a_call_without_replay_api_is_unmapped_with_its_problem():
         assert isinstance(route, Unmapped) and "torch.nn.Bilinear" in route.reason
 
 
+@pytest.mark.parametrize("prop", ["T", "mT", "H", "mH"])
+def test_a_transposing_property_read_replays_as_the_same_property(prop):
+    # the capture records x.T as torch.Tensor.T (trace/torch_intercept.py); MindSpore's
+    # Tensor has the four properties too, and resolve() reads a property rather than call it
+    call = _call(f"torch.Tensor.{prop}", (W,), kind="tensor_method")
+    own = route_for(call, "torch", SMALL_MAPPING)
+    assert _resolved_name(own) == f"Tensor.{prop}" and own.args == (W,)
+    other = route_for(call, "mindspore", SMALL_MAPPING)
+    assert isinstance(other, Route) and other.api == f"mindspore.Tensor.{prop}"
+    assert _resolved_name(other) == f"Tensor.{prop}" and other.args == (W,)
+
+
 # -- torch -> MindSpore: explicit rules --------------------------------------------------------
 
 def _layer_norm_call(**kwargs) -> Call:

@@ -162,6 +162,30 @@ def test_linear_from_matmul_plus_bias_and_from_a_transposed_weight():
     assert found[1].swaps[0].new_calls[0].args == (X, WT, B)
 
 
+@pytest.mark.parametrize("prop", ["T", "mT"])
+def test_linear_through_a_recorded_transposing_property_reads_the_weight_itself(prop):
+    # `h @ w.T + b`: the capture records the property read (torch.Tensor.T) on the weight; the
+    # swap takes it in and is the fixed script's F.linear(h, w, b), not F.linear(h, w.T.t(), b)
+    s = StepBuilder()
+    t = s(T + prop, WT, out=tensor((8, 6)), line=45)
+    m = s(T + "__matmul__", X, t, out=tensor((4, 6)), line=45)
+    s(T + "__add__", m, B, out=tensor((4, 6)), line=45)
+    found = candidates_of(s.step())
+    assert [(c.family, c.calls) for c in found] == [("torch.linear_composed", 3)]
+    swap = found[0].swaps[0]
+    assert swap.removed == (0, 1, 2)
+    assert [(n.api, n.args) for n in swap.new_calls] == [(F + "linear", (X, WT, B))]
+
+
+def test_a_transposing_property_of_a_3d_tensor_is_not_taken_for_a_transpose():
+    # .T of a 3-D tensor reverses all three dimensions: not the weight's .t()
+    s = StepBuilder()
+    cube = s("torch.reshape", WT, Seq("tuple", (Lit(2), Lit(3), Lit(8))), out=tensor((2, 3, 8)))
+    t = s(T + "T", cube, out=tensor((8, 3, 2)))
+    s(T + "__matmul__", X, t, out=tensor((4, 6)))
+    assert families(s.step()) == []
+
+
 def test_masked_write_where_and_a_host_sync_are_found():
     s = StepBuilder()
     z = s("torch.zeros_like", X, line=1)

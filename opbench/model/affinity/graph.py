@@ -21,8 +21,9 @@ _OP_ALIASES = {
     "__sub__": "sub", "subtract": "sub", "__rsub__": "rsub",
     "__matmul__": "matmul", "mm": "matmul", "bmm": "matmul",
     "__pow__": "pow", "square": "square",
-    "reduce_sum": "sum", "reduce_mean": "mean", "swapaxes": "transpose", "T": "transpose",
-    "t": "t", "mT": "t",
+    "reduce_sum": "sum", "reduce_mean": "mean", "swapaxes": "transpose",
+    # a 2-D tensor's .T and .mT are its .t() (patterns.py checks the operand is 2-D)
+    "T": "t", "t": "t", "mT": "t",
 }
 # Operations whose operands commute (a pattern's operand order is not the script's).
 COMMUTATIVE = frozenset({"add", "mul"})

@@ -13,7 +13,14 @@ from typing import Any
 
 from opbench.runner import ipc
 
-__all__ = ["serve_paired"]
+__all__ = ["serve_paired", "PROBE_SEED"]
+
+# The programs' probes run one after the other in this process and their outputs are
+# compared: each starts from this seed of the framework's generator, so a training-mode
+# dropout draws the same masks in both. Unseeded, the second drew others and every swap
+# after a dropout read "outputs differ" (hf_t5_training.py's RMS norm: "values differ by up
+# to 1 (relative)").
+PROBE_SEED = 0
 
 
 def serve_paired(request: ipc.ReplayPaired, adapter: Any, mapping: Any) -> ipc.PairedResult:
@@ -21,7 +28,12 @@ def serve_paired(request: ipc.ReplayPaired, adapter: Any, mapping: Any) -> ipc.P
 
     players = [Replayer(step, request.framework, adapter, mapping)
                for step in request.programs]
-    prints = tuple(p.probe(fingerprints=request.fingerprints) for p in players)
+    seed = adapter.resolve(f"{request.framework}.manual_seed")
+    prints = []
+    for player in players:
+        seed(PROBE_SEED)
+        prints.append(player.probe(fingerprints=request.fingerprints))
+    prints = tuple(prints)
     facts = dict(framework=request.framework, launch=adapter.launch(), pid=os.getpid(),
                  status=tuple(tuple(p.status) for p in players), fingerprints=prints)
     if request.rounds <= 0:

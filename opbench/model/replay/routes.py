@@ -627,6 +627,9 @@ TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.nn.functional.max_pool2d": _ms_max_pool2d,
     "torch.nn.functional.batch_norm": _ms_batch_norm,
     "torch.Tensor.to": _ms_to,
+    # the transposing properties the capture records (trace/torch_intercept.py
+    # TENSOR_PROPERTIES): MindSpore 2.10's Tensor has the same four, as properties
+    **{f"torch.Tensor.{name}": _ms_same_method(name) for name in ("T", "mT", "H", "mH")},
 }
 # what torch's training utilities call (clip_grad_norm_'s foreach calls, zero_): their own
 # section, in training_routes.py
