@@ -21,7 +21,8 @@ How an entry is decided
    `differs`, with a note naming the parameters. A hand-written override note wins.
 4. CPU routes: mint names verified to have no CPU kernel in MindSpore 2.10 get the CPU
    alternative appended to their note and listed under `alternatives` (`CPU_ROUTES` in
-   mapping_overrides.py).
+   mapping_overrides.py); MindSpore's other spellings of the same API (`ALSO_NAMED`: `ops.tanh`
+   for mint's tanh) are listed there too, so MindSpore code calling them maps back to torch.
 5. Names that are neither found nor covered by an override are left out: the file lists only
    decided entries, so `none` always comes from a reviewed override.
 
@@ -42,7 +43,8 @@ from typing import Any, Callable, Iterable
 os.environ.setdefault("GLOG_v", "3")  # MindSpore's glog chatter on import
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mapping_overrides import CPU_ROUTES, EXTRA_TORCH_NAMES, OVERRIDES, SKIP_TORCH_NAMES  # noqa: E402
+from mapping_overrides import (  # noqa: E402
+    ALSO_NAMED, CPU_ROUTES, EXTRA_TORCH_NAMES, OVERRIDES, SKIP_TORCH_NAMES)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "opbench" / "data" / "api_mapping.yaml"
@@ -463,6 +465,12 @@ def decide(torch_name: str) -> Entry | None:
                 raise SystemExit(f"CPU route of {entry.mindspore}: {alternative.group(0)} "
                                  "does not resolve")
             entry.alternatives = (alternative.group(0),)
+    if entry is not None and torch_name in ALSO_NAMED:
+        for name in ALSO_NAMED[torch_name]:
+            if resolve(name) is None:
+                raise SystemExit(f"ALSO_NAMED {torch_name}: {name} does not resolve")
+        entry.alternatives = entry.alternatives + tuple(
+            n for n in ALSO_NAMED[torch_name] if n not in entry.alternatives)
     return entry
 
 

@@ -227,6 +227,10 @@ CPU_ROUTES: dict[str, str] = {
     # "The kernel FullLike unregistered" (mint); ops.full_like runs (hf_t5_training.py's
     # relative-position buckets)
     "mindspore.mint.full_like": "mindspore.ops.full_like",
+    # "The kernel OnesLikeExt / ZerosLikeExt / Clone unregistered" (4x5 float32)
+    "mindspore.mint.ones_like": "mindspore.ops.ones_like",
+    "mindspore.mint.zeros_like": "mindspore.ops.zeros_like",
+    "mindspore.Tensor.clone": "mindspore.Tensor.copy",
     "mindspore.mint.argmin": "mindspore.ops.argmin (`axis`)",
     "mindspore.mint.std": "mindspore.ops.std (`axis`; ddof=1 for torch's default)",
     "mindspore.mint.var": "mindspore.ops.var (`axis`; ddof=1 for torch's default)",
@@ -335,3 +339,16 @@ EXTRA_TORCH_NAMES: tuple[str, ...] = (
 
 # torch names kept out on purpose: internal helpers that happen to be public attributes.
 SKIP_TORCH_NAMES: frozenset[str] = frozenset()
+
+# MindSpore's other spellings of a mapped torch API, called by MindSpore code as often as the
+# mapped name (mindcv and ports write `ops.tanh`, `ops.abs`, `Tensor.astype`, `ops.assign`):
+# listed under the entry's `alternatives`, so a MindSpore script's call maps back to torch and
+# the replay may run it. Each was called on CPU in MindSpore 2.10 (float32, 4x5) beside the
+# mapped name and gave the same values (copy_ into one Parameter, assign into another). The
+# build checks every name resolves.
+ALSO_NAMED: dict[str, tuple[str, ...]] = {
+    "torch.abs": ("mindspore.ops.abs",),
+    "torch.tanh": ("mindspore.ops.tanh",),
+    "torch.Tensor.copy_": ("mindspore.ops.assign",),
+    "torch.Tensor.to": ("mindspore.Tensor.astype",),
+}
