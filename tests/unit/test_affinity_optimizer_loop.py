@@ -7,6 +7,8 @@ weight, the timed one the last write-back's) and its measurement (checked in a p
 its own, every weight compared)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from opbench.model.affinity.graph import StepGraph
@@ -276,3 +278,21 @@ def test_a_loop_whose_timed_processes_all_fail_did_not_run():
     row = measure_one(step, found, SETTINGS, failing)
     assert row.verdict == DID_NOT_RUN and row.outputs_equal is True
     assert "crashed" in row.detail
+
+
+def test_a_timed_process_whose_swap_stood_in_is_an_error_not_a_sample():
+    step = _loop_step()
+    (found,) = loops(step)
+    replay = FakeReplay(now=0.040, after=0.030)
+
+    def stood_in_once(request):
+        result = replay(request)
+        if len(replay.requests) != 2:
+            return result
+        status = list(result.status[1])
+        status[3] = CallStatus(3, MS + "nn.SGD[1]", False, stand_in=True, problem="boom")
+        return replace(result, status=(result.status[0], tuple(status)))
+    row = measure_one(step, found, SETTINGS, stood_in_once)
+    assert row.outputs_equal is True and row.saving_s is not None
+    assert "nn.SGD[1]: boom" in row.detail       # timed in processes 2 and 3 only
+    assert row.saving_s["estimate"] == pytest.approx(0.01, abs=2e-4)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from opbench.model.affinity.graph import StepGraph
+from opbench.model.affinity.graph import StepGraph, Value
 from opbench.model.program import Ext, Ref, Seq
 
 __all__ = ["WeightUpdate", "UpdateLoop", "weight_update", "update_loop", "WRITE_BACKS"]
@@ -66,10 +66,10 @@ def _number(g: StepGraph, index: int) -> float | None:
     return float(numbers[0]) if len(numbers) == 1 and not g.call(index).kwargs else None
 
 
-def _scaled_gradient(g: StepGraph, value: object, user: int
+def _scaled_gradient(g: StepGraph, value: Value, user: int
                      ) -> tuple[int, Ref, float] | None:
     """`lr * grad` read by `user` alone: the mul, the gradient and lr."""
-    mul = g.producer(value) if isinstance(value, (Ref, Ext)) else None
+    mul = g.producer(value)
     if mul is None or g.ops[mul] != "mul" or not g.only_used_by(mul, {user}):
         return None
     operands = g.tensors(mul)
