@@ -1,6 +1,7 @@
 """`opbench suggest` / `opbench model --suggest` on real torch and MindSpore scripts with
-planted patterns: each is found at the right lines, every swap's outputs are equal (the
-replay checked them), and the JSON and CSV hold the rows. Whether a swap is faster is a
+planted patterns (and the MindSpore optimizer-loop pair's naive.py): each is found at the
+right lines, every swap's outputs are equal (the replay checked them), and the JSON and
+CSV hold the rows. Whether a swap is faster is a
 measurement (docs/model.md, Suggestions), not asserted here."""
 from __future__ import annotations
 
@@ -142,3 +143,59 @@ def test_a_linear_written_with_the_T_property_is_swapped_for_linear_of_the_weigh
     assert linear["api"].split(" + ") == ["torch.Tensor.T", "torch.Tensor.__matmul__",
                                           "torch.Tensor.__add__"]
     assert linear["calls"] == 3
+
+
+MINDSPORE_ASSIGN_SUB = """
+import numpy as np
+import mindspore as ms
+from mindspore import mint, ops
+ms.set_context(mode=ms.PYNATIVE_MODE)
+rng = np.random.default_rng(0)
+x = ms.Tensor(rng.standard_normal((32, 64)).astype(np.float32))
+y = ms.Tensor(rng.standard_normal((32, 48)).astype(np.float32))
+params = [ms.Parameter(ms.Tensor(rng.standard_normal((48, 64)).astype(np.float32) * 0.1),
+                       name="w"),
+          ms.Parameter(ms.Tensor(np.zeros(48, np.float32)), name="b")]
+loss_of = lambda x, y: ((mint.nn.functional.linear(x, *params) - y) ** 2).mean()
+grad_fn = ms.value_and_grad(loss_of, None, params)
+assign_sub = ops.AssignSub()
+for _ in range(12):
+    loss, grads = grad_fn(x, y)
+    for p, g in zip(params, grads):
+        assign_sub(p, g * 0.05)                                    # LINE update
+    value = loss.asnumpy()
+"""
+
+
+def _sgd_row(rows: list[dict]) -> dict:
+    (row,) = [r for r in rows if r["family"] == "mindspore.optimizer_loop"]
+    assert row["affinity_api"] == "mindspore.nn.SGD"
+    # checked on every weight (nn.SGD's whole result against each write-back), then timed
+    assert row["outputs_equal"] is True and row["saving_s"] is not None, row
+    return row
+
+
+def test_the_mindspore_optimizer_loop_pair_s_assign_loop_is_swapped_for_nn_sgd(tmp_path):
+    # examples/affinity/mindspore/optimizer_loop/naive.py: `for p, g in zip(params, grads):
+    # ops.assign(p, p - LR * g)` over 16 weights (manifest.yaml: planted lines 62-63)
+    pair = REPO / "examples" / "affinity" / "mindspore" / "optimizer_loop"
+    out = tmp_path / "s.json"
+    done = subprocess.run([sys.executable, "-m", "opbench.cli", "suggest", "--processes",
+                           "1", "-o", str(tmp_path / "work"), "--json", str(out), "--",
+                           sys.executable, str(pair / "naive.py"), "--steps", "10"],
+                          cwd=REPO, env={**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = _sgd_row(json.loads(out.read_text())["suggestions"])
+    assert row["file"].endswith("naive.py")
+    assert 62 <= row["start_line"] <= row["end_line"] <= 63
+    assert row["calls"] == 48          # (mul, sub, assign) x 16 weights
+    assert "learning_rate=0.01" in row["replacement"]
+
+
+def test_an_assign_sub_primitive_loop_is_swapped_for_nn_sgd(tmp_path):
+    rows, _ = _suggest(tmp_path, "train_assign_sub.py", MINDSPORE_ASSIGN_SUB)
+    row = _sgd_row(rows)
+    line = _lines(textwrap.dedent(MINDSPORE_ASSIGN_SUB))["update"]
+    assert (row["start_line"], row["end_line"], row["calls"]) == (line, line, 4)
+    assert row["api"] == "mindspore.Tensor.__mul__ + mindspore.ops.AssignSub"

@@ -4,6 +4,7 @@ framework, each swapped, checked for equal outputs and timed against the origina
 
   graph      The step's data flow read for patterns: operations, operands, consumers
   patterns   The candidates (families and APIs from the static scan's catalogue)
+  optimizer_loop  A hand-written SGD loop over the weights, found by its data flow
   swap       A candidate applied: the swapped program, Refs rewired
   saving     The saving per step and its interval from interleaved timings (pure)
   measure    Each candidate: output check, interleaved replay processes, its row

@@ -24,6 +24,8 @@ _OP_ALIASES = {
     "reduce_sum": "sum", "reduce_mean": "mean", "swapaxes": "transpose",
     # a 2-D tensor's .T and .mT are its .t() (patterns.py checks the operand is 2-D)
     "T": "t", "t": "t", "mT": "t",
+    # a weight's write-back: the primitives' names as the functions' (optimizer_loop.py)
+    "Assign": "assign", "AssignSub": "assign_sub",
 }
 # Operations whose operands commute (a pattern's operand order is not the script's).
 COMMUTATIVE = frozenset({"add", "mul"})

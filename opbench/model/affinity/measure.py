@@ -116,28 +116,42 @@ def measure_one(step: StepProgram, candidate: Candidate, settings: SuggestSettin
                 ) -> SuggestionRow:
     swapped = swapped_step(step, candidate)
     pair = [step, swapped.step]
-    first = replay(_request(settings, pair, True, settings.rounds))
+    # A swap whose new call stands for several removed calls (an optimizer loop's nn.SGD
+    # for its write-backs) is checked in a process of its own, on the program returning
+    # the whole result (every weight compared), and timed on the one returning the root's
+    # element (a sample ends reading one tensor back, as the original's does).
+    separate = any(s.stands_for for s in candidate.swaps)
+    checked = swapped_step(step, candidate, whole_results=True) if separate else swapped
+    first = replay(_request(settings, [step, checked.step], True,
+                            0 if separate else settings.rounds))
     if isinstance(first, str):
         return row_for(candidate, DID_NOT_RUN, detail=first)
     failed = [s for s in first.status[1] if not s.ok or s.stand_in]
     if failed:
         return row_for(candidate, DID_NOT_RUN,
                        detail=f"{failed[0].api}: {failed[0].problem or 'stood in'}")
-    equal, differs = outputs_check(step, swapped, first.fingerprints[0],
+    equal, differs = outputs_check(step, checked, first.fingerprints[0],
                                    first.fingerprints[1])
     if not equal:
         return row_for(candidate, OUTPUTS_DIFFER, outputs_equal=False,
                        detail=f"outputs differ: {differs}")
-    timed = [first.samples_s]
+    timed = [] if separate else [first.samples_s]
     errors = []
-    for n in range(2, settings.processes + 1):
+    for n in range(len(timed) + 1, settings.processes + 1):
         on_progress(f"timing {candidate.affinity_api} at line {row_site(candidate)}: "
                     f"process {n} of {settings.processes}")
         result = replay(_request(settings, pair, False, settings.rounds))
         if isinstance(result, str):
             errors.append(result)
+            continue
+        broken = [s for s in result.status[1] if not s.ok or s.stand_in]
+        if broken:        # the timed program is not the checked one where separate
+            errors.append(f"{broken[0].api}: {broken[0].problem or 'stood in'}")
         else:
             timed.append(result.samples_s)
+    if not timed:
+        return row_for(candidate, DID_NOT_RUN, outputs_equal=True,
+                       detail="; ".join(errors) or "no process was timed")
     saving = saving_from([(t[0], t[1]) for t in timed])
     return row_for(candidate, verdict_of(saving), outputs_equal=True, saving=saving,
                    detail="; ".join(errors))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from opbench.model.affinity.graph import StepGraph, Value
+from opbench.model.affinity.optimizer_loop import update_loop
 from opbench.model.program import Lit, Ref, Seq, Site
 from opbench.model.steady import StepProgram
 
@@ -67,6 +68,10 @@ class NewCall:
     # after it; () : the whole result.
     pick: tuple[int, ...] = ()
     extra_outputs: tuple[Any, ...] = ()
+    # The element of the call's result the replay returns (program.Call.pick), where the
+    # pattern's output is one element of a larger result: nn.SGD's call returns every
+    # weight, the ops.assign it replaces returned its own weight. None: the whole result.
+    returns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,11 @@ class Swap:
     removed: tuple[int, ...]
     root: int
     new_calls: tuple[NewCall, ...]
+    # Removed calls whose output is one element of the last new call's whole result, with
+    # that element: an optimizer loop's write-backs, each its weight's place in nn.SGD's
+    # result. The output check replays the swap with the whole result and compares each
+    # (swap.py, whole_results); the timed swap returns the root's element alone.
+    stands_for: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -477,7 +487,31 @@ def _route(g: StepGraph, root: int, framework: str) -> _Match | None:
                   f"{api}(...)")
 
 
-_MATCHERS = (_linear, _transpose_matmul, _masked_where, _unary, _host_sync)
+def _optimizer_loop(g: StepGraph, root: int, framework: str) -> _Match | None:
+    """A hand-written SGD loop over the weights (optimizer_loop.py) as the one nn.SGD call
+    fixed scripts make: built over the loop's weights with its learning rate (momentum 0,
+    nn.SGD's default, as the loop has none) and called with their gradients, where the last
+    write-back was; it returns that write-back's weight, as the ops.assign did."""
+    if framework != "mindspore":
+        return None
+    loop = update_loop(g, root)
+    if loop is None:
+        return None
+    api = "mindspore.nn.SGD"
+    weights = Seq("list", tuple(u.weight for u in loop.updates))
+    grads = Seq("tuple", tuple(u.grad for u in loop.updates))
+    new = NewCall(api, (weights, grads), kind="module",
+                  init=(("learning_rate", loop.lr), ("momentum", 0.0), ("dampening", 0.0),
+                        ("nesterov", False)),
+                  returns=len(loop.updates) - 1)
+    stands_for = tuple((u.calls[-1], k) for k, u in enumerate(loop.updates))
+    return _Match("optimizer_loop", Swap(loop.calls, root, (new,), stands_for), api,
+                  f"optimizer = {api}(params, learning_rate={loop.lr!r}) (once, before the "
+                  f"step; params: the {len(loop.updates)} weights the loop updates); "
+                  f"optimizer(grads)")
+
+
+_MATCHERS = (_optimizer_loop, _linear, _transpose_matmul, _masked_where, _unary, _host_sync)
 
 
 def _matches(step: StepProgram) -> Iterator[_Match]:

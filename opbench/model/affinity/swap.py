@@ -20,7 +20,9 @@ class SwappedStep:
     def __init__(self, step: StepProgram, roots: dict[int, int | None],
                  kept: dict[int, int], picks: dict[int, tuple[int, ...]] | None = None):
         self.step = step
-        self.roots = roots        # original root index -> new index (None: removed)
+        # original root index -> new index (None: removed); in a whole-results program also
+        # each removed call that stands for an element of a new call's result
+        self.roots = roots
         self.kept = kept          # original call -> new index, for every call not removed
         # original root -> the element of its new call's result that stands for it (a
         # primitive's (y, mean, variance): (0,)); absent: the whole result
@@ -31,10 +33,24 @@ def _new_call(template: NewCall, index: int, root: Call, outputs: Any) -> Call:
     return Call(index=index, framework=root.framework, api=template.api, kind=template.kind,
                 replay_api=template.api, args=template.args, kwargs=template.kwargs,
                 outputs=outputs, duration_ns=0, start_ns=0, grad_enabled=root.grad_enabled,
-                init=template.init, site=root.site)
+                init=template.init, site=root.site, pick=template.returns)
 
 
-def swapped_step(step: StepProgram, candidate: Candidate) -> SwappedStep:
+def _whole_result(swap: Swap, step: StepProgram) -> Any:
+    """The described whole result of a new call whose removed calls each stand for one of
+    its elements (Swap.stands_for): their outputs, by element."""
+    by_element = dict((k, call) for call, k in swap.stands_for)
+    return ("seq", tuple(step.calls[by_element[k]].outputs for k in sorted(by_element)))
+
+
+def swapped_step(step: StepProgram, candidate: Candidate,
+                 whole_results: bool = False) -> SwappedStep:
+    """The step with the candidate's swaps. `whole_results`: the program for the output
+    check, where a new call whose removed calls each stand for one element of its result
+    (an nn.SGD for a loop of write-backs) returns the whole result and every such removed
+    call is compared with its element (roots, picks); otherwise (timed) it returns the
+    root's element alone, as the call it replaces did, and a queued step's sample ends
+    reading that one tensor back as the original's does (replay/executor.py)."""
     by_root: dict[int, Swap] = {s.root: s for s in candidate.swaps}
     removed = {i for s in candidate.swaps for i in s.removed}
     renumber: dict[int, int] = {}             # old call -> new call standing for its output
@@ -63,6 +79,10 @@ def swapped_step(step: StepProgram, candidate: Candidate) -> SwappedStep:
                 if last and template.pick:
                     outputs = ("seq", (outputs, *template.extra_outputs))
                     picks[old] = template.pick
+                whole = last and whole_results and bool(swap.stands_for)
+                if whole:
+                    template = replace(template, returns=None)
+                    outputs = _whole_result(swap, step)
                 new = _new_call(template, len(calls), call, outputs)
                 new = replace(new, args=remap(new.args, made),
                               kwargs=tuple((key, remap(v, made)) for key, v in new.kwargs))
@@ -73,6 +93,10 @@ def swapped_step(step: StepProgram, candidate: Candidate) -> SwappedStep:
             roots[old] = made[-1] if made else None
             if made:
                 renumber[old] = made[-1]
+            if made and whole_results:
+                for stood_for, element in swap.stands_for:
+                    roots[stood_for] = made[-1]
+                    picks[stood_for] = (element,)
             continue
         if old in removed:
             continue

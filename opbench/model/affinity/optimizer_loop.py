@@ -1,0 +1,142 @@
+"""A hand-written SGD loop over a MindSpore step's weights, found by its data flow (the
+`optimizer_loop` family: `for p, g in zip(params, grads): ops.assign(p, p - lr * g)`).
+
+One weight's update is a write-back into the weight fed by that weight and its gradient:
+
+- `ops.assign(p, p - lr * g)`: an assign of p whose value is a sub of (p, a mul of g by
+  one number), or
+- `ops.assign_sub(p, lr * g)` / the `ops.AssignSub` primitive: an assign_sub of p whose
+  value is that mul,
+
+where g is p's own gradient from the step's backward call (value_and_grad's grad
+function, recorded with the weights it differentiates as its second argument and
+`(loss, grads)` as its output, the grads in the weights' order: g is the element (1, i)
+of its output where p is the i-th weight) and each intermediate (the mul, the sub) is read
+by the next call of the update alone. Nothing here looks at the script's text or at how
+many weights there are: a loop over 16 weights is 16 such updates.
+
+The updates of one backward call with one learning rate are one loop: the fused optimizer
+(`nn.SGD(weights, learning_rate=lr)` called with their gradients) replaces them all, where
+the last write-back was. A weight read by another call between its own write-back and that
+point would read it unchanged after the swap: its update is left out of the loop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from opbench.model.affinity.graph import StepGraph, Value
+from opbench.model.program import Ext, Ref, Seq
+
+__all__ = ["WeightUpdate", "UpdateLoop", "weight_update", "update_loop", "WRITE_BACKS"]
+
+# The operations (graph.op_of) that write a value back into a weight, by whether the value
+# is the new weight ("assign") or what is taken off it ("assign_sub").
+WRITE_BACKS = frozenset({"assign", "assign_sub"})
+
+
+@dataclass(frozen=True)
+class WeightUpdate:
+    weight: Ext
+    grad: Ref                      # the weight's gradient: an element of the backward's output
+    lr: float
+    backward: int                  # the backward call that made the gradient
+    calls: tuple[int, ...]         # the update's calls in program order, the write-back last
+
+
+@dataclass(frozen=True)
+class UpdateLoop:
+    backward: int
+    lr: float
+    updates: tuple[WeightUpdate, ...]      # in program order
+
+    @property
+    def root(self) -> int:
+        """The last write-back: where the fused optimizer's call goes."""
+        return self.updates[-1].calls[-1]
+
+    @property
+    def calls(self) -> tuple[int, ...]:
+        return tuple(sorted(i for u in self.updates for i in u.calls))
+
+
+def _number(g: StepGraph, index: int) -> float | None:
+    """The one numeric constant of a call (a bool is not a learning rate)."""
+    numbers = [v for v in g.literals(index) if isinstance(v, (int, float))
+               and not isinstance(v, bool)]
+    return float(numbers[0]) if len(numbers) == 1 and not g.call(index).kwargs else None
+
+
+def _scaled_gradient(g: StepGraph, value: Value, user: int
+                     ) -> tuple[int, Ref, float] | None:
+    """`lr * grad` read by `user` alone: the mul, the gradient and lr."""
+    mul = g.producer(value)
+    if mul is None or g.ops[mul] != "mul" or not g.only_used_by(mul, {user}):
+        return None
+    operands = g.tensors(mul)
+    lr = _number(g, mul)
+    if len(operands) != 1 or not isinstance(operands[0], Ref) or lr is None:
+        return None
+    return mul, operands[0], lr
+
+
+def _gradient_of(g: StepGraph, grad: Ref, weight: Ext) -> int | None:
+    """The backward call whose output holds `weight`'s gradient at `grad` (None: grad is
+    not one, or another weight's)."""
+    backward = g.call(grad.call)
+    if not backward.backward or len(grad.path) != 2 or grad.path[0] != 1 \
+            or len(backward.args) < 2 or not isinstance(backward.args[1], Seq):
+        return None
+    weights = backward.args[1].items
+    i = grad.path[1]
+    return grad.call if 0 <= i < len(weights) and weights[i] == weight else None
+
+
+def weight_update(g: StepGraph, index: int) -> WeightUpdate | None:
+    """The update written back by call `index`, if it is one (module doc)."""
+    op = g.ops[index]
+    operands = g.tensors(index)
+    if op not in WRITE_BACKS or len(operands) != 2 or not isinstance(operands[0], Ext) \
+            or g.literals(index) or g.call(index).kwargs:
+        return None
+    weight, value = operands
+    calls: list[int] = [index]
+    if op == "assign":
+        sub = g.producer(value) if isinstance(value, Ref) else None
+        if sub is None or g.ops[sub] != "sub" or not g.only_used_by(sub, {index}) \
+                or g.literals(sub):
+            return None
+        read = g.tensors(sub)
+        if len(read) != 2 or read[0] != weight:
+            return None
+        value, user = read[1], sub
+        calls.insert(0, sub)
+    else:
+        user = index
+    scaled = _scaled_gradient(g, value, user)
+    if scaled is None:
+        return None
+    mul, grad, lr = scaled
+    backward = _gradient_of(g, grad, weight)
+    if backward is None:
+        return None
+    return WeightUpdate(weight, grad, lr, backward, (mul, *calls))
+
+
+def update_loop(g: StepGraph, root: int) -> UpdateLoop | None:
+    """The loop whose last write-back is `root`: every weight update of root's backward
+    call with root's learning rate, each weight once, those whose weight another call reads
+    between its write-back and root left out (module doc). None: root ends no loop."""
+    last = weight_update(g, root)
+    if last is None:
+        return None
+    updates = [u for u in (weight_update(g, i) for i in range(root))
+               if u is not None and u.backward == last.backward and u.lr == last.lr]
+    updates.append(last)
+    weights = [u.weight for u in updates]
+    if len(set(weights)) != len(weights):
+        return None                 # a weight updated twice: not one optimizer step
+    inside = {i for u in updates for i in u.calls}
+    kept = [u for u in updates
+            if not any(u.weight in g.tensors(i)
+                       for i in range(u.calls[-1] + 1, root) if i not in inside)]
+    return UpdateLoop(last.backward, last.lr, tuple(kept))
