@@ -258,8 +258,18 @@ def step_program(program: Program, region: Region) -> StepProgram:
 
 
 def own_time_ns(program: Program) -> Callable[[Call], int]:
-    """A call's own time: its traced duration less the tracer's calibrated cost inside it
-    (Program.in_window_ns_per_call; docs/model.md, "The self-check's base"), never below 0."""
+    """A call's own time: its duration in the light timing pass where the program has one
+    (Program.light_ns: the script's second run under a timing-only tracer, whose calls pay
+    no capture work between them), else its traced duration; less the tracer's calibrated
+    cost inside it (Program.light_in_window_ns_per_call / in_window_ns_per_call;
+    docs/model.md, "The self-check's base"), never below 0."""
+    light = program.light_ns
+    if light:
+        light_in_window = program.light_in_window_ns_per_call
+
+        def own_light(call: Call) -> int:
+            return max(0, int(round(light[call.index] - light_in_window)))
+        return own_light
     in_window = program.in_window_ns_per_call
 
     def own(call: Call) -> int:
