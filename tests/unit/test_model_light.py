@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from opbench.model.capture.light import LightEnough, light_pass, match_light
+from opbench.model.capture.light import (SET_UP_SLACK, LightEnough, light_pass,
+                                         match_light)
 from opbench.model.program import Program
 from opbench.model.steady import find_region, own_time_ns, step_program
 from opbench.trace.events import FUNCTION, MODULE, SCOPE, SERIAL, CallSite
@@ -147,11 +148,52 @@ def test_a_different_call_is_a_mismatch_that_names_it():
                     "script's control flow differs between runs)")
 
 
-def test_fewer_calls_is_a_mismatch_ended_early_or_not():
+def test_fewer_calls_at_the_end_is_a_mismatch_ended_early_or_not():
     for ended in (False, True):
         durations, note = match_light(["a", "b", "a"], _sink(["a", "b"], [5, 6]), ended)
         assert durations == ()
         assert note == "its second run made 2 framework calls where the captured run made 3"
+
+
+STEPS = ["m", "r", "s"] * 4
+
+
+def test_set_up_calls_made_in_the_first_run_only_keep_their_observed_times():
+    # a library's once-per-process work: two torch.device calls before the first weight
+    captured = ["seed", "device", "device", "empty", *STEPS]
+    light = ["seed", "empty", *STEPS]
+    durations, note = match_light(captured, _sink(light, range(10, 10 + len(light))), False)
+    assert durations == (10, -1, -1, *range(11, 10 + len(light)))
+    assert note == ("the captured run made 2 calls at call 1 the other did not (device); "
+                    "their observed times are kept")
+
+
+def test_set_up_calls_made_in_the_second_run_only_are_left_out():
+    captured = ["seed", "empty", *STEPS]
+    light = ["seed", "device", "empty", *STEPS]
+    durations, note = match_light(captured, _sink(light, range(10, 10 + len(light))), False)
+    assert durations == (10, *range(12, 10 + len(light)))
+    assert note == "its second run made 1 calls at call 1 the other did not (device); left out"
+
+
+def test_a_run_ended_early_may_go_on_past_a_set_up_block():
+    captured = ["seed", "device", *STEPS]
+    light = ["seed", *STEPS, "m", "r"]       # ended at the capacity: past the captured end
+    durations, _ = match_light(captured, _sink(light, range(len(light))), True)
+    assert durations == (0, -1, *range(1, 1 + len(STEPS)))
+
+
+def test_a_block_longer_than_the_slack_or_among_the_steps_is_a_mismatch():
+    captured = ["seed", *["device"] * 5, *STEPS]
+    light = ["seed", *STEPS]
+    assert match_light(captured, _sink(light, range(len(light))), False, slack=4)[0] == ()
+    # a step call made in one run only, in the second half: the steps differ
+    captured = ["seed", *STEPS, "extra", "m", "r", "s"]
+    light = ["seed", *STEPS, "m", "r", "s"]
+    durations, note = match_light(captured, _sink(light, range(len(light))), False)
+    assert durations == ()
+    assert note == ("its second run made 16 framework calls where the captured run "
+                    "made 17")
 
 
 def test_more_calls_is_a_mismatch_only_where_the_capture_ran_the_script_to_its_end():
@@ -242,7 +284,8 @@ def test_the_second_run_is_ended_where_the_capture_ended_the_first():
             fw.add(100)
     timing = _pass(["fake.add"] * 5, script, ended_early=True)
     assert timing.note is None and timing.durations_ns == (101,) * 5
-    assert ran == [0, 1, 2, 3, 4]
+    # ended once it made the captured calls and room for set-up calls it might have missed
+    assert ran == list(range(5 + SET_UP_SLACK))
 
 
 def test_a_script_that_catches_the_ending_is_ended_again_at_its_next_call():
@@ -310,6 +353,15 @@ def test_no_captured_call_is_not_run_again():
 
 
 # -- the program: its fields in the traced times and in the capture file -----------------
+
+def test_a_call_with_no_light_counterpart_keeps_its_observed_time():
+    program, _ = _set_up_and_steps(2)
+    light = (-1, *(500,) * (len(program.calls) - 1))
+    own = own_time_ns(replace(program, light_ns=light, in_window_ns_per_call=300.0,
+                              light_in_window_ns_per_call=100.0))
+    assert own(program.calls[0]) == program.calls[0].duration_ns - 300
+    assert own(program.calls[1]) == 400
+
 
 def test_the_traced_times_come_from_the_light_durations_less_their_in_window_cost():
     program, _ = _set_up_and_steps(4)          # every steady call observed at 1,000 ns
