@@ -90,3 +90,21 @@ def test_a_script_whose_second_run_differs_keeps_the_observed_times_and_says_why
     assert program.light_note.startswith("its second run's call ")
     assert "torch.Tensor.sigmoid where the captured run's was torch.Tensor.relu" in \
         program.light_note
+
+
+MINDSPORE_SMALL_CALLS = """
+import numpy as np
+import mindspore
+from mindspore import mint
+x = mindspore.Tensor(np.ones((8, 16), np.float32))
+for _ in range(30):
+    y = mint.add(x, x).relu().sum()
+"""
+
+
+def test_a_mindspore_script_keeps_its_observed_times_and_says_why(tmp_path):
+    pytest.importorskip("mindspore")
+    program = _capture(tmp_path, MINDSPORE_SMALL_CALLS)
+    assert program.framework == "mindspore"
+    assert program.traced_base == "observed" and program.light_ns == ()
+    assert program.light_note.startswith("no light timing pass for a MindSpore script")
