@@ -396,3 +396,19 @@ def test_the_capture_file_keeps_the_light_fields_and_an_old_file_still_loads():
     fell_back = replace(program, light_note="the script failed in its second run (x)")
     back = Program.from_json(json.loads(json.dumps(fell_back.to_json())))
     assert back.light_note == fell_back.light_note and back.traced_base == "observed"
+
+
+def test_a_tracer_that_cannot_start_means_no_second_run_and_says_why():
+    class Refusing:
+        def start(self) -> None:
+            raise RuntimeError("cannot trace torch: boom")
+
+        def stop(self) -> None:
+            raise AssertionError("never started")
+
+    ran = []
+    timing = light_pass(["a"], lambda: ran.append(1), "fake", False,
+                        make_tracer=lambda sink: Refusing())
+    assert ran == [] and timing.durations_ns == ()
+    assert timing.note == "the timing-only tracer could not start (cannot trace torch: boom)"
+    assert gc.get_freeze_count() == 0

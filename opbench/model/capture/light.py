@@ -60,8 +60,7 @@ class LightTiming:
     """What the pass gives the program: per captured call its light duration (empty: not
     used; NO_LIGHT_NS: a call the second run did not make), why not (or, where used, the
     calls one run made and the other did not; None: the runs agreed call for call), the
-    timing-only tracer's calibrated cost inside a call, and
-    the second run's wall time."""
+    timing-only tracer's calibrated cost inside a call, and the second run's wall time."""
     durations_ns: tuple[int, ...]
     note: str | None
     in_window_ns_per_call: float = 0.0
@@ -89,8 +88,9 @@ def match_light(captured: Sequence[str | None], sink: TimingSink, ended_early: b
     so the second run may have gone on past the captured calls.
 
     One block of at most `slack` calls made in one run only is allowed in the first half of
-    the captured calls, after which the two runs agree to the captured run's end: a library's work done once per process (the
-    first run's `transformers` models made two `torch.device` calls the second did not). A
+    the captured calls, after which the two runs agree to the captured run's end: a
+    library's work done once per process (the first run's `transformers` models made two
+    `torch.device` calls the second did not). A
     captured call with no counterpart reads -1 (steady.own_time_ns keeps its observed
     time); the note then says how many there were (the durations are still used)."""
     made_up = sum(1 for api in captured if api is None)
@@ -161,7 +161,10 @@ def light_pass(captured: Sequence[str | None], run: Callable[[], Any], framework
     gc.freeze()
     started = clock()
     try:
-        tracer.start()
+        try:
+            tracer.start()
+        except Exception as exc:      # the interception would not install: no second run
+            return LightTiming((), f"the timing-only tracer could not start ({exc})")
         try:
             with open(os.devnull, "w", encoding="utf-8") as sink_file, \
                     contextlib.redirect_stdout(sink_file):
