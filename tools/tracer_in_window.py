@@ -8,7 +8,8 @@ Nine different small calls run in sequence, first untraced (each timed alone wit
 perf_counter_ns, as a replay times a call), then under the tracer twice (serial timing): with
 no observer (what the window itself holds: the frames between the recorder's two clock reads)
 and with a capture observer (what `opbench model` runs a script under: its work between two
-calls leaves caches cold for the next), then untraced again. Prints, per call, the untraced
+calls leaves caches cold for the next), then under the timing-only tracer of the light
+timing pass ("light": model/capture/light.py), then untraced again. Prints, per call, the untraced
 median (mean of the two untraced passes), the median duration the recorder gave it each way
 and its ratio to the untraced median; then what the capture calibrated (Program's
 in_window_ns_per_call: the median of such differences over its own eight-call sequence).
@@ -28,6 +29,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from opbench.model.capture.observer import Capture  # noqa: E402
 from opbench.trace.events import SERIAL  # noqa: E402
+from opbench.trace.recorder import TimingSink  # noqa: E402
 from opbench.trace.tracer import Tracer  # noqa: E402
 
 
@@ -75,6 +77,25 @@ def traced(calls: list, repeats: int, *, observed: bool) -> tuple[dict[str, floa
     return {name: statistics.median(v) for name, v in out.items()}, calibrated
 
 
+def light(calls: list, repeats: int) -> tuple[dict[str, float], float]:
+    """The timing-only tracer of the model's light timing pass (model/capture/light.py):
+    the same interception, per call only its API and duration kept."""
+    sink = TimingSink(repeats * len(calls))
+    tracer = Tracer(nested=False, sync=SERIAL, framework="torch", timing_sink=sink,
+                    calibrate_in_window=True)
+    tracer.start()
+    for _ in range(repeats):
+        for _, call in calls:
+            call()
+    data = tracer.stop()
+    out: dict[str, list[int]] = {name: [] for name, _ in calls}
+    for i, ns in enumerate(sink.durations_ns()):
+        out[calls[i % len(calls)][0]].append(ns)
+    calibrated = next((o.in_window_ns_per_call for o in data.overheads
+                       if o.framework == "torch"), 0.0)
+    return {name: statistics.median(v) for name, v in out.items()}, calibrated
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=400)
@@ -83,16 +104,19 @@ def main() -> int:
     before = untraced(calls, args.repeats)
     bare, _ = traced(calls, args.repeats, observed=False)
     recorded, calibrated = traced(calls, args.repeats, observed=True)
+    timed_only, light_calibrated = light(calls, args.repeats)
     after = untraced(calls, args.repeats)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"{args.repeats} repeats; ns, medians")
     print(f"{'call':20} {'untraced':>9} {'no observer':>11} {'ratio':>6} {'capture':>9} "
-          f"{'ratio':>6}")
+          f"{'ratio':>6} {'light':>9} {'ratio':>6}")
     for name, _ in calls:
         own = (before[name] + after[name]) / 2
         print(f"{name:20} {own:9.0f} {bare[name]:11.0f} {bare[name] / own:6.2f} "
-              f"{recorded[name]:9.0f} {recorded[name] / own:6.2f}")
-    print(f"the capture's calibrated in-window cost: {calibrated:.0f} ns a call")
+              f"{recorded[name]:9.0f} {recorded[name] / own:6.2f} "
+              f"{timed_only[name]:9.0f} {timed_only[name] / own:6.2f}")
+    print(f"the capture's calibrated in-window cost: {calibrated:.0f} ns a call; the light "
+          f"pass's: {light_calibrated:.0f} ns a call")
     return 0
 
 

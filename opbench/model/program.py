@@ -25,12 +25,16 @@ from opbench.model.json_records import (Codec, JsonRecordError, each, from_objec
 
 __all__ = ["Arg", "Call", "Site", "Dtype", "Ext", "ExternalTensor", "Lit", "Marker", "Opaque",
            "Program", "Ref", "Seq", "SliceOf", "args_from_json", "args_to_json", "refs_in",
-           "exts_in", "opaque_in", "walk_args", "map_refs", "output_at"]
+           "exts_in", "opaque_in", "walk_args", "map_refs", "output_at", "TRACED_BASE_LIGHT",
+           "TRACED_BASE_OBSERVED"]
 
 # Bumped when the capture file's shape changes; the reader refuses other versions.
 #   1  first format
 #   2  each call's source site ("site": [file, first line, last line]) where it was found
 PROGRAM_FORMAT = 2
+
+# Program.traced_base: which run's durations the traced times are
+TRACED_BASE_LIGHT, TRACED_BASE_OBSERVED = "light", "observed"
 
 
 @dataclass(frozen=True)
@@ -200,6 +204,24 @@ class Program:
     # MindSpore: the speed probe timed in the capture's process after the script
     # (model/speed_probe.py), seconds per synced probe call; None: not MindSpore, or older
     speed_probe_s: float | None = None
+    # The light timing pass (model/capture/light.py; docs/model.md, "The self-check's
+    # base"): the script run a second time in the capture's process under a timing-only
+    # tracer. Per captured call, its duration there, where that run made the same calls in
+    # the same order (empty: not used, and `light_note` says why; both absent in a file
+    # written before the pass). steady.own_time_ns takes the traced times from these.
+    light_ns: tuple[int, ...] = json_field(codec=tuple_of(), default=(), omit_default=True)
+    light_note: str | None = json_field(default=None, omit_default=True)
+    # the timing-only tracer's cost inside a call's duration, calibrated as
+    # in_window_ns_per_call is, taken out of the light durations
+    light_in_window_ns_per_call: float = json_field(default=0.0, omit_default=True)
+    # the second run's wall time (what the pass cost the capture), seconds
+    light_pass_s: float = json_field(default=0.0, omit_default=True)
+
+    @property
+    def traced_base(self) -> str:
+        """Where the traced times come from: "light" (the light timing pass's durations) or
+        "observed" (the captured run's own)."""
+        return TRACED_BASE_LIGHT if self.light_ns else TRACED_BASE_OBSERVED
 
     # -- JSON: the capture file (format PROGRAM_FORMAT), by the fields above -------------
     def to_json(self) -> dict[str, Any]:

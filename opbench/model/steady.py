@@ -258,13 +258,27 @@ def step_program(program: Program, region: Region) -> StepProgram:
 
 
 def own_time_ns(program: Program) -> Callable[[Call], int]:
-    """A call's own time: its traced duration less the tracer's calibrated cost inside it
-    (Program.in_window_ns_per_call; docs/model.md, "The self-check's base"), never below 0."""
+    """A call's own time: its duration in the light timing pass where the program has one
+    (Program.light_ns: the script's second run under a timing-only tracer, whose calls pay
+    no capture work between them; a call that run did not make reads -1 there), else its
+    traced duration; less the tracer's calibrated
+    cost inside it (Program.light_in_window_ns_per_call / in_window_ns_per_call;
+    docs/model.md, "The self-check's base"), never below 0."""
+    light = program.light_ns
     in_window = program.in_window_ns_per_call
 
     def own(call: Call) -> int:
         return max(0, int(round(call.duration_ns - in_window)))
-    return own
+    if not light:
+        return own
+    light_in_window = program.light_in_window_ns_per_call
+
+    def own_light(call: Call) -> int:
+        ns = light[call.index]
+        if ns < 0:       # a set-up call the second run did not make: its observed time
+            return own(call)
+        return max(0, int(round(ns - light_in_window)))
+    return own_light
 
 
 def external_from_output(new_id: int, outputs: Any, path: tuple[int, ...],

@@ -130,6 +130,41 @@ class _Store:
         self.recorded_calls = 0
         self.bookkeeping_samples: list[int] = []
 
+    def durations_ns(self) -> list[int]:
+        """The recorded calls' durations, in the order they finished."""
+        return [e.duration_ns for e in self.events]
+
+
+class TimingSink:
+    """Where a timing-only recorder (TimingRecorder) keeps each recorded call: its API name
+    and duration, in lists allocated up front (`capacity` slots), nothing else. Calls past
+    the capacity are counted (`extra`), not kept. `on_full`: called after the call that
+    fills the last slot and after every call past it (it may raise to end the program, as
+    the model's light timing pass does where the capture ended the script)."""
+
+    def __init__(self, capacity: int, on_full: Callable[[], None] | None = None):
+        self.apis: list[str | None] = [None] * capacity
+        self.durations: list[int] = [0] * capacity
+        self.count = 0
+        self.extra = 0
+        self._on_full = on_full
+
+    def add(self, api: str, duration_ns: int) -> None:
+        count = self.count
+        if count < len(self.apis):
+            self.apis[count] = api
+            self.durations[count] = duration_ns
+            self.count = count = count + 1
+            if count < len(self.apis):
+                return
+        else:
+            self.extra += 1
+        if self._on_full is not None:
+            self._on_full()
+
+    def durations_ns(self) -> list[int]:
+        return self.durations[:self.count]
+
 
 class _OpenCall:
     __slots__ = ("index", "site", "children_ns")
@@ -353,4 +388,72 @@ class Recorder:
                                        if store.bookkeeping_samples else 0.0))
 
 
-__all__ = ["Recorder", "TraceData", "DEFAULT_MAX_EVENTS", "NO_SYNC", "SERIAL", "ASYNC"]
+class TimingRecorder(Recorder):
+    """A recorder that only times: the same interception and nesting rules, the same window
+    (the call and its sync, nothing else), but no argument description, no events, no
+    statistics and no observer; each recorded call that returned goes to a TimingSink as
+    (API, duration). The model's light timing pass (opbench/model/capture/light.py) runs a
+    script a second time under it, so its calls pay the interception alone between them
+    (docs/model.md, "The self-check's base"). Top-level calls only (nested=False)."""
+
+    def __init__(self, sink: TimingSink | _GrowingSink, *, timing: str = SERIAL,
+                 clock: Clock = time.perf_counter_ns):
+        super().__init__(nested=False, timing=timing, clock=clock, max_events=0)
+        self._sink = sink
+
+    def call(self, site: CallSite, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        local = self._local
+        if local.internal or not self._active:
+            return fn(*args, **kwargs)
+        stack = local.stack
+        if stack or site.kind == SCOPE:
+            return fn(*args, **kwargs)
+        stack.append(site)
+        sync = self._syncs.get(site.framework) if self.timing == SERIAL else None
+        clock = self._clock
+        start_ns = clock()
+        try:
+            result = fn(*args, **kwargs)
+            if sync is not None:
+                local.internal += 1
+                try:
+                    sync()
+                finally:
+                    local.internal -= 1
+        finally:
+            end_ns = clock()
+            stack.pop()
+        # only a call that returned is kept, as only those become a captured program's calls
+        local.internal += 1
+        try:
+            self._sink.add(site.api, end_ns - start_ns)
+        finally:
+            local.internal -= 1
+        return result
+
+    @contextmanager
+    def detached(self, observer: CallObserver | None = None) -> Iterator[Any]:
+        """The overhead calibrations' calls go to a scratch sink (not the pass's)."""
+        saved, scratch, was_active = self._sink, _GrowingSink(), self._active
+        self._sink, self._active = scratch, True
+        try:
+            yield scratch
+        finally:
+            self._sink, self._active = saved, was_active
+
+
+class _GrowingSink:
+    """A calibration's scratch sink: every duration, no limit."""
+
+    def __init__(self) -> None:
+        self._durations: list[int] = []
+
+    def add(self, api: str, duration_ns: int) -> None:
+        self._durations.append(duration_ns)
+
+    def durations_ns(self) -> list[int]:
+        return list(self._durations)
+
+
+__all__ = ["Recorder", "TimingRecorder", "TimingSink", "TraceData", "DEFAULT_MAX_EVENTS",
+           "NO_SYNC", "SERIAL", "ASYNC"]

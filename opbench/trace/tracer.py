@@ -22,7 +22,7 @@ from opbench.trace.import_hook import PostImportHook
 from opbench.trace.overhead import TracerOverhead, calibrate, calibrate_in_window
 from opbench.trace.record import write_log, write_record
 from opbench.trace.recorder import (DEFAULT_MAX_EVENTS, NO_SYNC, CallObserver, Recorder,
-                                    TraceData)
+                                    TimingRecorder, TimingSink, TraceData)
 from opbench.trace.summary import SummaryRow, summarize
 from opbench.trace.table import table_text
 
@@ -59,7 +59,7 @@ class Tracer:
                  framework: str | Iterable[str] = BOTH, max_events: int = DEFAULT_MAX_EVENTS,
                  calibrate_overhead: bool = True, observer: CallObserver | None = None,
                  calibration_observer: Callable[[], CallObserver] | None = None,
-                 calibrate_in_window: bool = False):
+                 calibrate_in_window: bool = False, timing_sink: TimingSink | None = None):
         if sync not in TIMINGS:
             raise TraceError(f"sync must be one of {', '.join(TIMINGS)}, not {sync!r}")
         names = (FRAMEWORKS if framework == BOTH else
@@ -82,6 +82,10 @@ class Tracer:
         # also calibrate the tracer's cost inside a call's duration (trace/overhead.py): only
         # the model's capture uses that figure, so a plain trace does not pay for it
         self.calibrate_in_window = calibrate_in_window
+        # timing only (trace/recorder.py TimingRecorder): each recorded call's API and
+        # duration go to this sink, with no event, description or observer (the model's
+        # light timing pass); None: the full recorder
+        self.timing_sink = timing_sink
         self._recorder: Recorder | None = None
         self._interceptors: dict[str, Any] = {}
         self._hook: PostImportHook | None = None
@@ -96,8 +100,14 @@ class Tracer:
         missing = [n for n in self.frameworks if not _installed(n)]
         if self.explicit and missing:
             raise TraceError(f"cannot trace {', '.join(missing)}: not installed")
-        self._recorder = Recorder(nested=self.nested, timing=self.timing,
-                                  max_events=self.max_events, observer=self.observer)
+        if self.timing_sink is not None:
+            if self.nested or self.observer is not None:
+                raise TraceError("a timing-only tracer records top-level calls with no "
+                                 "observer")
+            self._recorder = TimingRecorder(self.timing_sink, timing=self.timing)
+        else:
+            self._recorder = Recorder(nested=self.nested, timing=self.timing,
+                                      max_events=self.max_events, observer=self.observer)
         self._interceptors, self._notes, self._data = {}, [], None
         self._status = {n: "not installed" for n in missing}
         self._recorder.start()
@@ -216,7 +226,7 @@ class Tracer:
         with recorder.detached(observer) as scratch:
             count, traced, untraced = sequence()
             in_window = calibrate_in_window(
-                count, traced, untraced, lambda: [e.duration_ns for e in scratch.events])
+                count, traced, untraced, scratch.durations_ns)
         return replace(overhead, in_window_ns_per_call=in_window)
 
     def __enter__(self) -> Tracer:

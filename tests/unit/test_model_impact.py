@@ -168,13 +168,37 @@ def test_the_record_is_valid_against_the_schema_and_renders(replays_here, tmp_pa
     jsonschema.Draft202012Validator(model_schema()).validate({"model": record})
     assert record["region"] == {"rule": "automatic", "steps": 3, "calls_per_step": 5,
                                 "excluded_calls": 1 + 5, "excluded_s": 40e-6 + 700e-6,
-                                "note": ""}
+                                "note": "", "traced_base": "observed"}
     assert [a["api"] for a in record["apis"]][0] == "torch.matmul"
     markdown = render_model_markdown(ModelRecord.from_json(record))
     assert "MISMATCH: call 4 torch.flip -> mindspore.mint.flip" in markdown
     page = render_model_html(ModelRecord.from_json(record))
     assert "<svg" in page and page.count("<tr>") == len(record["apis"]) + 1
     assert "not covered: torch.nn.Bilinear x3" in markdown
+
+
+def test_the_record_says_which_run_the_traced_times_come_from(replays_here, tmp_path):
+    # the light timing pass (model/capture/light.py): where its calls did not match the
+    # captured ones, every view says the traced times are the observed ones, and why
+    from dataclasses import replace
+    program = _program()
+    fell_back = replace(program, light_note="the script failed in its second run (E: x)")
+    record = impact_json(measure_program(fell_back, OPTIONS,
+                                         Interpreter(sys.executable, False),
+                                         ["python", "train.py"], tmp_path))
+    jsonschema.Draft202012Validator(model_schema()).validate({"model": record})
+    assert record["region"]["traced_base"] == "observed"
+    said = ("traced times as observed under the capture: the script failed in its second "
+            "run (E: x)")
+    assert record["region"]["note"] == said
+    read = ModelRecord.from_json(record)
+    assert read.region.traced_base == "observed"
+    assert said in render_model_markdown(read)
+    # the light durations used (here equal to the observed ones): no note, base "light"
+    lit = replace(program, light_ns=tuple(c.duration_ns for c in program.calls))
+    record = impact_json(measure_program(lit, OPTIONS, Interpreter(sys.executable, False),
+                                         ["python", "train.py"], tmp_path / "lit"))
+    assert record["region"]["traced_base"] == "light" and record["region"]["note"] == ""
 
 
 def test_a_replay_that_cannot_start_is_a_model_error(replays_here, tmp_path, monkeypatch):

@@ -3,9 +3,10 @@ started by `opbench model` in the interpreter its command names, so the script r
 its user runs it (that interpreter's packages, threads and launch mode).
 
 It runs the script unchanged under the tracer (top-level calls only, synced after each one
-so each duration is that call's latency) with a Capture observer, and writes the program
-(opbench/model/program.py) as JSON, also when the script fails or exits early: what was
-captured before is kept. Exit status: the script's own.
+so each duration is that call's latency) with a Capture observer, then a second time under a
+timing-only tracer (light.py: the traced times' base where the two runs made the same calls),
+and writes the program (opbench/model/program.py) as JSON, also when the script fails or
+exits early: what was captured before is kept. Exit status: the script's own (first run).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import traceback
 from typing import Any
 
 from opbench.model import markers
+from opbench.model.capture.light import LightTiming, light_pass
 from opbench.model.capture.observer import DEFAULT_MAX_CALLS, Capture
 from opbench.model.capture.ms_backward import MindSporeBackward
 from opbench.model.capture.ms_jit import MindSporeJit
@@ -29,6 +31,15 @@ from opbench.trace.tracer import Tracer
 
 __all__ = ["main", "capture_program"]
 
+# Why a MindSpore script gets no light timing pass (docs/model.md, "The self-check's base";
+# corpus run 2026-11-27 22:49-22:59, where it had one): the capture's work between calls is
+# small against MindSpore's calls (its in-window cost calibrates to 0), while a second run
+# lands in another of MindSpore's speed modes as often as not (its steady step read 0.45,
+# 0.87, 0.96 and 1.04 of the captured run's in four scripts: mindcv_mobilenet_inference 169
+# against 77 ms), and the speed probe, taken after the captured run, would no longer tell
+# the traced times' mode.
+LIGHT_NOT_MINDSPORE = ("no light timing pass for a MindSpore script: a second run lands in "
+                       "another of its speed modes as often as not")
 LAUNCH_QUEUED = "queued"
 LAUNCH_BLOCKING = "blocking"
 
@@ -90,11 +101,11 @@ class EnoughSteps(SystemExit):
 
 def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
                     steps: int | None = DEFAULT_CAPTURE_STEPS,
-                    run_on: bool = False) -> Program:
+                    run_on: bool = False, light: bool = True) -> Program:
     """Run the script the command words name under the capture; never raises for the
     script's own failure (the program records it). Once the warm-up step and `steps` steady
     steps are recorded (None: no limit), the script is ended, or with `run_on` runs on
-    untraced."""
+    untraced. Then, with `light`, the light timing pass (light.py) runs it again."""
     target = parse_target(words)
     ended: list[str] = []
 
@@ -158,6 +169,15 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
     overhead = calibrated.per_call_ns if calibrated else 0.0
     in_window = calibrated.in_window_ns_per_call if calibrated else 0.0
     wall = (calls[-1].start_ns + calls[-1].duration_ns - calls[0].start_ns) if calls else 0
+    if not light:
+        timing = LightTiming((), "the light timing pass was not asked for")
+    elif status != 0:
+        timing = LightTiming((), "the script failed, so it was not run a second time")
+    elif framework == "mindspore":
+        timing = LightTiming((), LIGHT_NOT_MINDSPORE)
+    else:
+        timing = light_pass(capture.traced_apis(data.events), lambda: run_target(target),
+                            framework, bool(ended) or capture.dropped > 0)
     return Program(
         framework=framework, version=str(facts.get("version", "")), threads=threads,
         launch=launch, device=device, timing=SERIAL, calls=tuple(calls),
@@ -166,7 +186,10 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
         in_window_ns_per_call=float(in_window), notes=tuple(data.notes),
         dropped_calls=capture.dropped, script_status=status, script_error=error,
         frameworks_imported=tuple(imported), cpus=_affinity(),
-        ended_early=ended[0] if ended else None, speed_probe_s=probe_s)
+        ended_early=ended[0] if ended else None, speed_probe_s=probe_s,
+        light_ns=timing.durations_ns, light_note=timing.note,
+        light_in_window_ns_per_call=float(timing.in_window_ns_per_call),
+        light_pass_s=round(timing.wall_s, 3))
 
 
 def _speed_probe() -> float | None:
@@ -223,11 +246,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="steady steps to record, then end the script (0: no limit)")
     parser.add_argument("--run-on", action="store_true",
                         help="after the steps, let the script run on untraced")
+    parser.add_argument("--no-light-pass", action="store_true",
+                        help="do not run the script a second time to time its calls "
+                             "(the traced times are then the captured run's)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     words = args.command[1:] if args.command[:1] == ["--"] else args.command
     try:
-        program = capture_program(words, args.max_calls, args.steps or None, args.run_on)
+        program = capture_program(words, args.max_calls, args.steps or None, args.run_on,
+                                  not args.no_light_pass)
     except TargetError as exc:
         sys.stderr.write(f"opbench model: {exc}\n")
         return 2

@@ -479,6 +479,14 @@ class Capture:
             out.append(_with_time(call, event.duration_ns, event.start_ns))
         return out
 
+    def traced_apis(self, events: list[CallEvent]) -> list[str | None]:
+        """Per captured call, the API name its tracer event gave (what a timing-only run of
+        the script sees: capture/light.py); None for a call the capture made up (a MindSpore
+        backward, a compiled function) or one past the tracer's event cap."""
+        by_index = {e.index: e.api for e in events}
+        return [by_index.get(event_index) if event_index is not None else None
+                for event_index, _ in self._raw]
+
     def externals(self) -> list[ExternalTensor]:
         return list(self._externals)
 

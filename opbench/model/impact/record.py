@@ -22,6 +22,7 @@ from opbench.model.json_records import (PLAIN, Codec, JsonRecordError, by_name, 
 if TYPE_CHECKING:      # the record reads the impact; nothing here runs it
     from opbench.model.impact.alone_cases import IsolatedFinding
     from opbench.model.impact.pipeline import ModelImpact
+    from opbench.model.program import Program
 
 __all__ = ["MODEL_FORMAT", "impact_json", "SuggestionRow", "model_schema", "ModelRecord", "LostRow",
            "Projection", "ModelRecordError", "is_model_file", "load_model_record"]
@@ -154,7 +155,9 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
                    "calls_per_step": len(step.calls),
                    "excluded_calls": region.excluded_calls,
                    "excluded_s": region.excluded_ns / 1e9,
-                   "note": "; ".join(n for n in (region.note, program.ended_early) if n)},
+                   "note": "; ".join(n for n in (region.note, program.ended_early,
+                                                  _light_note(program)) if n),
+                   "traced_base": program.traced_base},
         "script": {"status": program.script_status, "error": program.script_error,
                    "captured_calls": len(program.calls),
                    "dropped_calls": program.dropped_calls},
@@ -173,6 +176,15 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
         "errors": impact.errors,
         "measuring_s": impact.measuring_s,
     }
+
+
+def _light_note(program: Program) -> str:
+    """Why the traced times are the captured run's own, not the light timing pass's
+    (model/capture/light.py); "" where the light pass's are used (or a capture file from
+    before the pass says nothing)."""
+    if program.light_ns or not program.light_note:
+        return ""
+    return f"traced times as observed under the capture: {program.light_note}"
 
 
 # -- reading: the typed record the views take ---------------------------------------------
@@ -242,6 +254,9 @@ class RegionInfo:
     excluded_calls: int = 0
     excluded_s: float = 0.0
     note: str = ""
+    # which run's durations the traced times are (model/program.py Program.traced_base):
+    # "light" (the light timing pass), "observed" (the captured run; a record before it)
+    traced_base: str = "observed"
 
 
 @dataclass(frozen=True)
