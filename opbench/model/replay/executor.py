@@ -34,6 +34,9 @@ from opbench.model.bound_args import bind
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf, exts_in, refs_in)
 from opbench.model.replay.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
+from opbench.model.replay.release import (FORWARD, GRADIENTS, Block, per_call_order,
+                                          read_before_written, refs_read, releases,
+                                          step_order)
 from opbench.model.replay.trainable import (AUTOGRAD_GRAD, loss_calls, loss_dependencies,
                                             loss_of, trainable_externals)
 from opbench.model.replay.routes import (Route, Unmapped, fused_adam_route, fused_momentum_route,
@@ -159,6 +162,12 @@ class Replayer:
         self._results: list[Any] = [None] * len(step.calls)
         self._plan: list[tuple[Callable[..., Any], Callable[[], tuple], Callable[[], dict]]
                          | None] = []
+        # per plan entry, the results its getters read (None: no entry); after the probe,
+        # per call, the results the timed runs drop once it has run (release.py)
+        self._reads: list[frozenset[int] | None] = []
+        self._drop_step: list[tuple[int, ...]] = []
+        self._drop_calls: list[tuple[int, ...]] = []
+        self._drop_block: dict[Any, tuple[int, ...]] = {}
         # A MindSpore training step: the forward calls the loss depends on run inside one
         # value_and_grad call (differentiation.py); the per-call pass still times them one
         # by one, and the backward call is that call's time less theirs.
@@ -206,7 +215,7 @@ class Replayer:
         fails, the drawn values alone, not run again."""
         constant = self._stand_in(call)
         if call.index not in self._chained:
-            return (lambda: constant, tuple, dict), status, constant
+            return (lambda: constant, tuple, dict), status, constant, frozenset()
         inputs = [self._getter(a) for a in (*refs_in(call), *exts_in(call))]
         fn = stand_in_function(constant, self.framework)
         if not call.grad_enabled and self.framework == "torch":
@@ -216,8 +225,8 @@ class Replayer:
             value = fn(*entry[1]())
             self.adapter.sync()
         except Exception:         # a stand-in must not stop the replay
-            return None, status, constant
-        return entry, status, value
+            return None, status, constant, None
+        return entry, status, value, refs_read(refs_in(call))
 
     def _getter(self, arg: Any) -> Callable[[], Any]:
         results, externals = self._results, self._externals
@@ -272,11 +281,12 @@ class Replayer:
         process only needs the plan). self.status says how each call went."""
         resolve = self.adapter.resolve
         prints: list[dict[str, Any] | None] = []
-        self._plan, self.status = [], []
+        self._plan, self._reads, self.status = [], [], []
         differentiated = False
         for call in self.step.calls:
             if (call.backward or call.api == AUTOGRAD_GRAD) and self.framework == "mindspore":
                 self._plan.append(None)
+                self._reads.append(None)
                 if differentiated:
                     prints.append(None)
                     self.status.append(CallStatus(
@@ -293,15 +303,48 @@ class Replayer:
                               and call.api == AUTOGRAD_GRAD
                               and self.status[call.index].ok else None)
                 continue
-            entry, status, value = self._first_working(call, resolve)
+            entry, status, value, reads = self._first_working(call, resolve)
             self._plan.append(entry)
+            self._reads.append(reads if entry is not None else None)
             self.status.append(status)
             self._results[call.index] = value
             prints.append(self._fingerprints(value) if fingerprints and status.ok
                           and not status.stand_in and not call.backward
                           and call.index not in self._folded else None)
         self.adapter.sync()
+        self._plan_releases()
         return prints
+
+    def _plan_releases(self) -> None:
+        """What the timed runs drop after each call (release.py), from the plan the probe
+        made. Kept through every run: the result time_step_to_host reads back; stand-ins,
+        aliases and folded calls (set at the probe or passed through: time_calls does not
+        rerun a pass-through, so its value must stay); calls with no plan entry (set once,
+        never rerun; MindSpore's backward, whose gradients the per-call pass's updates read
+        before its block rewrites them); and whatever a timed order reads before it sets
+        it (the last step's value)."""
+        grad = self._differentiated
+        block = None if grad is None else Block(grad.inside, grad.first, grad.backward,
+                                                grad.outside_reads)
+        passed_through = {i for i, e in enumerate(self._plan)
+                          if e is not None and e[0] is _identity}
+        orders = (step_order(self._reads, block),
+                  per_call_order(self._reads, passed_through, block))
+        keep = set(passed_through)
+        keep.update(i for i, e in enumerate(self._plan) if e is None)
+        keep.update(s.index for s in self.status if s.stand_in)
+        last = self._last_tensor_result()
+        if last is not None:
+            keep.add(last)
+        if block is not None:
+            keep.add(block.backward)
+        for order in orders:
+            keep |= read_before_written(order)
+        step, calls = (releases(order, keep) for order in orders)
+        n = len(self._plan)
+        self._drop_step = [step.get(i, ()) for i in range(n)]
+        self._drop_calls = [calls.get(i, ()) for i in range(n)]
+        self._drop_block = {key: calls.get(key, ()) for key in (FORWARD, GRADIENTS)}
 
     def _differentiate(self, call: Call) -> Any:
         """A training step in MindSpore, which has no backward call to replay: value_and_grad
@@ -330,12 +373,13 @@ class Replayer:
         if call.alias_of is not None:
             getter = self._getter(call.alias_of)
             return ((_identity, lambda: (getter(),), dict),
-                    CallStatus(call.index, "alias", True), getter())
+                    CallStatus(call.index, "alias", True), getter(),
+                    refs_read((call.alias_of,)))
         if call.index in self._folded:
             getter = self._getter(call.args[0])      # the receiver, passed through
             return ((_identity, lambda: (getter(),), dict),
                     CallStatus(call.index, FOLDED_INTO, True),
-                    getter())
+                    getter(), refs_read(call.args[:1]))
         route = self._fused.get(call.index) or route_for(call, self.framework, self.mapping)
         if isinstance(route, Unmapped):
             return self._stood_in(call, CallStatus(call.index, call.replay_api or call.api,
@@ -362,7 +406,8 @@ class Replayer:
             index = chosen if chosen is not None else position
             return ((fn, get_args, get_kwargs),
                     CallStatus(call.index, candidate.api, True, route=index,
-                               problem="; ".join(errors)[:400] or None), value)
+                               problem="; ".join(errors)[:400] or None), value,
+                    refs_read((*candidate.args, *(v for _, v in candidate.kwargs))))
         return self._stood_in(call, CallStatus(call.index, route.api, False,
                                                problem="; ".join(errors)[:400] or "no route",
                                                stand_in=True))
@@ -383,12 +428,15 @@ class Replayer:
 
     # -- timing ------------------------------------------------------------------------------
     def _run(self) -> None:
-        results, grad = self._results, self._differentiated
+        """One step: each call's result dropped after its last reader (_plan_releases)."""
+        results, grad, drops = self._results, self._differentiated, self._drop_step
         if grad is None:
             for i, entry in enumerate(self._plan):
                 if entry is not None:
                     fn, get_args, get_kwargs = entry
                     results[i] = fn(*get_args(), **get_kwargs())
+                    for j in drops[i]:
+                        results[j] = None
             return
         inside, first = grad.inside, grad.first
         for i, entry in enumerate(self._plan):
@@ -398,6 +446,10 @@ class Replayer:
             elif entry is not None and i not in inside:
                 fn, get_args, get_kwargs = entry
                 results[i] = fn(*get_args(), **get_kwargs())
+            else:
+                continue
+            for j in drops[i]:
+                results[j] = None
 
     def time_step(self, samples: int) -> list[float]:
         """`samples` step times: every call back to back, one sync at the end."""
@@ -456,8 +508,10 @@ class Replayer:
 
     def time_calls(self, passes: int) -> list[list[float]]:
         """Per call, `passes` latencies in context (sync after each call); None-plan calls
-        (stand-ins, aliases) read 0."""
+        (stand-ins, aliases) read 0. Results are dropped after their last reader, as in a
+        step; the drop is not timed."""
         clock, sync, results = self.clock, self.adapter.sync, self._results
+        drops, block_drops = self._drop_calls, self._drop_block
         times = [[0.0] * passes for _ in self._plan]
         grad = self._differentiated
         for p in range(passes):
@@ -471,6 +525,8 @@ class Replayer:
                 results[i] = fn(*args, **kwargs)
                 sync()
                 times[i][p] = clock() - start
+                for j in drops[i]:
+                    results[j] = None
             if grad is not None:
                 # the backward: value_and_grad's call less the same forward calls run back
                 # to back (both synced once at the end: each call synced alone would
@@ -479,10 +535,14 @@ class Replayer:
                 grad.forward()
                 sync()
                 forward = clock() - start
+                for j in block_drops[FORWARD]:
+                    results[j] = None
                 start = clock()
                 results[grad.backward] = grad.run()
                 sync()
                 times[grad.backward][p] = max(0.0, clock() - start - forward)
+                for j in block_drops[GRADIENTS]:
+                    results[j] = None
         return times
 
     def warm_up(self, min_runs: int, min_time_s: float) -> int:
@@ -602,6 +662,9 @@ class Differentiated:
     backward: int                # the backward call it stands for
     run: Callable[[], Any]       # forward and gradients
     forward: Callable[[], Any]   # the same forward calls alone
+    # results `run` reads besides the forward's (the written forward output's): a timed
+    # run keeps them until the block has run
+    outside_reads: frozenset[int] = frozenset()
 
 
 def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
@@ -658,7 +721,8 @@ def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
     def run() -> Any:
         loss, grads = grad_fn()
         return (out() if out is not None else loss, grads, *inputs_grads)
-    return Differentiated(frozenset(order), order[0], backward.index, run, forward)
+    return Differentiated(frozenset(order), order[0], backward.index, run, forward,
+                          refs_read((written,)) if written is not None else frozenset())
 
 
 def inputs_gradients(outputs: Any, tensor: Callable[[Any, str], Any]) -> tuple[Any, ...]:
