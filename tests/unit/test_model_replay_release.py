@@ -231,3 +231,37 @@ def test_a_differentiated_step_keeps_its_gradients_and_what_its_block_reads():
         results[3], 1.0 + replayer._externals[0] @ replayer._externals[1])
     replayer.time_calls(1)
     assert results[2] is not None
+
+
+# -- torch's grad mode in the timed runs ----------------------------------------------------------
+
+def test_the_timed_runs_set_the_grad_mode_where_it_changes_not_around_each_call(monkeypatch):
+    """A script enters no_grad once around its loop: the replay switches the mode before
+    the first call made without grad and back on before the next made with it (and at the
+    step's end), not around each call (~2.8 us a call more; executor._plan_grad_modes)."""
+    from dataclasses import replace
+
+    from opbench.model.replay import executor
+    switched: list[bool] = []
+    monkeypatch.setattr(executor, "grad_mode_setter", lambda: switched.append)
+    made = _Made()
+    off = [replace(c, grad_enabled=False) for c in (
+        _call(0, "torch.matmul", Ext(0), Ext(1)), _call(1, "torch.add", Ref(0), Ref(0)))]
+    step = _step(*off, _call(2, "torch.relu", Ref(1)),
+                 replace(_call(3, "torch.relu", Ref(2)), grad_enabled=False))
+    replayer = _replayer(step, made)
+    monkeypatch.setattr(executor, "without_grad", lambda fn: fn)     # the probe's, per call
+    replayer.probe()
+    replayer.time_step(2)
+    assert switched == [False, True, False, True] * 2
+    switched.clear()
+    replayer.time_calls(1)
+    assert switched == [False, True, False, True]
+
+
+def test_a_step_in_one_grad_mode_switches_nothing():
+    made = _Made()
+    replayer = _replayer(_linear_step(), made)
+    replayer.probe()
+    assert replayer._grad_at == {} and not replayer._grad_restore
+    replayer.time_step(1)                       # no setter needed (none was made)
