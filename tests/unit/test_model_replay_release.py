@@ -265,3 +265,14 @@ def test_a_step_in_one_grad_mode_switches_nothing():
     replayer.probe()
     assert replayer._grad_at == {} and not replayer._grad_restore
     replayer.time_step(1)                       # no setter needed (none was made)
+
+
+def test_a_calls_arguments_are_read_afresh_as_one_tuple_for_any_count():
+    from opbench.model.replay.executor import gathered
+    values = list(range(5))
+    for n in range(6):
+        get = gathered([lambda i=i: values[i] for i in range(n)])
+        assert get() == tuple(range(n))
+    get = gathered([lambda: values[0], lambda: values[1]])
+    values[0] = "changed"
+    assert get() == ("changed", 1)

@@ -273,8 +273,9 @@ class Replayer:
     def _binder(self, route: Route) -> tuple[Callable[[], tuple], Callable[[], dict]]:
         arg_getters = [self._getter(a) for a in route.args]
         kw_getters = [(k, self._getter(v)) for k, v in route.kwargs]
-        return (lambda: tuple(g() for g in arg_getters),
-                lambda: {k: g() for k, g in kw_getters})
+        if not kw_getters:
+            return gathered(arg_getters), dict
+        return (gathered(arg_getters), lambda: {k: g() for k, g in kw_getters})
 
     # -- the probe: routes chosen, outputs fingerprinted --------------------------------------
     def probe(self, fingerprints: bool = True) -> list[dict[str, Any] | None]:
@@ -612,6 +613,26 @@ def error_line(exc: BaseException) -> str:
             continue
         return line
     return ""
+
+
+def gathered(getters: Sequence[Callable[[], Any]]) -> Callable[[], tuple]:
+    """A call's arguments read afresh as one tuple. Up to three written out: a generator
+    over the getters cost ~1.0 us a call more than the script's own call, the written-out
+    tuple ~0.4 (Tensor.__add__ on 64x64, one thread, medians of 15 alternated rounds of
+    20,000: script 1.44 us, generator 2.42, written out 1.86), and a swap that removes
+    calls is credited that overhead for each."""
+    if not getters:
+        return tuple
+    if len(getters) == 1:
+        (g0,) = getters
+        return lambda: (g0(),)
+    if len(getters) == 2:
+        g0, g1 = getters
+        return lambda: (g0(), g1())
+    if len(getters) == 3:
+        g0, g1, g2 = getters
+        return lambda: (g0(), g1(), g2())
+    return lambda: tuple([g() for g in getters])
 
 
 def _identity(x: Any) -> Any:
