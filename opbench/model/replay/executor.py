@@ -16,7 +16,9 @@ stand-ins. The traced framework stands in only for what it cannot run itself.
 
 Timing (time_step, time_calls) is done in the framework's launch mode: a step sample runs
 all calls back to back and syncs once at the end; the per-call pass syncs after each call
-(each call's latency in context: after its real predecessors, with their caches).
+(each call's latency in context: after its real predecessors, with their caches). Both
+let go of each call's result after its last reader, as the script's Python does (release.py;
+the probe keeps them all), and set torch's grad mode where it changes, not around each call.
 """
 from __future__ import annotations
 
