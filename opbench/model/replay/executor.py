@@ -16,7 +16,9 @@ stand-ins. The traced framework stands in only for what it cannot run itself.
 
 Timing (time_step, time_calls) is done in the framework's launch mode: a step sample runs
 all calls back to back and syncs once at the end; the per-call pass syncs after each call
-(each call's latency in context: after its real predecessors, with their caches).
+(each call's latency in context: after its real predecessors, with their caches). Both
+let go of each call's result after its last reader, as the script's Python does (release.py;
+the probe keeps them all), and set torch's grad mode where it changes, not around each call.
 """
 from __future__ import annotations
 
@@ -34,6 +36,9 @@ from opbench.model.bound_args import bind
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf, exts_in, refs_in)
 from opbench.model.replay.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
+from opbench.model.replay.release import (FORWARD, GRADIENTS, Block, per_call_order,
+                                          read_before_written, refs_read, releases,
+                                          step_order)
 from opbench.model.replay.trainable import (AUTOGRAD_GRAD, loss_calls, loss_dependencies,
                                             loss_of, trainable_externals)
 from opbench.model.replay.routes import (Route, Unmapped, fused_adam_route, fused_momentum_route,
@@ -159,6 +164,16 @@ class Replayer:
         self._results: list[Any] = [None] * len(step.calls)
         self._plan: list[tuple[Callable[..., Any], Callable[[], tuple], Callable[[], dict]]
                          | None] = []
+        # per plan entry, the results its getters read (None: no entry); after the probe,
+        # per call, the results the timed runs drop once it has run (release.py)
+        self._reads: list[frozenset[int] | None] = []
+        self._drop_step: list[tuple[int, ...]] = []
+        self._drop_calls: list[tuple[int, ...]] = []
+        self._drop_block: dict[Any, tuple[int, ...]] = {}
+        # torch's grad mode set before these calls in the timed runs (_plan_grad_modes)
+        self._grad_at: dict[int, bool] = {}
+        self._grad_restore = False
+        self._set_grad: Callable[[bool], Any] | None = None
         # A MindSpore training step: the forward calls the loss depends on run inside one
         # value_and_grad call (differentiation.py); the per-call pass still times them one
         # by one, and the backward call is that call's time less theirs.
@@ -206,18 +221,16 @@ class Replayer:
         fails, the drawn values alone, not run again."""
         constant = self._stand_in(call)
         if call.index not in self._chained:
-            return (lambda: constant, tuple, dict), status, constant
+            return (lambda: constant, tuple, dict), status, constant, frozenset()
         inputs = [self._getter(a) for a in (*refs_in(call), *exts_in(call))]
         fn = stand_in_function(constant, self.framework)
-        if not call.grad_enabled and self.framework == "torch":
-            fn = without_grad(fn)
         entry = (fn, lambda: tuple(g() for g in inputs), dict)
         try:
-            value = fn(*entry[1]())
+            value = self._probing(call, fn)(*entry[1]())
             self.adapter.sync()
         except Exception:         # a stand-in must not stop the replay
-            return None, status, constant
-        return entry, status, value
+            return None, status, constant, None
+        return entry, status, value, refs_read(refs_in(call))
 
     def _getter(self, arg: Any) -> Callable[[], Any]:
         results, externals = self._results, self._externals
@@ -262,8 +275,9 @@ class Replayer:
     def _binder(self, route: Route) -> tuple[Callable[[], tuple], Callable[[], dict]]:
         arg_getters = [self._getter(a) for a in route.args]
         kw_getters = [(k, self._getter(v)) for k, v in route.kwargs]
-        return (lambda: tuple(g() for g in arg_getters),
-                lambda: {k: g() for k, g in kw_getters})
+        if not kw_getters:
+            return gathered(arg_getters), dict
+        return (gathered(arg_getters), lambda: {k: g() for k, g in kw_getters})
 
     # -- the probe: routes chosen, outputs fingerprinted --------------------------------------
     def probe(self, fingerprints: bool = True) -> list[dict[str, Any] | None]:
@@ -272,11 +286,12 @@ class Replayer:
         process only needs the plan). self.status says how each call went."""
         resolve = self.adapter.resolve
         prints: list[dict[str, Any] | None] = []
-        self._plan, self.status = [], []
+        self._plan, self._reads, self.status = [], [], []
         differentiated = False
         for call in self.step.calls:
             if (call.backward or call.api == AUTOGRAD_GRAD) and self.framework == "mindspore":
                 self._plan.append(None)
+                self._reads.append(None)
                 if differentiated:
                     prints.append(None)
                     self.status.append(CallStatus(
@@ -293,15 +308,71 @@ class Replayer:
                               and call.api == AUTOGRAD_GRAD
                               and self.status[call.index].ok else None)
                 continue
-            entry, status, value = self._first_working(call, resolve)
+            entry, status, value, reads = self._first_working(call, resolve)
             self._plan.append(entry)
+            self._reads.append(reads if entry is not None else None)
             self.status.append(status)
             self._results[call.index] = value
             prints.append(self._fingerprints(value) if fingerprints and status.ok
                           and not status.stand_in and not call.backward
                           and call.index not in self._folded else None)
         self.adapter.sync()
+        self._plan_releases()
+        self._plan_grad_modes()
         return prints
+
+    def _plan_grad_modes(self) -> None:
+        """Where the timed runs switch torch's grad mode: before each call whose mode differs
+        from the call run before it, back on at the step's end. A script enters
+        `torch.no_grad()` once around its loop; entering it around each replayed call cost
+        ~2.8 us a call more than the script's call (w.t() on 256x256, one thread, median of
+        15 alternated rounds of 20,000: 3.65 us against 0.88; setting the mode once, 1.70),
+        so a swap that removes calls claimed ~5 us each beyond what the script saves
+        (torch/linear_composed: 0.131 ms claimed against 0.049 measured)."""
+        self._grad_at = {}
+        self._grad_restore = False
+        if self.framework != "torch":
+            return
+        enabled = True
+        for call, entry in zip(self.step.calls, self._plan):
+            if entry is None or entry[0] is _identity or call.grad_enabled == enabled:
+                continue
+            enabled = call.grad_enabled
+            self._grad_at[call.index] = enabled
+        self._grad_restore = not enabled
+        if self._grad_at:
+            self._set_grad = grad_mode_setter()
+
+    def _plan_releases(self) -> None:
+        """What the timed runs drop after each call (release.py), from the plan the probe
+        made. Kept through every run: the result time_step_to_host reads back; stand-ins,
+        aliases and folded calls (set at the probe or passed through: time_calls does not
+        rerun a pass-through, so its value must stay); calls with no plan entry (set once,
+        never rerun; MindSpore's backward, whose gradients the per-call pass's updates read
+        before its block rewrites them); and whatever a timed order reads before it sets
+        it (the last step's value)."""
+        grad = self._differentiated
+        block = None if grad is None else Block(grad.inside, grad.first, grad.backward,
+                                                grad.outside_reads)
+        passed_through = {i for i, e in enumerate(self._plan)
+                          if e is not None and e[0] is _identity}
+        orders = (step_order(self._reads, block),
+                  per_call_order(self._reads, passed_through, block))
+        keep = set(passed_through)
+        keep.update(i for i, e in enumerate(self._plan) if e is None)
+        keep.update(s.index for s in self.status if s.stand_in)
+        last = self._last_tensor_result()
+        if last is not None:
+            keep.add(last)
+        if block is not None:
+            keep.add(block.backward)
+        for order in orders:
+            keep |= read_before_written(order)
+        step, calls = (releases(order, keep) for order in orders)
+        n = len(self._plan)
+        self._drop_step = [step.get(i, ()) for i in range(n)]
+        self._drop_calls = [calls.get(i, ()) for i in range(n)]
+        self._drop_block = {key: calls.get(key, ()) for key in (FORWARD, GRADIENTS)}
 
     def _differentiate(self, call: Call) -> Any:
         """A training step in MindSpore, which has no backward call to replay: value_and_grad
@@ -330,12 +401,13 @@ class Replayer:
         if call.alias_of is not None:
             getter = self._getter(call.alias_of)
             return ((_identity, lambda: (getter(),), dict),
-                    CallStatus(call.index, "alias", True), getter())
+                    CallStatus(call.index, "alias", True), getter(),
+                    refs_read((call.alias_of,)))
         if call.index in self._folded:
             getter = self._getter(call.args[0])      # the receiver, passed through
             return ((_identity, lambda: (getter(),), dict),
                     CallStatus(call.index, FOLDED_INTO, True),
-                    getter())
+                    getter(), refs_read(call.args[:1]))
         route = self._fused.get(call.index) or route_for(call, self.framework, self.mapping)
         if isinstance(route, Unmapped):
             return self._stood_in(call, CallStatus(call.index, call.replay_api or call.api,
@@ -349,12 +421,10 @@ class Replayer:
         for position, candidate in enumerate(candidates):
             try:
                 fn = candidate.make(resolve)
-                if not call.grad_enabled and self.framework == "torch":
-                    fn = without_grad(fn)
                 if call.backward and self.framework == call.framework == "torch":
                     fn = clearing_grads(fn, self._weights())
                 get_args, get_kwargs = self._binder(candidate)
-                value = fn(*get_args(), **get_kwargs())
+                value = self._probing(call, fn)(*get_args(), **get_kwargs())
                 self.adapter.sync()
             except Exception as exc:        # the next fallback, or a stand-in
                 errors.append(f"{candidate.api}: {type(exc).__name__}: {error_line(exc)}")
@@ -362,10 +432,19 @@ class Replayer:
             index = chosen if chosen is not None else position
             return ((fn, get_args, get_kwargs),
                     CallStatus(call.index, candidate.api, True, route=index,
-                               problem="; ".join(errors)[:400] or None), value)
+                               problem="; ".join(errors)[:400] or None), value,
+                    refs_read((*candidate.args, *(v for _, v in candidate.kwargs))))
         return self._stood_in(call, CallStatus(call.index, route.api, False,
                                                problem="; ".join(errors)[:400] or "no route",
                                                stand_in=True))
+
+    def _probing(self, call: Call, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """The probe's run of a call in its grad mode (a torch call the script made under
+        no_grad); the plan keeps `fn` alone and the timed runs set the mode where it changes
+        (_plan_grad_modes)."""
+        if not call.grad_enabled and self.framework == "torch":
+            return without_grad(fn)
+        return fn
 
     def _weights(self) -> list[Any]:
         """The replay's trainable weights (torch: the tensors that require grad)."""
@@ -383,12 +462,20 @@ class Replayer:
 
     # -- timing ------------------------------------------------------------------------------
     def _run(self) -> None:
-        results, grad = self._results, self._differentiated
+        """One step: each call's result dropped after its last reader (_plan_releases)."""
+        results, grad, drops = self._results, self._differentiated, self._drop_step
         if grad is None:
+            modes, set_grad = self._grad_at, self._set_grad
             for i, entry in enumerate(self._plan):
                 if entry is not None:
+                    if i in modes:
+                        set_grad(modes[i])
                     fn, get_args, get_kwargs = entry
                     results[i] = fn(*get_args(), **get_kwargs())
+                    for j in drops[i]:
+                        results[j] = None
+            if self._grad_restore:
+                set_grad(True)
             return
         inside, first = grad.inside, grad.first
         for i, entry in enumerate(self._plan):
@@ -398,6 +485,10 @@ class Replayer:
             elif entry is not None and i not in inside:
                 fn, get_args, get_kwargs = entry
                 results[i] = fn(*get_args(), **get_kwargs())
+            else:
+                continue
+            for j in drops[i]:
+                results[j] = None
 
     def time_step(self, samples: int) -> list[float]:
         """`samples` step times: every call back to back, one sync at the end."""
@@ -456,8 +547,11 @@ class Replayer:
 
     def time_calls(self, passes: int) -> list[list[float]]:
         """Per call, `passes` latencies in context (sync after each call); None-plan calls
-        (stand-ins, aliases) read 0."""
+        (stand-ins, aliases) read 0. Results are dropped after their last reader, as in a
+        step; the drop is not timed."""
         clock, sync, results = self.clock, self.adapter.sync, self._results
+        drops, block_drops = self._drop_calls, self._drop_block
+        modes, set_grad = self._grad_at, self._set_grad
         times = [[0.0] * passes for _ in self._plan]
         grad = self._differentiated
         for p in range(passes):
@@ -465,12 +559,18 @@ class Replayer:
             for i, entry in enumerate(self._plan):
                 if entry is None or entry[0] is _identity:
                     continue
+                if i in modes:
+                    set_grad(modes[i])
                 fn, get_args, get_kwargs = entry
                 args, kwargs = get_args(), get_kwargs()
                 start = clock()
                 results[i] = fn(*args, **kwargs)
                 sync()
                 times[i][p] = clock() - start
+                for j in drops[i]:
+                    results[j] = None
+            if self._grad_restore:
+                set_grad(True)
             if grad is not None:
                 # the backward: value_and_grad's call less the same forward calls run back
                 # to back (both synced once at the end: each call synced alone would
@@ -479,10 +579,14 @@ class Replayer:
                 grad.forward()
                 sync()
                 forward = clock() - start
+                for j in block_drops[FORWARD]:
+                    results[j] = None
                 start = clock()
                 results[grad.backward] = grad.run()
                 sync()
                 times[grad.backward][p] = max(0.0, clock() - start - forward)
+                for j in block_drops[GRADIENTS]:
+                    results[j] = None
         return times
 
     def warm_up(self, min_runs: int, min_time_s: float) -> int:
@@ -511,6 +615,26 @@ def error_line(exc: BaseException) -> str:
             continue
         return line
     return ""
+
+
+def gathered(getters: Sequence[Callable[[], Any]]) -> Callable[[], tuple]:
+    """A call's arguments read afresh as one tuple. Up to three written out: a generator
+    over the getters cost ~1.0 us a call more than the script's own call, the written-out
+    tuple ~0.4 (Tensor.__add__ on 64x64, one thread, medians of 15 alternated rounds of
+    20,000: script 1.44 us, generator 2.42, written out 1.86), and a swap that removes
+    calls is credited that overhead for each."""
+    if not getters:
+        return tuple
+    if len(getters) == 1:
+        (g0,) = getters
+        return lambda: (g0(),)
+    if len(getters) == 2:
+        g0, g1 = getters
+        return lambda: (g0(), g1())
+    if len(getters) == 3:
+        g0, g1, g2 = getters
+        return lambda: (g0(), g1(), g2())
+    return lambda: tuple([g() for g in getters])
 
 
 def _identity(x: Any) -> Any:
@@ -585,6 +709,13 @@ def make_trainable(framework: str, tensor: Any, name: str) -> Any:
     return tensor
 
 
+def grad_mode_setter() -> Callable[[bool], Any]:
+    """torch's grad mode, set as a function (`torch.set_grad_enabled(False)` turns it off
+    until set again)."""
+    import torch
+    return torch.set_grad_enabled
+
+
 def without_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A call the script made with torch's grad mode off (an optimizer's update)."""
     import torch
@@ -602,6 +733,9 @@ class Differentiated:
     backward: int                # the backward call it stands for
     run: Callable[[], Any]       # forward and gradients
     forward: Callable[[], Any]   # the same forward calls alone
+    # results `run` reads besides the forward's (the written forward output's): a timed
+    # run keeps them until the block has run
+    outside_reads: frozenset[int] = frozenset()
 
 
 def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
@@ -658,7 +792,8 @@ def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
     def run() -> Any:
         loss, grads = grad_fn()
         return (out() if out is not None else loss, grads, *inputs_grads)
-    return Differentiated(frozenset(order), order[0], backward.index, run, forward)
+    return Differentiated(frozenset(order), order[0], backward.index, run, forward,
+                          refs_read((written,)) if written is not None else frozenset())
 
 
 def inputs_gradients(outputs: Any, tensor: Callable[[Any, str], Any]) -> tuple[Any, ...]:
