@@ -134,6 +134,11 @@ def test_a_torch_update_is_matched_by_its_data_flow_not_its_spelling():
     s = TorchStep(backward=False)
     s.isub_update(W, GW)
     assert loops(s.step()) == []
+    # after torch.autograd.grad, which leaves no .grad: GW is not W.grad
+    s = TorchStep(backward=False)
+    s("torch.autograd.grad", s.loss, Seq("list", (W,)), out=("seq", (tensor((8, 6)),)))
+    s.isub_update(W, GW)
+    assert loops(s.step()) == []
     # the "gradient" is the weight itself (w -= lr * w): no update
     s = TorchStep()
     s.isub_update(Y, Y)

@@ -25,7 +25,8 @@ Which gradient is p's own, by framework:
   tensor (measured on examples/affinity/torch/optimizer_loop/naive.py: each step's 16
   `p.grad` are 16 fresh externals). g is taken as p's gradient when it is an external of
   p's shape and dtype that the update alone reads, not a weight and not read by any loss,
-  after a backward call whose loss depends on p (the latest such call is the update's).
+  after a `loss.backward()` whose loss depends on p (the latest such call is the
+  update's; `torch.autograd.grad` returns its gradients and leaves `.grad` alone).
 
 The updates of one backward call with one learning rate are one loop: the fused optimizer
 (MindSpore: `nn.SGD(weights, learning_rate=lr)` called with their gradients; torch:
@@ -120,7 +121,8 @@ def _torch_gradient_of(g: StepGraph, grad: Value, weight: Ext, user: int) -> int
             or g.shape(grad) != g.shape(weight) or g.dtype(grad) != g.dtype(weight):
         return None
     for index in range(user - 1, -1, -1):
-        if weight.id in g.loss_externals(index):
+        # `loss.backward()` alone fills .grad (torch.autograd.grad returns its gradients)
+        if g.call(index).backward and weight.id in g.loss_externals(index):
             return index
     return None
 
