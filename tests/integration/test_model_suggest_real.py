@@ -1,8 +1,8 @@
 """`opbench suggest` / `opbench model --suggest` on real torch and MindSpore scripts with
-planted patterns (and the MindSpore optimizer-loop pair's naive.py): each is found at the
-right lines, every swap's outputs are equal (the replay checked them), and the JSON and
-CSV hold the rows. Whether a swap is faster is a
-measurement (docs/model.md, Suggestions), not asserted here."""
+planted patterns (and the optimizer-loop pairs' naive.py, MindSpore's and torch's): each is
+found at the right lines, every swap's outputs are equal (the replay checked them), and the
+JSON and CSV hold the rows. Whether a swap is faster is a measurement (docs/model.md,
+Suggestions), not asserted here."""
 from __future__ import annotations
 
 import csv
@@ -199,3 +199,55 @@ def test_an_assign_sub_primitive_loop_is_swapped_for_nn_sgd(tmp_path):
     line = _lines(textwrap.dedent(MINDSPORE_ASSIGN_SUB))["update"]
     assert (row["start_line"], row["end_line"], row["calls"]) == (line, line, 4)
     assert row["api"] == "mindspore.Tensor.__mul__ + mindspore.ops.AssignSub"
+
+
+TORCH_ADD_ALPHA = """
+import torch
+torch.manual_seed(0)
+torch.set_num_threads(1)
+x, y = torch.randn(32, 64), torch.randn(32, 48)
+params = [(torch.randn(48, 64) * 0.1).requires_grad_(), torch.zeros(48, requires_grad=True)]
+for _ in range(12):
+    loss = ((torch.nn.functional.linear(x, *params) - y) ** 2).mean()
+    loss.backward()
+    with torch.no_grad():
+        for p in params:
+            p.add_(p.grad, alpha=-0.05)                            # LINE update
+            p.grad = None
+    value = loss.item()
+"""
+
+
+def _torch_sgd_row(rows: list[dict]) -> dict:
+    (row,) = [r for r in rows if r["family"] == "torch.optimizer_loop"]
+    assert row["affinity_api"] == "torch.optim.SGD"
+    # checked on every weight (SGD's weights against each in-place update), then timed
+    assert row["outputs_equal"] is True and row["saving_s"] is not None, row
+    return row
+
+
+def test_the_torch_optimizer_loop_pair_s_update_loop_is_swapped_for_foreach_sgd(tmp_path):
+    # examples/affinity/torch/optimizer_loop/naive.py: `for p in params: p -= LR * p.grad;
+    # p.grad = None` under no_grad over 16 weights (manifest.yaml: planted lines 53-56)
+    pair = REPO / "examples" / "affinity" / "torch" / "optimizer_loop"
+    out = tmp_path / "s.json"
+    done = subprocess.run([sys.executable, "-m", "opbench.cli", "suggest", "--processes",
+                           "1", "-o", str(tmp_path / "work"), "--json", str(out), "--",
+                           sys.executable, str(pair / "naive.py"), "--steps", "10"],
+                          cwd=REPO, env={**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = _torch_sgd_row(json.loads(out.read_text())["suggestions"])
+    assert row["file"].endswith("naive.py")
+    assert 53 <= row["start_line"] <= row["end_line"] <= 56
+    assert row["calls"] == 32          # (__rmul__, __isub__) x 16 weights
+    assert row["api"] == "torch.Tensor.__rmul__ + torch.Tensor.__isub__"
+    assert "lr=0.01, foreach=True" in row["replacement"]
+
+
+def test_a_torch_add_alpha_loop_is_swapped_for_foreach_sgd(tmp_path):
+    rows, _ = _suggest(tmp_path, "train_add_alpha.py", TORCH_ADD_ALPHA)
+    row = _torch_sgd_row(rows)
+    line = _lines(textwrap.dedent(TORCH_ADD_ALPHA))["update"]
+    assert (row["start_line"], row["end_line"], row["calls"]) == (line, line, 2)
+    assert row["api"] == "torch.Tensor.add_" and "lr=0.05" in row["replacement"]

@@ -3,10 +3,11 @@ last name, the spelling differences of the routes folded: torch.Tensor.__rmul__,
 and mindspore.ops.mul are all "mul"), its tensor operands, and who consumes each output."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from opbench.model.program import Call, Ext, Lit, Ref, output_at, refs_in, walk_args
+from opbench.model.program import Call, Ext, Lit, Ref, exts_in, output_at, refs_in, walk_args
+from opbench.model.replay.trainable import loss_calls, loss_of
 from opbench.model.steady import StepProgram
 
 __all__ = ["StepGraph", "op_of", "Value"]
@@ -26,6 +27,8 @@ _OP_ALIASES = {
     "T": "t", "t": "t", "mT": "t",
     # a weight's write-back: the primitives' names as the functions' (optimizer_loop.py)
     "Assign": "assign", "AssignSub": "assign_sub",
+    # torch's in-place subtraction, spelled `p -= x` or `p.sub_(x)` (optimizer_loop.py)
+    "__isub__": "sub_",
 }
 # Operations whose operands commute (a pattern's operand order is not the script's).
 COMMUTATIVE = frozenset({"add", "mul"})
@@ -41,6 +44,12 @@ class StepGraph:
     step: StepProgram
     ops: tuple[str, ...]
     consumers: tuple[tuple[int, ...], ...]      # per call: the calls reading its outputs
+    # per external id: the calls reading it
+    ext_readers: dict[int, tuple[int, ...]] = field(default_factory=dict, compare=False)
+    # per backward call: the ids of the externals its loss reads (filled as asked: each is
+    # a walk over the step, asked once per write-back of a loop)
+    _loss_externals: dict[int, frozenset[int]] = field(default_factory=dict, compare=False,
+                                                      repr=False)
 
     @classmethod
     def of(cls, step: StepProgram) -> StepGraph:
@@ -51,8 +60,27 @@ class StepGraph:
                     users[ref.call].append(call.index)
             if isinstance(call.alias_of, Ref):
                 users[call.alias_of.call].append(call.index)
+        readers: dict[int, list[int]] = {}
+        for call in step.calls:
+            for ext in dict.fromkeys(exts_in(call)):
+                readers.setdefault(ext.id, []).append(call.index)
         return cls(step, tuple(op_of(c.api) for c in step.calls),
-                   tuple(tuple(u) for u in users))
+                   tuple(tuple(u) for u in users),
+                   {i: tuple(r) for i, r in readers.items()})
+
+    def readers(self, ext: Ext) -> tuple[int, ...]:
+        """The calls reading an external tensor, in program order."""
+        return self.ext_readers.get(ext.id, ())
+
+    def loss_externals(self, index: int) -> frozenset[int]:
+        """The externals the loss of call `index` reads, if it is a backward (the calls its
+        loss depends on: replay/trainable.py's walk); empty otherwise."""
+        if index not in self._loss_externals:
+            loss = loss_of(self.step.calls[index])
+            self._loss_externals[index] = frozenset() if loss is None else frozenset(
+                e.id for i in loss_calls(self.step.calls, loss)
+                for e in exts_in(self.step.calls[i]))
+        return self._loss_externals[index]
 
     def call(self, index: int) -> Call:
         return self.step.calls[index]

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 from opbench.model.affinity.graph import StepGraph, Value
 from opbench.model.affinity.optimizer_loop import update_loop
 from opbench.model.program import Lit, Ref, Seq, Site
+from opbench.model.replay.training_routes import TORCH_SGD
 from opbench.model.steady import StepProgram
 
 __all__ = ["New", "NewCall", "Swap", "Candidate", "find_candidates", "ROUTE_FAMILY",
@@ -72,6 +73,11 @@ class NewCall:
     # pattern's output is one element of a larger result: nn.SGD's call returns every
     # weight, the ops.assign it replaces returned its own weight. None: the whole result.
     returns: int | None = None
+    # The arguments in the output check's program (swap.py, whole_results) where they are
+    # not `args`: torch's optimizer is checked on the loop's own gradients (the externals
+    # its `p.grad` reads are) and timed as the fixed script steps it, on what the replayed
+    # backward left in `.grad`. None: `args`.
+    checked_args: tuple[Any, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -488,23 +494,33 @@ def _route(g: StepGraph, root: int, framework: str) -> _Match | None:
 
 
 def _optimizer_loop(g: StepGraph, root: int, framework: str) -> _Match | None:
-    """A hand-written SGD loop over the weights (optimizer_loop.py) as the one nn.SGD call
-    fixed scripts make: built over the loop's weights with its learning rate (momentum 0,
-    nn.SGD's default, as the loop has none) and called with their gradients, where the last
-    write-back was; it returns that write-back's weight, as the ops.assign did."""
-    if framework != "mindspore":
-        return None
+    """A hand-written SGD loop over the weights (optimizer_loop.py) as the one optimizer
+    fixed scripts make, built over the loop's weights with its learning rate (momentum 0,
+    as the loop has none), stepped where the last write-back was; it returns that
+    write-back's weight, as the write-back did."""
     loop = update_loop(g, root)
     if loop is None:
         return None
-    api = "mindspore.nn.SGD"
     weights = Seq("list", tuple(u.weight for u in loop.updates))
     grads = Seq("tuple", tuple(u.grad for u in loop.updates))
+    stands_for = tuple((u.calls[-1], k) for k, u in enumerate(loop.updates))
+    last = len(loop.updates) - 1
+    if framework == "torch":
+        # fixed.py's `torch.optim.SGD(params, lr=LR, foreach=True)`, then `.step()` and
+        # `.zero_grad()` (replay/training_routes.py: torch_sgd_route)
+        api = TORCH_SGD
+        new = NewCall(api, (weights,), kind="module",
+                      init=(("lr", loop.lr), ("foreach", True)), returns=last,
+                      checked_args=(weights, grads))
+        return _Match("optimizer_loop", Swap(loop.calls, root, (new,), stands_for), api,
+                      f"optimizer = {api}(params, lr={loop.lr!r}, foreach=True) (once, "
+                      f"before the step; params: the {len(loop.updates)} weights the loop "
+                      f"updates); optimizer.step(); optimizer.zero_grad()")
+    api = "mindspore.nn.SGD"
     new = NewCall(api, (weights, grads), kind="module",
                   init=(("learning_rate", loop.lr), ("momentum", 0.0), ("dampening", 0.0),
                         ("nesterov", False)),
-                  returns=len(loop.updates) - 1)
-    stands_for = tuple((u.calls[-1], k) for k, u in enumerate(loop.updates))
+                  returns=last)
     return _Match("optimizer_loop", Swap(loop.calls, root, (new,), stands_for), api,
                   f"optimizer = {api}(params, learning_rate={loop.lr!r}) (once, before the "
                   f"step; params: the {len(loop.updates)} weights the loop updates); "

@@ -81,7 +81,9 @@ def swapped_step(step: StepProgram, candidate: Candidate,
                     picks[old] = template.pick
                 whole = last and whole_results and bool(swap.stands_for)
                 if whole:
-                    template = replace(template, returns=None)
+                    template = replace(template, returns=None, args=template.args
+                                       if template.checked_args is None
+                                       else template.checked_args)
                     outputs = _whole_result(swap, step)
                 new = _new_call(template, len(calls), call, outputs)
                 new = replace(new, args=remap(new.args, made),

@@ -34,8 +34,10 @@ from opbench.model.replay.optimizer_fold import AdamFold, MomentumFold
 from opbench.model.program import Call, Dtype, Lit, Seq
 from opbench.model.replay.route import Maker, Route, Unmapped
 from opbench.model.replay.trainable import is_in_place
-from opbench.model.replay.training_routes import (OPTIMIZER_APIS, TRAINING_TORCH_TO_MINDSPORE,
-                                                  optimizer_route, torch_backward, write_back)
+from opbench.model.replay.training_routes import (OPTIMIZER_APIS, TORCH_SGD,
+                                                  TRAINING_TORCH_TO_MINDSPORE,
+                                                  optimizer_route, torch_backward,
+                                                  torch_sgd_route, write_back)
 
 __all__ = ["Route", "Unmapped", "route_for", "fused_momentum_route", "fused_adam_route",
            "TENSOR_PREFIXES"]
@@ -960,6 +962,8 @@ def _route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped
         return optimizer_route(call, target)
     if call.replay_api == MOMENTUM:
         return momentum_route(call, target)
+    if call.replay_api == TORCH_SGD:
+        return torch_sgd_route(call, target)
     if call.framework == target:
         if call.replay_api in OWN_FRAMEWORK_RULES:
             return OWN_FRAMEWORK_RULES[call.replay_api](call)

@@ -11,7 +11,9 @@ projected in neither framework. A training step shows its weights by what it doe
 - a float external tensor the loss depends on that the step writes in place with grad mode
   off (the update of a hand-written or a torch.optim optimizer: `p -= ...`, `p.add_(...)`,
   `p.addcdiv_(...)`); the optimizer's own buffers are written so too, but no loss reads them;
-- the tensors `torch.autograd.grad(loss, inputs)` differentiates with respect to.
+- the tensors `torch.autograd.grad(loss, inputs)` differentiates with respect to;
+- the weights a `torch.optim.SGD` call steps that the loss reads (`opbench suggest`'s swap
+  for a hand-written loop: the in-place updates that showed them are gone).
 
 The script's data is read by the loss but never written: it stays untracked, as it was (its
 gradient would add work to the backward the script did not do).
@@ -22,6 +24,7 @@ from typing import Sequence
 
 from opbench.config.vocabulary import FLOAT_DTYPES
 from opbench.model.program import Call, Ext, Ref, Seq, exts_in, refs_in
+from opbench.model.replay.training_routes import TORCH_SGD
 
 __all__ = ["IN_PLACE_OPERATORS", "AUTOGRAD_GRAD", "is_in_place", "loss_calls", "loss_of",
            "loss_dependencies", "trainable_externals"]
@@ -84,6 +87,8 @@ def trainable_externals(calls: Sequence[Call], float_ids: set[int]) -> frozenset
     for call in calls:
         if call.api == AUTOGRAD_GRAD and len(call.args) > 1:
             found.update(_exts_of(call.args[1]))
+        if call.replay_api == TORCH_SGD and call.args:
+            found.update(i for i in _exts_of(call.args[0]) if i in read_by_loss)
         if not call.grad_enabled and is_in_place(call.api) and call.args \
                 and isinstance(call.args[0], Ext) and call.args[0].id in read_by_loss:
             found.add(call.args[0].id)

@@ -10,7 +10,10 @@
   replay's weights (the jit-compiled update the script ran), in torch `torch.optim.SGD` /
   `torch.optim.Adam` stepped with those gradients (what a torch port runs). Each is built on
   the first call and kept: it holds the momentum or moment buffers, as the script's did.
-  Both return the updated weights, so the replay's output check compares the two updates.
+  Both return the updated weights, so the replay's output check compares the two updates;
+- torch's own `torch.optim.SGD` call (`opbench suggest`'s swap for a hand-written torch SGD
+  loop, affinity/optimizer_loop.py): built over the weights with its `init` (lr, foreach),
+  `.step()` then `.zero_grad()`, as a fixed script runs it (torch_sgd_route).
 
 And what torch's training utilities call that MindSpore's CPU build has no kernel or no
 counterpart for (TRAINING_TORCH_TO_MINDSPORE): `clip_grad_norm_`'s `torch._foreach_norm`
@@ -30,10 +33,11 @@ from opbench.model.program import Call, Lit
 from opbench.model.replay.route import Route, Unmapped
 
 __all__ = ["OPTIMIZER_APIS", "TRAINING_TORCH_TO_MINDSPORE", "optimizer_route",
-           "torch_backward", "write_back"]
+           "torch_backward", "write_back", "TORCH_SGD", "torch_sgd_route"]
 
 SGD, ADAM = "mindspore.nn.SGD", "mindspore.nn.Adam"
 OPTIMIZER_APIS = frozenset({SGD, ADAM})
+TORCH_SGD = "torch.optim.SGD"
 
 
 def torch_backward(call: Call) -> Route | Unmapped:
@@ -138,6 +142,41 @@ def _torch_optimizer(api: str, settings: Any) -> Callable[..., Any]:
 
         return kept_optimizer(build, torch_optimizer_step)
     return make
+
+
+def torch_sgd_route(call: Call, target: str) -> Route | Unmapped:
+    """torch's `torch.optim.SGD(weights, **init)` (built on the first call, kept), then
+    `.step()` and `.zero_grad()`, returning the weights. Called with the weights alone it
+    steps on what the replayed backward left in their `.grad`, as a script's optimizer
+    does; a weight without one is an error, not a weight left out (SGD's step skips it
+    silently: a swap would look faster for updating less). Called with gradients too, each
+    weight's `.grad` is set to its gradient first (the output check's program: the
+    gradients the hand-written loop read)."""
+    if target != "torch":
+        return Unmapped(f"{TORCH_SGD} is replayed in torch only")
+    settings = dict(call.init)
+    if "lr" not in settings:
+        return Unmapped(f"{TORCH_SGD} without its learning rate")
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        sgd = resolve(TORCH_SGD)
+        checked: set[int] = set()
+
+        def step(optimizer: Any, weights: list, grads: Any) -> Any:
+            if grads is not None:
+                for weight, grad in zip(weights, grads):
+                    weight.grad = grad
+            elif id(optimizer) not in checked:      # once: a per-step check costs time
+                if any(w.grad is None for w in weights):
+                    raise ValueError(f"{TORCH_SGD}: a weight has no gradient (.grad) "
+                                     f"after the backward")
+                checked.add(id(optimizer))
+            optimizer.step()
+            optimizer.zero_grad()
+            return tuple(weights)
+        update = kept_optimizer(lambda weights: sgd(weights, **settings), step)
+        return lambda weights, grads=None: update(weights, grads)
+    return Route(f"{TORCH_SGD}.step + zero_grad", make, call.args)
 
 
 # -- torch's training utilities in MindSpore --------------------------------------------------
