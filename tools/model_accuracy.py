@@ -88,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="out/model-accuracy")
     parser.add_argument("pairs", nargs="*", default=list(PAIRS))
     args = parser.parse_args(argv)
-    out = Path(args.out)
+    # absolute: each opbench model run works in its script's directory, where a relative --out
+    # would put the record out of this tool's reach (FileNotFoundError after the first run)
+    out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for name in args.pairs:
