@@ -402,6 +402,8 @@ class TimingRecorder(Recorder):
         self._sink = sink
 
     def call(self, site: CallSite, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        # the window (clock, call, sync, clock) is written out as Recorder.call writes it, not
+        # shared through a helper: a helper's frame would sit inside the window it measures
         local = self._local
         if local.internal or not self._active:
             return fn(*args, **kwargs)

@@ -18,6 +18,7 @@ from opbench.trace.events import FUNCTION, MODULE, SCOPE, SERIAL, CallSite
 from opbench.trace.overhead import TracerOverhead
 from opbench.trace.recorder import NO_SYNC, TimingRecorder, TimingSink
 from tests.unit.test_model_steady import STEADY_NS, _set_up_and_steps
+from trace_helpers import TickClock  # every reading 1 ns; work(n) makes a call n ns longer
 
 ADD = CallSite("fake", "fake.add", FUNCTION)
 MUL = CallSite("fake", "fake.mul", FUNCTION)
@@ -25,18 +26,6 @@ LAYER = CallSite("fake", "fake.nn.Layer", MODULE, skip=1)
 USER = CallSite("fake", "MyModel", SCOPE, skip=1)
 
 
-class TickClock:
-    """Every reading advances 1 ns; `work(n)` makes the running call take n ns more."""
-
-    def __init__(self) -> None:
-        self.now = 0
-
-    def __call__(self) -> int:
-        self.now += 1
-        return self.now
-
-    def work(self, ns: int) -> None:
-        self.now += ns
 
 
 class FakeFramework:
