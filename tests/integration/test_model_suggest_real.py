@@ -167,26 +167,34 @@ for _ in range(12):
 """
 
 
-def _sgd_row(rows: list[dict]) -> dict:
-    (row,) = [r for r in rows if r["family"] == "mindspore.optimizer_loop"]
-    assert row["affinity_api"] == "mindspore.nn.SGD"
-    # checked on every weight (nn.SGD's whole result against each write-back), then timed
+def _optimizer_row(rows: list[dict], framework: str, affinity_api: str) -> dict:
+    """The one optimizer-loop row: checked on every weight (the optimizer's whole result
+    against each write-back or in-place update), then timed."""
+    (row,) = [r for r in rows if r["family"] == f"{framework}.optimizer_loop"]
+    assert row["affinity_api"] == affinity_api
     assert row["outputs_equal"] is True and row["saving_s"] is not None, row
     return row
+
+
+def _suggest_pair(tmp_path: Path, pair: str) -> list[dict]:
+    """`opbench suggest` on examples/affinity/PAIR/naive.py (one replay process)."""
+    out = tmp_path / "s.json"
+    done = subprocess.run([sys.executable, "-m", "opbench.cli", "suggest", "--processes",
+                           "1", "-o", str(tmp_path / "work"), "--json", str(out), "--",
+                           sys.executable,
+                           str(REPO / "examples" / "affinity" / pair / "naive.py"),
+                           "--steps", "10"],
+                          cwd=REPO, env={**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(out.read_text())["suggestions"]
 
 
 def test_the_mindspore_optimizer_loop_pair_s_assign_loop_is_swapped_for_nn_sgd(tmp_path):
     # examples/affinity/mindspore/optimizer_loop/naive.py: `for p, g in zip(params, grads):
     # ops.assign(p, p - LR * g)` over 16 weights (manifest.yaml: planted lines 62-63)
-    pair = REPO / "examples" / "affinity" / "mindspore" / "optimizer_loop"
-    out = tmp_path / "s.json"
-    done = subprocess.run([sys.executable, "-m", "opbench.cli", "suggest", "--processes",
-                           "1", "-o", str(tmp_path / "work"), "--json", str(out), "--",
-                           sys.executable, str(pair / "naive.py"), "--steps", "10"],
-                          cwd=REPO, env={**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)},
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout + done.stderr
-    row = _sgd_row(json.loads(out.read_text())["suggestions"])
+    row = _optimizer_row(_suggest_pair(tmp_path, "mindspore/optimizer_loop"), "mindspore",
+                         "mindspore.nn.SGD")
     assert row["file"].endswith("naive.py")
     assert 62 <= row["start_line"] <= row["end_line"] <= 63
     assert row["calls"] == 48          # (mul, sub, assign) x 16 weights
@@ -195,7 +203,7 @@ def test_the_mindspore_optimizer_loop_pair_s_assign_loop_is_swapped_for_nn_sgd(t
 
 def test_an_assign_sub_primitive_loop_is_swapped_for_nn_sgd(tmp_path):
     rows, _ = _suggest(tmp_path, "train_assign_sub.py", MINDSPORE_ASSIGN_SUB)
-    row = _sgd_row(rows)
+    row = _optimizer_row(rows, "mindspore", "mindspore.nn.SGD")
     line = _lines(textwrap.dedent(MINDSPORE_ASSIGN_SUB))["update"]
     assert (row["start_line"], row["end_line"], row["calls"]) == (line, line, 4)
     assert row["api"] == "mindspore.Tensor.__mul__ + mindspore.ops.AssignSub"
@@ -218,26 +226,11 @@ for _ in range(12):
 """
 
 
-def _torch_sgd_row(rows: list[dict]) -> dict:
-    (row,) = [r for r in rows if r["family"] == "torch.optimizer_loop"]
-    assert row["affinity_api"] == "torch.optim.SGD"
-    # checked on every weight (SGD's weights against each in-place update), then timed
-    assert row["outputs_equal"] is True and row["saving_s"] is not None, row
-    return row
-
-
 def test_the_torch_optimizer_loop_pair_s_update_loop_is_swapped_for_foreach_sgd(tmp_path):
     # examples/affinity/torch/optimizer_loop/naive.py: `for p in params: p -= LR * p.grad;
     # p.grad = None` under no_grad over 16 weights (manifest.yaml: planted lines 53-56)
-    pair = REPO / "examples" / "affinity" / "torch" / "optimizer_loop"
-    out = tmp_path / "s.json"
-    done = subprocess.run([sys.executable, "-m", "opbench.cli", "suggest", "--processes",
-                           "1", "-o", str(tmp_path / "work"), "--json", str(out), "--",
-                           sys.executable, str(pair / "naive.py"), "--steps", "10"],
-                          cwd=REPO, env={**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)},
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout + done.stderr
-    row = _torch_sgd_row(json.loads(out.read_text())["suggestions"])
+    row = _optimizer_row(_suggest_pair(tmp_path, "torch/optimizer_loop"), "torch",
+                         "torch.optim.SGD")
     assert row["file"].endswith("naive.py")
     assert 53 <= row["start_line"] <= row["end_line"] <= 56
     assert row["calls"] == 32          # (__rmul__, __isub__) x 16 weights
@@ -247,7 +240,7 @@ def test_the_torch_optimizer_loop_pair_s_update_loop_is_swapped_for_foreach_sgd(
 
 def test_a_torch_add_alpha_loop_is_swapped_for_foreach_sgd(tmp_path):
     rows, _ = _suggest(tmp_path, "train_add_alpha.py", TORCH_ADD_ALPHA)
-    row = _torch_sgd_row(rows)
+    row = _optimizer_row(rows, "torch", "torch.optim.SGD")
     line = _lines(textwrap.dedent(TORCH_ADD_ALPHA))["update"]
     assert (row["start_line"], row["end_line"], row["calls"]) == (line, line, 2)
     assert row["api"] == "torch.Tensor.add_" and "lr=0.05" in row["replacement"]

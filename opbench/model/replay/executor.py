@@ -224,7 +224,7 @@ class Replayer:
             return (lambda: constant, tuple, dict), status, constant, frozenset()
         inputs = [self._getter(a) for a in (*refs_in(call), *exts_in(call))]
         fn = stand_in_function(constant, self.framework)
-        entry = (fn, lambda: tuple(g() for g in inputs), dict)
+        entry = (fn, gathered(inputs), dict)
         try:
             value = self._probing(call, fn)(*entry[1]())
             self.adapter.sync()
