@@ -97,6 +97,7 @@ class Run:
     wall_s: float
     stderr: str
     record: dict | None
+    stdout: str = ""
 
     @property
     def crashed(self) -> bool:
@@ -104,6 +105,44 @@ class Run:
 
     def figure(self, key: str):
         return None if self.record is None else self.record.get(key)
+
+    def judged_self_check(self) -> "JudgedSelfCheck":
+        """The self-check a bound is held to. A MindSpore-traced record carries a speed probe
+        (opbench/model/impact/mode_match.py): over the replay rounds in the capture's speed
+        mode the self-check is like for like; where no round ran in it, the figure reads the
+        modes' ratio (the tool says so) and no bound applies. Otherwise: over every round."""
+        overall = self.figure("self_check")
+        modes = self.figure("speed_modes")
+        if not modes:
+            return JudgedSelfCheck(overall, "every replay round", overall, judged=True)
+        in_mode = modes.get("self_check_in_capture_mode")
+        probes = ", ".join(f"{p * 1e3:.2f}" for p in modes.get("replay_probe_s", ()))
+        where = (f"speed probe: capture {modes['capture_probe_s'] * 1e3:.2f} ms a call, "
+                 f"replay rounds {probes}")
+        if modes.get("rounds_in_capture_mode") and in_mode is not None:
+            return JudgedSelfCheck(in_mode, f"the {modes['rounds_in_capture_mode']} of "
+                                   f"{modes['rounds']} rounds in the capture's speed mode "
+                                   f"({where})", overall, judged=True)
+        return JudgedSelfCheck(None, f"no round in the capture's speed mode ({where})", overall,
+                               judged=False)
+
+
+@dataclass(frozen=True)
+class JudgedSelfCheck:
+    value: float | None      # the figure held to the bound (None: no self-check at all)
+    basis: str               # the rounds it is over, for a failure's message
+    overall: float | None    # the record's self-check over every round
+    judged: bool             # False: not comparable (no replay round in the capture's mode)
+
+    def within(self, bound: float) -> bool:
+        if not self.judged:
+            return True
+        return self.value is not None and abs(self.value) <= bound
+
+    def text(self) -> str:
+        value = (f"{self.value:+.3f}" if self.value is not None
+                 else "none" if self.judged else "not judged")
+        return f"{value} over {self.basis}; over every round {self.overall}"
 
 
 def load_manifest(path: Path = MANIFEST) -> list[Entry]:
@@ -162,8 +201,10 @@ def saved_run(entry: Entry, out_dir: Path) -> Run | None:
     exit_record = json.loads(exit_path.read_text())
     json_path = out_dir / f"{stem}.json"
     record = json.loads(json_path.read_text())["model"] if json_path.exists() else None
+    stdout_path = out_dir / f"{stem}.stdout"
     return Run(entry, exit_record["returncode"], exit_record["wall_s"],
-               (out_dir / f"{stem}.stderr").read_text(), record)
+               (out_dir / f"{stem}.stderr").read_text(), record,
+               stdout_path.read_text() if stdout_path.exists() else "")
 
 
 def _percent(value) -> str:

@@ -3,7 +3,9 @@ their users write them (transformers models from configs, functional torch, hand
 updates, MindSpore in the Cell and the functional style, a MindSpore model library's
 models), each run once with small settings (tools/conformance.py: `--processes 1 --budget
 0`). Per script: no crash (exit 0 or 3, no traceback through opbench), coverage at least
-the manifest's floor, and the traced framework's self-check within the manifest's bound.
+the manifest's floor, and the traced framework's self-check within the manifest's bound (for a
+MindSpore-traced script, over the replay rounds in the capture's speed mode: see
+conformance.Run.judged_self_check; outside it, once more in a fresh run).
 
 The floors and bounds are what today's code reached, measured on 2026-11-27 (the manifest
 names each figure); a script that fails today on a bug being fixed elsewhere is marked
@@ -31,12 +33,38 @@ def _param(entry: conformance.Entry):
     return pytest.param(entry, id=entry.path.stem, marks=marks)
 
 
+# MindSpore's PyNative step switches speed modes within a process (docs/model.md, "Why
+# MindSpore's step moves"); the speed probe tells most of it, not all: a CI run read
+# mindcv_mobilenet_inference +756% where four fresh runs on the same code read -9% to +4%
+# (2026-11-28). A MindSpore-traced script outside its bound is run once more, fresh: a fault
+# misses both times, a mode switch seldom twice.
+MINDSPORE_RERUNS = 1
+
+
 @pytest.mark.parametrize("entry", [_param(e) for e in ENTRIES])
 def test_opbench_model_on_corpus_script(entry: conformance.Entry, tmp_path):
     why = entry.missing()
     if why:
         pytest.skip(f"{entry.script}: {why}")
-    run = conformance.run_entry(entry, tmp_path)
+    run = _checked_run(entry, tmp_path)
+    readings = [run.judged_self_check()]
+    reruns = MINDSPORE_RERUNS if entry.framework == "mindspore" else 0
+    while not readings[-1].within(entry.self_check_bound) and reruns:
+        reruns -= 1
+        run = _checked_run(entry, tmp_path / f"rerun{len(readings)}")
+        readings.append(run.judged_self_check())
+    judged = readings[-1]
+    assert judged.within(entry.self_check_bound), (
+        f"self-check outside +-{entry.self_check_bound} in {len(readings)} fresh run(s): "
+        + "; ".join(r.text() for r in readings) + f" ({entry.measured})")
+    if not judged.judged:
+        # not comparable: the tool must say so rather than report the modes' ratio as a fault
+        assert "no round ran in the capture's mode" in run.stdout, run.stdout[-2000:]
+
+
+def _checked_run(entry: conformance.Entry, out_dir) -> conformance.Run:
+    """One `opbench model` run: no crash, a record, coverage at least the floor."""
+    run = conformance.run_entry(entry, out_dir)
     print(conformance.table_row(run))
     assert not run.crashed, (f"opbench model exited {run.returncode} on {entry.script}:\n"
                              f"{run.stderr[-3000:]}")
@@ -45,6 +73,4 @@ def test_opbench_model_on_corpus_script(entry: conformance.Entry, tmp_path):
     assert coverage >= entry.coverage_floor, (
         f"coverage {coverage:.3f} < floor {entry.coverage_floor} ({entry.measured}); "
         f"not covered: {conformance.not_covered_text(run, limit=10)}")
-    self_check = run.figure("self_check")
-    assert self_check is not None and abs(self_check) <= entry.self_check_bound, (
-        f"self-check {self_check} outside +-{entry.self_check_bound} ({entry.measured})")
+    return run

@@ -130,3 +130,32 @@ def test_a_saved_run_is_read_back_for_the_table(tmp_path):
     assert (run.returncode, run.wall_s, run.figure("coverage")) == (3, 21.5, 0.9)
     assert not run.crashed
     assert conformance.table_row(run).endswith("| 22 s (exit 3) |")
+
+
+def _modes(capture_ms, replay_ms, in_mode, in_mode_check):
+    return {"capture_probe_s": capture_ms / 1e3, "replay_probe_s": [r / 1e3 for r in replay_ms],
+            "rounds_in_capture_mode": in_mode, "rounds": len(replay_ms), "mode_factor": 2.0,
+            "self_check_in_capture_mode": in_mode_check}
+
+
+def test_a_torch_self_check_is_judged_over_every_round():
+    judged = _run(record={"self_check": -0.31}).judged_self_check()
+    assert judged.judged and judged.value == -0.31 and judged.basis == "every replay round"
+    assert judged.within(0.85) and not judged.within(0.3)
+    assert not _run(record={"self_check": None}).judged_self_check().within(10.0)
+
+
+def test_a_mindspore_self_check_is_judged_over_the_rounds_in_the_captures_mode():
+    # the CI reading of 2026-11-28 (+756% over every round) against a like-for-like -4%
+    record = {"self_check": 7.56, "speed_modes": _modes(0.64, [0.77, 0.44, 3.9], 2, -0.04)}
+    judged = _run(record=record).judged_self_check()
+    assert judged.judged and judged.value == -0.04 and judged.within(0.5)
+    assert "2 of 3 rounds in the capture's speed mode" in judged.basis
+    assert "0.64 ms a call" in judged.basis and "+7.56" not in judged.text()
+
+
+def test_no_round_in_the_captures_mode_is_not_judged_against_a_bound():
+    record = {"self_check": 7.56, "speed_modes": _modes(0.40, [3.1, 2.9, 3.4], 0, None)}
+    judged = _run(record=record).judged_self_check()
+    assert not judged.judged and judged.value is None and judged.within(0.1)
+    assert judged.text().startswith("not judged over no round in the capture's speed mode")
