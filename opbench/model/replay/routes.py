@@ -101,12 +101,25 @@ def legacy_reduction(size_average: Any, reduce: Any) -> str:
     return "mean" if size_average else "sum"
 
 
+def _float_scales(value: Any) -> Any:
+    """An integer `scale_factor` (or a sequence of them) as floats."""
+    if isinstance(value, Lit) and isinstance(value.value, int) \
+            and not isinstance(value.value, bool):
+        return Lit(float(value.value))
+    if isinstance(value, Seq):
+        return replace(value, items=tuple(_float_scales(item) for item in value.items))
+    return value
+
+
 def translate_torch_keywords(kwargs: tuple[tuple[str, Any], ...]
                              ) -> tuple[tuple[str, Any], ...]:
     """A torch call's keywords as MindSpore takes them: torch-private ones (a leading
     underscore: F.softmax's `_stacklevel`) and placement ones dropped, `size_average` /
-    `reduce` turned into the `reduction` they mean."""
-    kept = [(k, v) for k, v in kwargs
+    `reduce` turned into the `reduction` they mean, an integer `scale_factor` made a float
+    (torch takes F.interpolate(x, scale_factor=2); MindSpore 2.10's upsampling kernels take
+    float scales only: "Failed calling UpsampleNearest2D with ... scales=Tuple<int, int>",
+    7.7% of unet_groupnorm_interpolate.py's traced time)."""
+    kept = [(k, _float_scales(v) if k == "scale_factor" else v) for k, v in kwargs
             if not k.startswith("_") and k not in TORCH_PLACEMENT_KEYWORDS]
     legacy = {k: _lit(v) for k, v in kept if k in TORCH_LEGACY_REDUCTION}
     if not legacy:
@@ -128,9 +141,8 @@ def _for_other_framework(call: Call, target: str) -> Call:
     if call.framework != "torch" or target != "mindspore":
         return call
     if call.kwargs:
-        translated = translate_torch_keywords(call.kwargs)
-        if translated != call.kwargs:
-            call = replace(call, kwargs=translated)
+        # always the translated ones: Lit(2) == Lit(2.0), so a comparison would keep the int
+        call = replace(call, kwargs=translate_torch_keywords(call.kwargs))
     if call.replay_api in TORCH_SIZE_VARARGS and len(call.args) > 1:
         call = replace(call, args=(Seq("tuple", tuple(call.args)),))
     return call
@@ -143,20 +155,31 @@ class KeywordRule:
     "argument names differ: torch (dim, keepdim) vs MindSpore (axis, keep_dims)",
     "MindSpore lacks torch argument(s): weight", "MindSpore also accepts: ...", and the
     CPU-kernel remarks. `understood` is False when a clause is anything else (a hand-written
-    remark on semantics): then a keyword is not passed on trust."""
+    remark on semantics): then a keyword is not passed on trust, unless the note names it in
+    a clause of its own: a hand-written note (tools/mapping_overrides.py) states its keyword
+    rule as "argument names differ: torch (dim) vs MindSpore (axis)" or "keywords as torch's:
+    dim, keepdim" (checked by calling both), and the keywords it names pass."""
     renames: tuple[tuple[str, str], ...] = ()
     lacking: frozenset = frozenset()
     understood: bool = True
+    # keywords a clause says the counterpart takes under torch's own name
+    same_names: frozenset = frozenset()
+
+    def names(self, keyword: str) -> bool:
+        """Whether a clause of the note names this keyword (renamed or as torch's)."""
+        return keyword in self.same_names or any(t == keyword for t, _ in self.renames)
 
 
 _RENAMED = re.compile(r"argument names differ: torch \((.*)\) vs MindSpore \((.*)\)$")
 _LACKING = "MindSpore lacks torch argument(s): "
+_SAME_NAMES = "keywords as torch's: "
 _HARMLESS = ("MindSpore also accepts: ", "no CPU kernel in MindSpore", "CPU route: ")
 
 
 def keyword_rule(note: str) -> KeywordRule:
     renames: list[tuple[str, str]] = []
     lacking: set[str] = set()
+    same_names: set[str] = set()
     understood = True
     for clause in (c.strip() for c in note.split(";") if c.strip()):
         renamed = _RENAMED.match(clause)
@@ -170,15 +193,17 @@ def keyword_rule(note: str) -> KeywordRule:
                 lacking.update(torch_names)
         elif clause.startswith(_LACKING):
             lacking.update(n.strip() for n in clause[len(_LACKING):].split(","))
+        elif clause.startswith(_SAME_NAMES):
+            same_names.update(n.strip() for n in clause[len(_SAME_NAMES):].split(","))
         elif not clause.startswith(_HARMLESS):
             understood = False
-    return KeywordRule(tuple(renames), frozenset(lacking), understood)
+    return KeywordRule(tuple(renames), frozenset(lacking), understood, frozenset(same_names))
 
 
 def _keywords_by_note(kwargs: tuple[tuple[str, Any], ...], rule: KeywordRule, other: str,
                       note: str) -> tuple[tuple[str, Any], ...] | Unmapped:
     """The call's keywords under an entry whose arguments differ, or why they cannot go."""
-    if not rule.understood and any(k != "dtype" for k, _ in kwargs):
+    if not rule.understood and any(k != "dtype" and not rule.names(k) for k, _ in kwargs):
         return Unmapped(f"{other} takes its arguments differently ({note}) and the call "
                         f"passes keywords")
     lacking = [k for k, _ in kwargs if k in rule.lacking]
