@@ -1027,3 +1027,47 @@ def test_clip_grad_values_foreach_clamps_bound_each_tensor(monkeypatch, api, bou
     fn = route.make(Resolver({bound: np.maximum if "min" in api else np.minimum}))
     found = fn([np.array([-2.0, 0.2]), np.array([3.0])], -0.5 if "min" in api else 0.5)
     assert [list(f) for f in found] == expected
+
+
+def test_conv1d_falls_back_to_ops_conv1d_with_its_padding_after_a_pad_mode():
+    """nn.Conv1d(padding=2) lowers to F.conv1d(x, w, b, 1, 2, 1, 1) (positional): mint's
+    conv1d is Ascend-only on MindSpore 2.10, and ops.conv1d takes pad_mode before padding."""
+    call = _call("torch.nn.functional.conv1d",
+                 args=(X, W, B, Lit(1), Seq("list", (Lit(2),)), Seq("list", (Lit(1),)), Lit(1)))
+    route = route_for(call, "mindspore", load_mapping())
+    assert _names(route) == ["mindspore.mint.nn.functional.conv1d", "mindspore.ops.conv1d"]
+    fallback = route.fallbacks[0]
+    assert fallback.args == (X, W, B)
+    assert dict(fallback.kwargs) == {"pad_mode": Lit("pad"),
+                                     "padding": Seq("tuple", (Lit(2),)),
+                                     "stride": Lit(1), "dilation": Lit(1), "groups": Lit(1)}
+
+
+@pytest.mark.parametrize("kwargs, expected", [
+    ((), [[0, 0], [1, 1]]),
+    ((("as_tuple", Lit(True)),), ([0, 1], [0, 1]))])
+def test_nonzero_falls_back_to_ops_nonzero_and_its_columns_for_as_tuple(kwargs, expected):
+    """mint.nonzero has no CPU kernel in MindSpore 2.10 (as_tuple or not); ops.nonzero returns
+    the index matrix, whose columns are torch's as_tuple=True result."""
+    route = route_for(_call("torch.nonzero", kwargs=kwargs), "mindspore", load_mapping())
+    assert _names(route)[0] == "mindspore.mint.nonzero"
+    fallback = route.fallbacks[0]
+    assert fallback.args == (X,) and fallback.kwargs == ()
+    fn = fallback.make(Resolver({"mindspore.ops.nonzero": np.argwhere}))
+    found = fn(np.array([[True, False], [False, True]]))
+    as_lists = ([list(c) for c in found] if isinstance(found, tuple)
+                else [list(r) for r in found])
+    assert as_lists == (list(map(list, expected)) if isinstance(expected, tuple) else expected)
+
+
+def test_index_add_in_place_is_the_twin_with_an_int32_index_written_back(monkeypatch):
+    """No InplaceIndexAddExt kernel on CPU; Tensor.index_add refuses an int64 index."""
+    import opbench.model.replay.inplace_routes as inplace_routes
+    monkeypatch.setattr(inplace_routes, "write_back", lambda receiver, result: result)
+    call = _call("torch.Tensor.index_add_", (W, Lit(0), Ref(2), Ref(3)), kind="tensor_method")
+    route = route_for(call, "mindspore", load_mapping())
+    assert route.api == "mindspore.Tensor.index_add (int32 index) + assign (in place, as torch)"
+    assert route.args == (W, Ref(2), Ref(3))
+    refused = route_for(_call("torch.Tensor.index_add_", (W, Lit(0), Ref(2), Lit(1.0)),
+                              kind="tensor_method"), "mindspore", load_mapping())
+    assert isinstance(refused, Unmapped) and "source tensor" in refused.reason

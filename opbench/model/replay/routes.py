@@ -416,26 +416,57 @@ def _ms_sdpa(call: Call) -> Route | Unmapped:
     return Route(attention_route_name(dropout_p), make, args)
 
 
-def _ms_conv2d(call: Call) -> Route | Unmapped:
-    primary = _named("mindspore", "mindspore.mint.nn.functional.conv2d", call.args,
-                     call.kwargs)
-    v = _values(call, ["input", "weight", "bias", "stride", "padding", "dilation", "groups"])
-    padding = _lit(v.padding, None) if isinstance(v.padding, Lit) else v.padding
-    if isinstance(padding, str):
-        ops_padding: tuple = (("pad_mode", Lit(padding)),)
-    else:
-        pads = (tuple(_lit(p, 0) for p in padding.items) if isinstance(padding, Seq)
-                else (padding or 0, padding or 0))
-        ops_padding = (("pad_mode", Lit("pad")),
-                       ("padding", Seq("tuple", tuple(Lit(int(p)) for p in pads))))
-    extra = tuple((n, _as_tuple(getattr(v, n))) for n in ("stride", "dilation", "groups")
-                  if getattr(v, n) is not None)
-    bias = v.bias
-    ops_route = _named("mindspore", "mindspore.ops.conv2d",
-                       (v.input, v.weight) + ((bias,) if bias is not None else ()),
-                       ops_padding + extra)
+def _ms_conv(dims: int) -> Callable[[Call], Route | Unmapped]:
+    """F.conv1d / F.conv2d: mint's function (torch's arguments), then ops.conv<N>d, whose
+    padding goes with a pad_mode ('pad' for numbers) before it in the signature: torch's
+    positional padding passed on as it is reached ops.conv1d's pad_mode ("the type of
+    'pad_mode' should be 'str', but got type 'list'", and mint's conv1d is Ascend-only:
+    1.7% of gru_conv1d_sequence_training.py's traced time)."""
+    def rule(call: Call) -> Route | Unmapped:
+        primary = _named("mindspore", f"mindspore.mint.nn.functional.conv{dims}d", call.args,
+                         call.kwargs)
+        v = _values(call, ["input", "weight", "bias", "stride", "padding", "dilation",
+                           "groups"])
+        padding = _lit(v.padding, None) if isinstance(v.padding, Lit) else v.padding
+        if isinstance(padding, str):
+            ops_padding: tuple = (("pad_mode", Lit(padding)),)
+        else:
+            pads = (tuple(_lit(p, 0) for p in padding.items) if isinstance(padding, Seq)
+                    else (padding or 0,) * dims)
+            ops_padding = (("pad_mode", Lit("pad")),
+                           ("padding", Seq("tuple", tuple(Lit(int(p)) for p in pads))))
+        extra = tuple((n, _as_tuple(getattr(v, n))) for n in ("stride", "dilation", "groups")
+                      if getattr(v, n) is not None)
+        bias = v.bias
+        ops_route = _named("mindspore", f"mindspore.ops.conv{dims}d",
+                           (v.input, v.weight) + ((bias,) if bias is not None else ()),
+                           ops_padding + extra)
+        return Route(primary.api, primary.make, primary.args, primary.kwargs,
+                     fallbacks=(ops_route,))
+    return rule
+
+
+def _ms_nonzero(call: Call) -> Route | Unmapped:
+    """torch.nonzero(x[, as_tuple=True]): mint.nonzero has no CPU kernel in MindSpore 2.10
+    ("The kernel NonZeroExt unregistered", with as_tuple too: 8.2% of moe_topk_index_add.py's
+    traced time); ops.nonzero(x) runs and returns the (n, rank) index matrix, whose columns
+    are the tuple (what a port writes for as_tuple=True)."""
+    v = _values(call, ["input", "as_tuple"])
+    as_tuple = _lit(v.as_tuple, False) if v.as_tuple is not None else False
+    primary = _named("mindspore", "mindspore.mint.nonzero", call.args, call.kwargs)
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        nonzero = resolve("mindspore.ops.nonzero")
+        if not as_tuple:
+            return nonzero
+
+        def columns(x: Any) -> Any:
+            found = nonzero(x)
+            return tuple(found[:, k] for k in range(found.shape[1]))
+        return columns
+    api = "mindspore.ops.nonzero" + (" (columns as the tuple)" if as_tuple else "")
     return Route(primary.api, primary.make, primary.args, primary.kwargs,
-                 fallbacks=(ops_route,))
+                 fallbacks=(Route(api, make, (v.input,)),))
 
 
 def _as_tuple(value: Any) -> Any:
@@ -639,7 +670,10 @@ TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.nn.functional.embedding": _ms_embedding,
     "torch.nn.functional.gelu": _ms_gelu,
     "torch.nn.functional.scaled_dot_product_attention": _ms_sdpa,
-    "torch.nn.functional.conv2d": _ms_conv2d,
+    "torch.nn.functional.conv1d": _ms_conv(1),
+    "torch.nonzero": _ms_nonzero,
+    "torch.Tensor.nonzero": _ms_nonzero,
+    "torch.nn.functional.conv2d": _ms_conv(2),
     "torch.Tensor.transpose": _ms_transpose,
     "torch.transpose": _ms_transpose,
     "torch.Tensor.view": _ms_same_method("view"),
