@@ -72,12 +72,12 @@ OVERRIDES: dict[str, dict] = {
         "mindspore": "mindspore.Tensor.max", "status": "differs",
         "note": "max() and max(dim, keepdim) match torch; there is no max(other) overload "
                 "(use maximum); legacy overload max(axis, keepdims, initial, where, "
-                "return_indices) is deprecated"},
+                "return_indices) is deprecated; keywords as torch's: dim, keepdim"},
     "torch.Tensor.min": {
         "mindspore": "mindspore.Tensor.min", "status": "differs",
         "note": "min() and min(dim, keepdim) match torch; there is no min(other) overload "
                 "(use minimum); legacy overload min(axis, keepdims, initial, where, "
-                "return_indices) is deprecated"},
+                "return_indices) is deprecated; keywords as torch's: dim, keepdim"},
     "torch.topk": {
         "mindspore": "mindspore.mint.topk", "status": "same",
         "note": "torch documents dim=None and MindSpore dim=-1; both mean the last dimension"},
@@ -91,7 +91,8 @@ OVERRIDES: dict[str, dict] = {
     "torch.Tensor.softmax": {
         "mindspore": "mindspore.Tensor.softmax", "status": "differs",
         "note": "the method's argument is `axis` (x.softmax(axis=-1)); positional calls match; "
-                "mindspore.mint.softmax(x, dim) takes `dim`"},
+                "mindspore.mint.softmax(x, dim) takes `dim`; argument names differ: torch "
+                "(dim) vs MindSpore (axis)"},
     "torch.nn.functional.rms_norm": {
         "mindspore": "mindspore.ops.rms_norm", "status": "differs",
         "note": "ops.rms_norm(x, gamma, epsilon=1e-6) returns (y, rstd), normalizes over "

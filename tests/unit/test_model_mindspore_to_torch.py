@@ -289,3 +289,8 @@ def test_a_reduction_over_a_computed_axis_or_skipping_is_unmapped():
     skipping = _ms_call("mindspore.ops.ReduceSum", (X, Lit(0)),
                         init=(("skip_mode", True),), kind="primitive")
     assert isinstance(route_for(skipping, "torch", MAPPING), Unmapped)
+
+
+def test_a_tensors_assign_value_is_copy_under_no_grad_too():
+    route = route_for(_ms_call("mindspore.Tensor.assign_value", (W, X)), "torch", MAPPING)
+    assert route.api == "torch.Tensor.copy_" and route.args == (W, X)

@@ -965,3 +965,110 @@ def test_a_mindspore_error_reason_is_its_first_line_that_says_something():
     assert error_line(TypeError("takes 1 positional argument\nmore")) == \
         "takes 1 positional argument"
     assert error_line(RuntimeError("")) == ""
+
+
+# -- found by scripts the corpus had not seen (issue 32, branch unseen) ----------------------
+
+@pytest.mark.parametrize("given, sent", [(Lit(2), Lit(2.0)), (Lit(1.5), Lit(1.5)),
+                                         (Seq("tuple", (Lit(2), Lit(3))),
+                                          Seq("tuple", (Lit(2.0), Lit(3.0))))])
+def test_an_integer_scale_factor_goes_to_mindspore_as_a_float(given, sent):
+    """F.interpolate(x, scale_factor=2): MindSpore 2.10's UpsampleNearest2D refuses integer
+    scales ("scales=Tuple<int, int>"), torch takes them; the number is the same."""
+    call = _call("torch.nn.functional.interpolate",
+                 kwargs=(("scale_factor", given), ("mode", Lit("nearest"))))
+    route = route_for(call, "mindspore", load_mapping())
+    assert dict(route.kwargs) == {"scale_factor": sent, "mode": Lit("nearest")}
+    scale = dict(route.kwargs)["scale_factor"]      # Lit(2) == Lit(2.0): the type is the test
+    values = [i.value for i in scale.items] if isinstance(scale, Seq) else [scale.value]
+    assert all(type(v) is float for v in values)
+
+
+def test_torchs_own_replay_keeps_an_integer_scale_factor():
+    call = _call("torch.nn.functional.interpolate", kwargs=(("scale_factor", Lit(2)),))
+    assert route_for(call, "torch", load_mapping()).kwargs == (("scale_factor", Lit(2)),)
+
+
+def test_a_hand_written_note_passes_the_keywords_its_clauses_name():
+    """x.softmax(dim=-1) and x.max(dim=-1) (the mapping's notes for them are hand-written):
+    the keyword the note's clause names goes renamed or as it is; one it does not name is
+    still refused with the note."""
+    mapping = load_mapping()
+    softmax = route_for(_call("torch.Tensor.softmax", kwargs=(("dim", Lit(-1)),),
+                              kind="tensor_method"), "mindspore", mapping)
+    assert softmax.api == "mindspore.Tensor.softmax"
+    assert softmax.kwargs == (("axis", Lit(-1)),)
+    top = route_for(_call("torch.Tensor.max", kwargs=(("dim", Lit(-1)), ("keepdim", Lit(True))),
+                          kind="tensor_method"), "mindspore", mapping)
+    assert top.kwargs == (("dim", Lit(-1)), ("keepdim", Lit(True)))
+    other = route_for(_call("torch.Tensor.max", kwargs=(("other", W),), kind="tensor_method"),
+                      "mindspore", mapping)
+    assert isinstance(other, Unmapped) and "no max(other) overload" in other.reason
+
+
+def test_a_same_names_clause_is_understood_beside_remarks():
+    from opbench.model.replay.routes import keyword_rule
+    rule = keyword_rule("max() matches torch; keywords as torch's: dim, keepdim")
+    assert not rule.understood and rule.same_names == {"dim", "keepdim"}
+    assert rule.names("keepdim") and not rule.names("other")
+
+
+@pytest.mark.parametrize("api, bound, expected", [
+    ("torch._foreach_clamp_min_", "mindspore.ops.maximum", [[-0.5, 0.2], [3.0]]),
+    ("torch._foreach_clamp_max_", "mindspore.ops.minimum", [[-2.0, 0.2], [0.5]])])
+def test_clip_grad_values_foreach_clamps_bound_each_tensor(monkeypatch, api, bound, expected):
+    """clip_grad_value_ calls _foreach_clamp_min_ then _foreach_clamp_max_ on the gradients:
+    each tensor bounded by the number, written back."""
+    import opbench.model.replay.training_routes as training_routes
+    monkeypatch.setattr(training_routes, "write_back", lambda receiver, result: result)
+    route = route_for(_call(api, (Seq("list", (Ref(1), Ref(2))),
+                                  Lit(-0.5 if "min" in api else 0.5))),
+                      "mindspore", SMALL_MAPPING)
+    assert route.api == f"{bound} per tensor + assign (as {api})"
+    fn = route.make(Resolver({bound: np.maximum if "min" in api else np.minimum}))
+    found = fn([np.array([-2.0, 0.2]), np.array([3.0])], -0.5 if "min" in api else 0.5)
+    assert [list(f) for f in found] == expected
+
+
+def test_conv1d_falls_back_to_ops_conv1d_with_its_padding_after_a_pad_mode():
+    """nn.Conv1d(padding=2) lowers to F.conv1d(x, w, b, 1, 2, 1, 1) (positional): mint's
+    conv1d is Ascend-only on MindSpore 2.10, and ops.conv1d takes pad_mode before padding."""
+    call = _call("torch.nn.functional.conv1d",
+                 args=(X, W, B, Lit(1), Seq("list", (Lit(2),)), Seq("list", (Lit(1),)), Lit(1)))
+    route = route_for(call, "mindspore", load_mapping())
+    assert _names(route) == ["mindspore.mint.nn.functional.conv1d", "mindspore.ops.conv1d"]
+    fallback = route.fallbacks[0]
+    assert fallback.args == (X, W, B)
+    assert dict(fallback.kwargs) == {"pad_mode": Lit("pad"),
+                                     "padding": Seq("tuple", (Lit(2),)),
+                                     "stride": Lit(1), "dilation": Lit(1), "groups": Lit(1)}
+
+
+@pytest.mark.parametrize("kwargs, expected", [
+    ((), [[0, 0], [1, 1]]),
+    ((("as_tuple", Lit(True)),), ([0, 1], [0, 1]))])
+def test_nonzero_falls_back_to_ops_nonzero_and_its_columns_for_as_tuple(kwargs, expected):
+    """mint.nonzero has no CPU kernel in MindSpore 2.10 (as_tuple or not); ops.nonzero returns
+    the index matrix, whose columns are torch's as_tuple=True result."""
+    route = route_for(_call("torch.nonzero", kwargs=kwargs), "mindspore", load_mapping())
+    assert _names(route)[0] == "mindspore.mint.nonzero"
+    fallback = route.fallbacks[0]
+    assert fallback.args == (X,) and fallback.kwargs == ()
+    fn = fallback.make(Resolver({"mindspore.ops.nonzero": np.argwhere}))
+    found = fn(np.array([[True, False], [False, True]]))
+    as_lists = ([list(c) for c in found] if isinstance(found, tuple)
+                else [list(r) for r in found])
+    assert as_lists == (list(map(list, expected)) if isinstance(expected, tuple) else expected)
+
+
+def test_index_add_in_place_is_the_twin_with_an_int32_index_written_back(monkeypatch):
+    """No InplaceIndexAddExt kernel on CPU; Tensor.index_add refuses an int64 index."""
+    import opbench.model.replay.inplace_routes as inplace_routes
+    monkeypatch.setattr(inplace_routes, "write_back", lambda receiver, result: result)
+    call = _call("torch.Tensor.index_add_", (W, Lit(0), Ref(2), Ref(3)), kind="tensor_method")
+    route = route_for(call, "mindspore", load_mapping())
+    assert route.api == "mindspore.Tensor.index_add (int32 index) + assign (in place, as torch)"
+    assert route.args == (W, Ref(2), Ref(3))
+    refused = route_for(_call("torch.Tensor.index_add_", (W, Lit(0), Ref(2), Lit(1.0)),
+                              kind="tensor_method"), "mindspore", load_mapping())
+    assert isinstance(refused, Unmapped) and "source tensor" in refused.reason

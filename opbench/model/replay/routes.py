@@ -101,12 +101,25 @@ def legacy_reduction(size_average: Any, reduce: Any) -> str:
     return "mean" if size_average else "sum"
 
 
+def _float_scales(value: Any) -> Any:
+    """An integer `scale_factor` (or a sequence of them) as floats."""
+    if isinstance(value, Lit) and isinstance(value.value, int) \
+            and not isinstance(value.value, bool):
+        return Lit(float(value.value))
+    if isinstance(value, Seq):
+        return replace(value, items=tuple(_float_scales(item) for item in value.items))
+    return value
+
+
 def translate_torch_keywords(kwargs: tuple[tuple[str, Any], ...]
                              ) -> tuple[tuple[str, Any], ...]:
     """A torch call's keywords as MindSpore takes them: torch-private ones (a leading
     underscore: F.softmax's `_stacklevel`) and placement ones dropped, `size_average` /
-    `reduce` turned into the `reduction` they mean."""
-    kept = [(k, v) for k, v in kwargs
+    `reduce` turned into the `reduction` they mean, an integer `scale_factor` made a float
+    (torch takes F.interpolate(x, scale_factor=2); MindSpore 2.10's upsampling kernels take
+    float scales only: "Failed calling UpsampleNearest2D with ... scales=Tuple<int, int>",
+    7.7% of unet_groupnorm_interpolate.py's traced time)."""
+    kept = [(k, _float_scales(v) if k == "scale_factor" else v) for k, v in kwargs
             if not k.startswith("_") and k not in TORCH_PLACEMENT_KEYWORDS]
     legacy = {k: _lit(v) for k, v in kept if k in TORCH_LEGACY_REDUCTION}
     if not legacy:
@@ -128,9 +141,8 @@ def _for_other_framework(call: Call, target: str) -> Call:
     if call.framework != "torch" or target != "mindspore":
         return call
     if call.kwargs:
-        translated = translate_torch_keywords(call.kwargs)
-        if translated != call.kwargs:
-            call = replace(call, kwargs=translated)
+        # always the translated ones: Lit(2) == Lit(2.0), so a comparison would keep the int
+        call = replace(call, kwargs=translate_torch_keywords(call.kwargs))
     if call.replay_api in TORCH_SIZE_VARARGS and len(call.args) > 1:
         call = replace(call, args=(Seq("tuple", tuple(call.args)),))
     return call
@@ -143,20 +155,31 @@ class KeywordRule:
     "argument names differ: torch (dim, keepdim) vs MindSpore (axis, keep_dims)",
     "MindSpore lacks torch argument(s): weight", "MindSpore also accepts: ...", and the
     CPU-kernel remarks. `understood` is False when a clause is anything else (a hand-written
-    remark on semantics): then a keyword is not passed on trust."""
+    remark on semantics): then a keyword is not passed on trust, unless the note names it in
+    a clause of its own: a hand-written note (tools/mapping_overrides.py) states its keyword
+    rule as "argument names differ: torch (dim) vs MindSpore (axis)" or "keywords as torch's:
+    dim, keepdim" (checked by calling both), and the keywords it names pass."""
     renames: tuple[tuple[str, str], ...] = ()
     lacking: frozenset = frozenset()
     understood: bool = True
+    # keywords a clause says the counterpart takes under torch's own name
+    same_names: frozenset = frozenset()
+
+    def names(self, keyword: str) -> bool:
+        """Whether a clause of the note names this keyword (renamed or as torch's)."""
+        return keyword in self.same_names or any(t == keyword for t, _ in self.renames)
 
 
 _RENAMED = re.compile(r"argument names differ: torch \((.*)\) vs MindSpore \((.*)\)$")
 _LACKING = "MindSpore lacks torch argument(s): "
+_SAME_NAMES = "keywords as torch's: "
 _HARMLESS = ("MindSpore also accepts: ", "no CPU kernel in MindSpore", "CPU route: ")
 
 
 def keyword_rule(note: str) -> KeywordRule:
     renames: list[tuple[str, str]] = []
     lacking: set[str] = set()
+    same_names: set[str] = set()
     understood = True
     for clause in (c.strip() for c in note.split(";") if c.strip()):
         renamed = _RENAMED.match(clause)
@@ -170,15 +193,17 @@ def keyword_rule(note: str) -> KeywordRule:
                 lacking.update(torch_names)
         elif clause.startswith(_LACKING):
             lacking.update(n.strip() for n in clause[len(_LACKING):].split(","))
+        elif clause.startswith(_SAME_NAMES):
+            same_names.update(n.strip() for n in clause[len(_SAME_NAMES):].split(","))
         elif not clause.startswith(_HARMLESS):
             understood = False
-    return KeywordRule(tuple(renames), frozenset(lacking), understood)
+    return KeywordRule(tuple(renames), frozenset(lacking), understood, frozenset(same_names))
 
 
 def _keywords_by_note(kwargs: tuple[tuple[str, Any], ...], rule: KeywordRule, other: str,
                       note: str) -> tuple[tuple[str, Any], ...] | Unmapped:
     """The call's keywords under an entry whose arguments differ, or why they cannot go."""
-    if not rule.understood and any(k != "dtype" for k, _ in kwargs):
+    if not rule.understood and any(k != "dtype" and not rule.names(k) for k, _ in kwargs):
         return Unmapped(f"{other} takes its arguments differently ({note}) and the call "
                         f"passes keywords")
     lacking = [k for k, _ in kwargs if k in rule.lacking]
@@ -391,26 +416,57 @@ def _ms_sdpa(call: Call) -> Route | Unmapped:
     return Route(attention_route_name(dropout_p), make, args)
 
 
-def _ms_conv2d(call: Call) -> Route | Unmapped:
-    primary = _named("mindspore", "mindspore.mint.nn.functional.conv2d", call.args,
-                     call.kwargs)
-    v = _values(call, ["input", "weight", "bias", "stride", "padding", "dilation", "groups"])
-    padding = _lit(v.padding, None) if isinstance(v.padding, Lit) else v.padding
-    if isinstance(padding, str):
-        ops_padding: tuple = (("pad_mode", Lit(padding)),)
-    else:
-        pads = (tuple(_lit(p, 0) for p in padding.items) if isinstance(padding, Seq)
-                else (padding or 0, padding or 0))
-        ops_padding = (("pad_mode", Lit("pad")),
-                       ("padding", Seq("tuple", tuple(Lit(int(p)) for p in pads))))
-    extra = tuple((n, _as_tuple(getattr(v, n))) for n in ("stride", "dilation", "groups")
-                  if getattr(v, n) is not None)
-    bias = v.bias
-    ops_route = _named("mindspore", "mindspore.ops.conv2d",
-                       (v.input, v.weight) + ((bias,) if bias is not None else ()),
-                       ops_padding + extra)
+def _ms_conv(dims: int) -> Callable[[Call], Route | Unmapped]:
+    """F.conv1d / F.conv2d: mint's function (torch's arguments), then ops.conv<N>d, whose
+    padding goes with a pad_mode ('pad' for numbers) before it in the signature: torch's
+    positional padding passed on as it is reached ops.conv1d's pad_mode ("the type of
+    'pad_mode' should be 'str', but got type 'list'", and mint's conv1d is Ascend-only:
+    1.7% of gru_conv1d_sequence_training.py's traced time)."""
+    def rule(call: Call) -> Route | Unmapped:
+        primary = _named("mindspore", f"mindspore.mint.nn.functional.conv{dims}d", call.args,
+                         call.kwargs)
+        v = _values(call, ["input", "weight", "bias", "stride", "padding", "dilation",
+                           "groups"])
+        padding = _lit(v.padding, None) if isinstance(v.padding, Lit) else v.padding
+        if isinstance(padding, str):
+            ops_padding: tuple = (("pad_mode", Lit(padding)),)
+        else:
+            pads = (tuple(_lit(p, 0) for p in padding.items) if isinstance(padding, Seq)
+                    else (padding or 0,) * dims)
+            ops_padding = (("pad_mode", Lit("pad")),
+                           ("padding", Seq("tuple", tuple(Lit(int(p)) for p in pads))))
+        extra = tuple((n, _as_tuple(getattr(v, n))) for n in ("stride", "dilation", "groups")
+                      if getattr(v, n) is not None)
+        bias = v.bias
+        ops_route = _named("mindspore", f"mindspore.ops.conv{dims}d",
+                           (v.input, v.weight) + ((bias,) if bias is not None else ()),
+                           ops_padding + extra)
+        return Route(primary.api, primary.make, primary.args, primary.kwargs,
+                     fallbacks=(ops_route,))
+    return rule
+
+
+def _ms_nonzero(call: Call) -> Route | Unmapped:
+    """torch.nonzero(x[, as_tuple=True]): mint.nonzero has no CPU kernel in MindSpore 2.10
+    ("The kernel NonZeroExt unregistered", with as_tuple too: 8.2% of moe_topk_index_add.py's
+    traced time); ops.nonzero(x) runs and returns the (n, rank) index matrix, whose columns
+    are the tuple (what a port writes for as_tuple=True)."""
+    v = _values(call, ["input", "as_tuple"])
+    as_tuple = _lit(v.as_tuple, False) if v.as_tuple is not None else False
+    primary = _named("mindspore", "mindspore.mint.nonzero", call.args, call.kwargs)
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        nonzero = resolve("mindspore.ops.nonzero")
+        if not as_tuple:
+            return nonzero
+
+        def columns(x: Any) -> Any:
+            found = nonzero(x)
+            return tuple(found[:, k] for k in range(found.shape[1]))
+        return columns
+    api = "mindspore.ops.nonzero" + (" (columns as the tuple)" if as_tuple else "")
     return Route(primary.api, primary.make, primary.args, primary.kwargs,
-                 fallbacks=(ops_route,))
+                 fallbacks=(Route(api, make, (v.input,)),))
 
 
 def _as_tuple(value: Any) -> Any:
@@ -614,7 +670,10 @@ TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.nn.functional.embedding": _ms_embedding,
     "torch.nn.functional.gelu": _ms_gelu,
     "torch.nn.functional.scaled_dot_product_attention": _ms_sdpa,
-    "torch.nn.functional.conv2d": _ms_conv2d,
+    "torch.nn.functional.conv1d": _ms_conv(1),
+    "torch.nonzero": _ms_nonzero,
+    "torch.Tensor.nonzero": _ms_nonzero,
+    "torch.nn.functional.conv2d": _ms_conv(2),
     "torch.Tensor.transpose": _ms_transpose,
     "torch.transpose": _ms_transpose,
     "torch.Tensor.view": _ms_same_method("view"),

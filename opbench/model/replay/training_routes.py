@@ -19,8 +19,8 @@ And what torch's training utilities call that MindSpore's CPU build has no kerne
 counterpart for (TRAINING_TORCH_TO_MINDSPORE): `clip_grad_norm_`'s `torch._foreach_norm`
 (each tensor's norm; `ops.norm` over the flattened tensor: MindSpore 2.10 on CPU has no
 LinalgVectorNorm kernel, and `ops.norm` of a matrix with ord 2 is its spectral norm) and
-`torch._foreach_mul_` (and add, sub, div; in place or not), `Tensor.zero_` (no
-InplaceZero kernel on CPU: `ops.zeros_like`, written back), and the `addcmul_` / `addcdiv_`
+`torch._foreach_mul_` (and add, sub, div, clamp_min, clamp_max; in place or not),
+`Tensor.zero_` (no InplaceZero kernel on CPU: `ops.zeros_like`, written back), and the `addcmul_` / `addcdiv_`
 of RMSprop's and Adagrad's updates (no mapping: composed, written back). An in-place write is written
 back to the receiver (`write_back`): MindSpore 2.10's in-place methods return a new tensor.
 """
@@ -214,7 +214,12 @@ def _ms_foreach_norm(call: Call) -> Route | Unmapped:
 
 
 _FOREACH_OPS = {"add": "mindspore.ops.add", "sub": "mindspore.ops.sub",
-                "mul": "mindspore.ops.mul", "div": "mindspore.ops.div"}
+                "mul": "mindspore.ops.mul", "div": "mindspore.ops.div",
+                # clip_grad_value_'s two calls (torch 2.13: _foreach_clamp_min_ then
+                # _foreach_clamp_max_ over the gradients, 0.3% of
+                # gru_conv1d_sequence_training.py's traced time): a bound per tensor, as
+                # ops.maximum / ops.minimum against the number
+                "clamp_min": "mindspore.ops.maximum", "clamp_max": "mindspore.ops.minimum"}
 
 
 def _ms_foreach(op: str, in_place: bool) -> Callable[[Call], Route | Unmapped]:
