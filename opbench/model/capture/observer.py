@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from opbench.config.vocabulary import INTEGER_DTYPES, MODEL_DTYPES
+from opbench.model.capture.layout import ValueKeeper, layout_of
 from opbench.model.capture.lowering import Lowered, lower, primitive_init
 from opbench.model.capture.ms_backward import BACKWARD_API
 from opbench.model.capture.sites import SiteFinder
@@ -160,6 +161,7 @@ class Capture:
         self._codes: list[int] = []              # per call: its key's number (steady.py)
         self._code_of: dict[Any, int] = {}
         self._tensors = _Tensors()
+        self._values = ValueKeeper()
         self._sites = SiteFinder()
         self._produced: dict[int, tuple[int, tuple[int, ...]]] = {}   # id -> (call, path)
         self._external_of: dict[int, int] = {}                        # id -> external id
@@ -387,11 +389,19 @@ class Capture:
             # a Parameter that takes no gradient (MindSpore's BatchNorm moving statistics,
             # a frozen weight) is state: a replay keeps it a Parameter, never trains it
             role = "parameter" if getattr(tensor, "requires_grad", True) else "state"
-        ext = ExternalTensor(len(self._externals), shape, dtype, role, "", low, high)
+        ext = ExternalTensor(len(self._externals), shape, dtype, role, "", low, high,
+                             **self._extras(tensor, shape, dtype))
         self._externals.append(ext)
         self._external_of[key] = ext.id
         self._watch(tensor, key)
         return ext.id
+
+    def _extras(self, tensor: Any, shape: tuple[int, ...], dtype: str) -> dict[str, Any]:
+        """The layout and small values of a tensor (layout.py), as ExternalTensor's fields."""
+        extras: dict[str, Any] = layout_of(tensor, shape)
+        if dtype in _INTEGER_DTYPES:
+            extras.update(self._values.describe(tensor, shape, dtype, extras))
+        return extras
 
     # -- outputs ---------------------------------------------------------------------------
     def _outputs(self, result: Any, depth: int = 0) -> Any:
@@ -399,9 +409,17 @@ class Capture:
             shape, dtype = self._tensors.shape_dtype(result)
             if dtype not in REPLAYABLE_DTYPES:
                 return ("other", f"{dtype} tensor")
+            low = high = None
             if dtype in _INTEGER_DTYPES:
                 # a replay that starts after this call draws such a tensor from its range
                 low, high = self._tensors.value_range(result)
+            extras = self._extras(result, shape, dtype)
+            if extras:
+                # a step reading this output from before the step reads it as an external
+                # (steady.external_from_output) with the layout and values the script had
+                # (pairs, not an object: a described output stays hashable)
+                return ("tensor", shape, dtype, low, high, tuple(extras.items()))
+            if dtype in _INTEGER_DTYPES:
                 return ("tensor", shape, dtype, low, high)
             return ("tensor", shape, dtype)
         if isinstance(result, (tuple, list)) and depth < 2 and len(result) <= MAX_SEQUENCE_ITEMS:
