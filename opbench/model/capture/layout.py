@@ -25,8 +25,10 @@ __all__ = ["MAX_KEPT_VALUES", "VALUES_BUDGET", "ValueKeeper", "dim_order", "expa
 # The largest tensor (its base, where expanded) whose values the program keeps: a batch's
 # attention mask (8 x 512), a padding column, a position index, a short batch's token ids.
 # 4,096 values are at most ~20 KB of JSON (a token id is ~5 characters with its comma),
-# and reading them back (tolist) took ~0.1 ms at most, once per tensor, outside its call's
-# traced time. A larger integer tensor is data drawn in its range as before.
+# and describing them took 0.30 ms (int64) / 0.27 ms (bool) median for an 8 x 512 torch
+# tensor here (200 reads, one thread), once per tensor, after its call's traced time (the
+# light pass's times have no capture work). A larger integer tensor is drawn in its range
+# as before. Reading a tensor's strides (layout_of) took 2.1 us median.
 MAX_KEPT_VALUES = 4096
 # All kept values of one capture together: the capture file stays bounded (~1.3 MB of
 # values) however many small integer outputs a long capture describes; once spent, values
