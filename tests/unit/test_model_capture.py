@@ -885,3 +885,33 @@ def test_the_kept_values_stop_at_the_captures_budget(torch):
                   result=_hidden())
     first, second = capture.externals()
     assert first.values == (0, 1, 2, 3) and second.values is None
+
+
+class CountingTensor(StridedTensor):
+    """A StridedTensor that counts its strides' reads (a traced tensor method)."""
+    reads = 0
+
+    def stride(self):
+        CountingTensor.reads += 1
+        return super().stride()
+
+
+def test_a_mindspore_backward_or_compiled_call_reads_no_layout_outside_the_tracers_guard(torch):
+    # ms_backward.py / ms_jit.py call these outside the tracer's guard: a tensor method
+    # called then was recorded as the script's call (six Tensor.stride per step, in CI)
+    capture = Capture()
+    feed = Feeder(capture)
+    w = CountingTensor(np.zeros((8,), np.float32), FLOAT32)
+    loss = feed.function("torch.sum", (CountingTensor(np.zeros(8, np.float32), FLOAT32),),
+                         result=CountingTensor(np.zeros((), np.float32), FLOAT32))
+    before = CountingTensor.reads
+    capture.backward(loss, [w], None, (loss, (CountingTensor(np.zeros(8, np.float32),
+                                                             FLOAT32),)), 1, 10)
+    capture.compiled("mindspore.jit", (CountingTensor(np.arange(3)),), {},
+                     CountingTensor(np.arange(3)), "why", 2, 10)
+    assert CountingTensor.reads == before
+    ids = capture.externals()[-1]
+    assert ids.values is None and (ids.low, ids.high) == (0.0, 2.0)
+    feed.function("torch.relu", (CountingTensor(np.zeros(4, np.float32), FLOAT32),),
+                  result=_hidden(4))
+    assert CountingTensor.reads > before           # a traced call's tensors are read

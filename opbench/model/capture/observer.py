@@ -162,6 +162,12 @@ class Capture:
         self._code_of: dict[Any, int] = {}
         self._tensors = _Tensors()
         self._values = ValueKeeper()
+        # > 0 while a MindSpore backward or compiled call is noted (ms_backward.py,
+        # ms_jit.py): those run outside the tracer's guard for its own framework calls, so a
+        # tensor method called then (stride(), asnumpy()) was traced as the script's call
+        # (six `Tensor.stride` calls in each step of a value_and_grad script, and its replay
+        # failed): no layout or values are read then
+        self._outside_tracer = 0
         self._sites = SiteFinder()
         self._produced: dict[int, tuple[int, tuple[int, ...]]] = {}   # id -> (call, path)
         self._external_of: dict[int, int] = {}                        # id -> external id
@@ -280,6 +286,14 @@ class Capture:
                  elapsed_ns: int) -> None:
         """value_and_grad's grad function returned `result` ((loss, grads)) after
         elapsed_ns; the calls captured from `first` on were its forward."""
+        self._outside_tracer += 1
+        try:
+            self._backward(loss, weights, grad_position, result, first, elapsed_ns)
+        finally:
+            self._outside_tracer -= 1
+
+    def _backward(self, loss: Any, weights: Any, grad_position: Any, result: Any, first: int,
+                  elapsed_ns: int) -> None:
         if len(self._raw) >= self.max_calls:
             self.dropped += 1
             return
@@ -319,6 +333,14 @@ class Capture:
         """A compiled function (ms_jit.py) returned `result` after elapsed_ns, synced: one
         call that no replay runs (`problem` says why), whose outputs the script's later calls
         read; calls captured from `first` on ran inside it (none, as a rule)."""
+        self._outside_tracer += 1
+        try:
+            self._compiled(api, args, kwargs, result, problem, first, elapsed_ns)
+        finally:
+            self._outside_tracer -= 1
+
+    def _compiled(self, api: str, args: tuple, kwargs: dict, result: Any, problem: str,
+                  first: int, elapsed_ns: int) -> None:
         if len(self._raw) >= self.max_calls:
             self.dropped += 1
             return
@@ -398,6 +420,8 @@ class Capture:
 
     def _extras(self, tensor: Any, shape: tuple[int, ...], dtype: str) -> dict[str, Any]:
         """The layout and small values of a tensor (layout.py), as ExternalTensor's fields."""
+        if self._outside_tracer:
+            return {}
         extras: dict[str, Any] = layout_of(tensor, shape)
         if dtype in _INTEGER_DTYPES:
             extras.update(self._values.describe(tensor, shape, dtype, extras))
