@@ -30,7 +30,10 @@ __all__ = ["Arg", "Call", "Site", "Dtype", "Ext", "ExternalTensor", "Lit", "Mark
 
 # Bumped when the capture file's shape changes; the reader refuses other versions.
 #   1  first format
-#   2  each call's source site ("site": [file, first line, last line]) where it was found
+#   2  each call's source site ("site": [file, first line, last line]) where it was found;
+#      later, without a bump (an older file reads the defaults): an external's layout and
+#      small values (ExternalTensor's last four fields; a described tensor output's sixth
+#      item, (name, value) pairs of the same fields)
 PROGRAM_FORMAT = 2
 
 # Program.traced_base: which run's durations the traced times are
@@ -97,6 +100,40 @@ class ExternalTensor:
     name: str = ""                 # a parameter's or buffer's name where known
     low: float | None = None       # observed min and max (integer and bool tensors)
     high: float | None = None
+    # The layout and values where they change the work (model/capture/layout.py; all None
+    # in a file written before them: contiguous, values drawn). expanded_from: a view with
+    # stride-0 dims (a padding column expanded over the hidden size) is the expansion of a
+    # tensor of this shape, and the replay expands one as the script did. dim_order: a
+    # permuted dense view (a transposed weight), its dims from the largest stride to the
+    # smallest. values: a small bool or integer tensor's values (0/1 for bool), row-major,
+    # of expanded_from's shape where set. true_fraction: a larger bool tensor's share of
+    # true values, which the replay draws with.
+    expanded_from: tuple[int, ...] | None = json_field(codec=optional(tuple_of()),
+                                                       default=None)
+    dim_order: tuple[int, ...] | None = json_field(codec=optional(tuple_of()), default=None)
+    values: tuple[int, ...] | None = json_field(codec=optional(tuple_of()), default=None)
+    true_fraction: float | None = None
+
+    @property
+    def base_shape(self) -> tuple[int, ...]:
+        """The shape the values are of: the tensor's before its expansion."""
+        return tuple(self.expanded_from) if self.expanded_from else tuple(self.shape)
+
+
+# The fields every external's row holds (a file before the layout fields wrote these seven).
+_EXTERNAL_ROW_FIELDS = 7
+
+
+def _external_row(ext: ExternalTensor) -> list[Any]:
+    """An external as an array of its fields, the layout fields left off where unset: a
+    program without them is written as before them."""
+    row = to_row(ext)
+    while len(row) > _EXTERNAL_ROW_FIELDS and row[-1] is None:
+        row.pop()
+    return row
+
+
+_EXTERNAL_ROW = Codec(lambda value, where: from_row(ExternalTensor, value, where), _external_row)
 
 
 @dataclass(frozen=True)
@@ -137,7 +174,8 @@ class Call:
     replay_api: str | None = json_field(key="replay")
     args: tuple[Any, ...] = json_field(codec=_ARGS)      # written as one tuple argument
     kwargs: tuple[tuple[str, Any], ...] = json_field(codec=_KWARGS)
-    # described result: ("tensor", shape, dtype) trees
+    # described result: ("tensor", shape, dtype[, low, high[, extras]]) trees (extras:
+    # (name, value) pairs of ExternalTensor's layout and value fields, where any is set)
     outputs: Any = json_field(key="out", codec=_OUTPUTS)
     duration_ns: int = json_field(key="ns")     # traced time of the call (serial: synced)
     start_ns: int = json_field(key="t")
@@ -185,7 +223,7 @@ class Program:
     timing: str                    # how durations were taken ("serial")
     calls: tuple[Call, ...] = json_field(codec=each(Call))
     # written as arrays of their fields: a capture holds thousands
-    externals: tuple[ExternalTensor, ...] = json_field(codec=tuple_of(row_of(ExternalTensor)))
+    externals: tuple[ExternalTensor, ...] = json_field(codec=tuple_of(_EXTERNAL_ROW))
     markers: tuple[Marker, ...] = json_field(codec=tuple_of(row_of(Marker)), default=())
     wall_ns: int = 0               # first call's start to last call's end
     overhead_ns_per_call: float = 0.0   # tracer bookkeeping per recorded call

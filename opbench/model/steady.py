@@ -288,4 +288,19 @@ def external_from_output(new_id: int, outputs: Any, path: tuple[int, ...],
         raise RegionError(f"a step uses a non-tensor output of {api} from before the step")
     shape, dtype = tuple(node[1]), node[2]
     low, high = (node[3], node[4]) if len(node) >= 5 else (None, None)
-    return ExternalTensor(new_id, shape, dtype, "input", f"from {api}", low, high)
+    # the layout and small values the capture described (capture/layout.py), where any
+    extras = dict(node[5]) if len(node) >= 6 and isinstance(node[5], (tuple, list)) else {}
+    return ExternalTensor(new_id, shape, dtype, "input", f"from {api}", low, high,
+                          **_external_extras(extras))
+
+
+def _external_extras(extras: dict[str, Any]) -> dict[str, Any]:
+    """ExternalTensor's layout and value fields from a described output's sixth item, its
+    (key, value) pairs (a key this version does not know is left out)."""
+    out: dict[str, Any] = {}
+    for key in ("expanded_from", "dim_order", "values"):
+        if extras.get(key) is not None:
+            out[key] = tuple(int(v) for v in extras[key])
+    if extras.get("true_fraction") is not None:
+        out["true_fraction"] = float(extras["true_fraction"])
+    return out

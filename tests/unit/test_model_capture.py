@@ -804,3 +804,114 @@ def test_an_embedding_bag_that_renormalises_or_has_sparse_gradients_says_why(tor
     problems = [c.problem for c in feed.calls()]
     assert "max_norm" in problems[0] and "sparse" in problems[1]
     assert "scale_grad_by_freq" in problems[2]
+
+
+# -- layout and small values (capture/layout.py) --------------------------------------------------
+
+class StridedTensor(FakeTensor):
+    """A FakeTensor that also has what layout.py reads: its strides (in elements), indexing,
+    reshape and tolist (over numpy: a broadcast view keeps numpy's stride 0), sum()."""
+
+    def __init__(self, values, dtype=INT64):
+        super().__init__(np.shape(values), dtype, values)
+
+    def stride(self):
+        return tuple(s // self.values.itemsize for s in self.values.strides)
+
+    def __getitem__(self, index):
+        return StridedTensor(self.values[index], self.dtype)
+
+    def reshape(self, *shape):
+        return StridedTensor(self.values.reshape(*shape), self.dtype)
+
+    def tolist(self):
+        return self.values.tolist()
+
+    def sum(self):
+        return _Scalar(self.values.sum())
+
+
+BOOL = FakeDtype("bool")
+
+
+def test_an_expanded_mask_keeps_its_base_shape_and_the_bases_values(torch):
+    feed = Feeder(Capture())
+    column = np.array([[False], [False], [True], [True]])
+    pad = StridedTensor(np.broadcast_to(column, (4, 3)), BOOL)      # pad[:, None].expand
+    feed.function("torch.where", (pad, FakeTensor((4, 3)), FakeTensor((4, 3))),
+                  result=_hidden(4, 3))
+    mask = feed.capture.externals()[0]
+    assert (mask.shape, mask.expanded_from, mask.values) == ((4, 3), (4, 1), (0, 0, 1, 1))
+    assert mask.dim_order is None and mask.true_fraction is None
+
+
+def test_a_transposed_external_keeps_its_dim_order_and_a_contiguous_one_none(torch):
+    feed = Feeder(Capture())
+    weight_t = StridedTensor(np.zeros((8, 16), np.float32).T, FLOAT32)
+    feed.function("torch.matmul", (StridedTensor(np.zeros((4, 16), np.float32), FLOAT32),
+                                   weight_t), result=_hidden(4, 8))
+    data, weight = feed.capture.externals()
+    assert weight.dim_order == (1, 0) and weight.values is None
+    assert data.dim_order is None and data.expanded_from is None
+
+
+def test_small_integer_values_are_kept_and_large_ones_drawn_with_a_bools_true_share(torch):
+    feed = Feeder(Capture())
+    ids = StridedTensor(np.array([[2, 4, 9], [5, 6, 7]]))
+    big_ids = StridedTensor(np.arange(5000) % 7)
+    big_mask = StridedTensor(np.arange(8192) < 2048, BOOL)
+    feed.function("torch.gather", (ids, big_ids, big_mask), result=_hidden())
+    small, big, mask = feed.capture.externals()
+    assert small.values == (2, 4, 9, 5, 6, 7)
+    assert big.values is None and (big.low, big.high) == (0.0, 6.0)
+    assert mask.values is None and mask.true_fraction == 0.25
+
+
+def test_a_small_integer_output_carries_its_values_for_a_step_that_reads_it(torch):
+    feed = Feeder(Capture())
+    positions = StridedTensor(np.array([0, 1, 2]))
+    feed.function("torch.arange", (3,), result=positions)
+    out = feed.calls()[0].outputs
+    assert out[:5] == ("tensor", (3,), "int64", 0.0, 2.0)
+    assert dict(out[5]) == {"values": (0, 1, 2)}
+    hash(out)                     # a described output stays hashable
+
+
+def test_the_kept_values_stop_at_the_captures_budget(torch):
+    capture = Capture()
+    capture._values.budget = 5
+    feed = Feeder(capture)
+    feed.function("torch.add", (StridedTensor(np.arange(4)), StridedTensor(np.arange(4))),
+                  result=_hidden())
+    first, second = capture.externals()
+    assert first.values == (0, 1, 2, 3) and second.values is None
+
+
+class CountingTensor(StridedTensor):
+    """A StridedTensor that counts its strides' reads (a traced tensor method)."""
+    reads = 0
+
+    def stride(self):
+        CountingTensor.reads += 1
+        return super().stride()
+
+
+def test_a_mindspore_backward_or_compiled_call_reads_no_layout_outside_the_tracers_guard(torch):
+    # ms_backward.py / ms_jit.py call these outside the tracer's guard: a tensor method
+    # called then was recorded as the script's call (six Tensor.stride per step, in CI)
+    capture = Capture()
+    feed = Feeder(capture)
+    w = CountingTensor(np.zeros((8,), np.float32), FLOAT32)
+    loss = feed.function("torch.sum", (CountingTensor(np.zeros(8, np.float32), FLOAT32),),
+                         result=CountingTensor(np.zeros((), np.float32), FLOAT32))
+    before = CountingTensor.reads
+    capture.backward(loss, [w], None, (loss, (CountingTensor(np.zeros(8, np.float32),
+                                                             FLOAT32),)), 1, 10)
+    capture.compiled("mindspore.jit", (CountingTensor(np.arange(3)),), {},
+                     CountingTensor(np.arange(3)), "why", 2, 10)
+    assert CountingTensor.reads == before
+    ids = capture.externals()[-1]
+    assert ids.values is None and (ids.low, ids.high) == (0.0, 2.0)
+    feed.function("torch.relu", (CountingTensor(np.zeros(4, np.float32), FLOAT32),),
+                  result=_hidden(4))
+    assert CountingTensor.reads > before           # a traced call's tensors are read

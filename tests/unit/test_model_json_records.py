@@ -85,7 +85,7 @@ def test_a_missing_key_of_a_call_is_named_with_its_place():
 def test_an_external_of_the_wrong_length_is_named():
     data = json.loads(FORMAT_2_FILE)
     data["externals"][0] = [0, [2]]
-    with pytest.raises(ValueError, match=r"externals/0: expected an array of 4-7 values"):
+    with pytest.raises(ValueError, match=r"externals/0: expected an array of 4-11 values"):
         Program.from_json(data)
 
 

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from opbench.config.vocabulary import INTEGER_DTYPES, MODEL_DTYPES
+from opbench.model.capture.layout import ValueKeeper, layout_of
 from opbench.model.capture.lowering import Lowered, lower, primitive_init
 from opbench.model.capture.ms_backward import BACKWARD_API
 from opbench.model.capture.sites import SiteFinder
@@ -160,6 +161,13 @@ class Capture:
         self._codes: list[int] = []              # per call: its key's number (steady.py)
         self._code_of: dict[Any, int] = {}
         self._tensors = _Tensors()
+        self._values = ValueKeeper()
+        # > 0 while a MindSpore backward or compiled call is noted (ms_backward.py,
+        # ms_jit.py): those run outside the tracer's guard for its own framework calls, so a
+        # tensor method called then (stride(), asnumpy()) was traced as the script's call
+        # (six `Tensor.stride` calls in each step of a value_and_grad script, and its replay
+        # failed): no layout or values are read then
+        self._outside_tracer = 0
         self._sites = SiteFinder()
         self._produced: dict[int, tuple[int, tuple[int, ...]]] = {}   # id -> (call, path)
         self._external_of: dict[int, int] = {}                        # id -> external id
@@ -278,6 +286,14 @@ class Capture:
                  elapsed_ns: int) -> None:
         """value_and_grad's grad function returned `result` ((loss, grads)) after
         elapsed_ns; the calls captured from `first` on were its forward."""
+        self._outside_tracer += 1
+        try:
+            self._backward(loss, weights, grad_position, result, first, elapsed_ns)
+        finally:
+            self._outside_tracer -= 1
+
+    def _backward(self, loss: Any, weights: Any, grad_position: Any, result: Any, first: int,
+                  elapsed_ns: int) -> None:
         if len(self._raw) >= self.max_calls:
             self.dropped += 1
             return
@@ -317,6 +333,14 @@ class Capture:
         """A compiled function (ms_jit.py) returned `result` after elapsed_ns, synced: one
         call that no replay runs (`problem` says why), whose outputs the script's later calls
         read; calls captured from `first` on ran inside it (none, as a rule)."""
+        self._outside_tracer += 1
+        try:
+            self._compiled(api, args, kwargs, result, problem, first, elapsed_ns)
+        finally:
+            self._outside_tracer -= 1
+
+    def _compiled(self, api: str, args: tuple, kwargs: dict, result: Any, problem: str,
+                  first: int, elapsed_ns: int) -> None:
         if len(self._raw) >= self.max_calls:
             self.dropped += 1
             return
@@ -387,11 +411,21 @@ class Capture:
             # a Parameter that takes no gradient (MindSpore's BatchNorm moving statistics,
             # a frozen weight) is state: a replay keeps it a Parameter, never trains it
             role = "parameter" if getattr(tensor, "requires_grad", True) else "state"
-        ext = ExternalTensor(len(self._externals), shape, dtype, role, "", low, high)
+        ext = ExternalTensor(len(self._externals), shape, dtype, role, "", low, high,
+                             **self._extras(tensor, shape, dtype))
         self._externals.append(ext)
         self._external_of[key] = ext.id
         self._watch(tensor, key)
         return ext.id
+
+    def _extras(self, tensor: Any, shape: tuple[int, ...], dtype: str) -> dict[str, Any]:
+        """The layout and small values of a tensor (layout.py), as ExternalTensor's fields."""
+        if self._outside_tracer:
+            return {}
+        extras: dict[str, Any] = layout_of(tensor, shape)
+        if dtype in _INTEGER_DTYPES:
+            extras.update(self._values.describe(tensor, shape, dtype, extras))
+        return extras
 
     # -- outputs ---------------------------------------------------------------------------
     def _outputs(self, result: Any, depth: int = 0) -> Any:
@@ -399,9 +433,17 @@ class Capture:
             shape, dtype = self._tensors.shape_dtype(result)
             if dtype not in REPLAYABLE_DTYPES:
                 return ("other", f"{dtype} tensor")
+            low = high = None
             if dtype in _INTEGER_DTYPES:
                 # a replay that starts after this call draws such a tensor from its range
                 low, high = self._tensors.value_range(result)
+            extras = self._extras(result, shape, dtype)
+            if extras:
+                # a step reading this output from before the step reads it as an external
+                # (steady.external_from_output) with the layout and values the script had
+                # (pairs, not an object: a described output stays hashable)
+                return ("tensor", shape, dtype, low, high, tuple(extras.items()))
+            if dtype in _INTEGER_DTYPES:
                 return ("tensor", shape, dtype, low, high)
             return ("tensor", shape, dtype)
         if isinstance(result, (tuple, list)) and depth < 2 and len(result) <= MAX_SEQUENCE_ITEMS:

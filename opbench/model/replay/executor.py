@@ -64,10 +64,32 @@ class CallStatus:
 
 
 def external_array(ext: ExternalTensor) -> np.ndarray:
-    """The external tensor's values: the same in every process and framework."""
+    """The external tensor's values: the same in every process and framework. A small bool
+    or integer tensor's are the script's (ExternalTensor.values); the rest are drawn, of the
+    shape it was expanded from where it was (then repeated along the expanded dims)."""
+    base = _kept_values(ext)
+    if base is None:
+        base = _drawn_array(ext, ext.base_shape)
+    if ext.expanded_from:
+        return np.ascontiguousarray(np.broadcast_to(base, tuple(ext.shape)))
+    return base
+
+
+def _kept_values(ext: ExternalTensor) -> np.ndarray | None:
+    """The script's values of a small bool or integer external; None where the program
+    holds none (or not as many as the shape needs: drawn then, never a failed set-up)."""
+    if ext.values is None or ext.dtype in FLOAT_DTYPES or ext.dtype in COMPLEX_DTYPES:
+        return None
+    shape = ext.base_shape
+    if len(ext.values) != int(np.prod(shape, dtype=np.int64)):
+        return None
+    values = np.asarray(ext.values, dtype=np.int64).reshape(shape)
+    return values != 0 if ext.dtype == "bool" else values
+
+
+def _drawn_array(ext: ExternalTensor, shape: tuple[int, ...]) -> np.ndarray:
     digest = hashlib.sha256(f"{ext.id}:{ext.shape}:{ext.dtype}".encode()).digest()
     rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
-    shape = tuple(ext.shape)
     if ext.dtype in FLOAT_DTYPES:
         if len(shape) <= 1:
             # a norm's scale or shift, a running variance, a bias: positive and moderate, so
@@ -87,10 +109,29 @@ def external_array(ext: ExternalTensor) -> np.ndarray:
             values /= np.sqrt(max(1, int(np.prod(shape[1:]))))
         return values.astype(np.complex64 if ext.dtype == "complex64" else np.complex128)
     if ext.dtype == "bool":
-        return rng.random(size=shape) < 0.5
+        # the script's share of true values where the capture recorded it (a padding mask
+        # is mostly false), else half
+        fraction = ext.true_fraction if ext.true_fraction is not None else 0.5
+        return rng.random(size=shape) < fraction
     low = int(ext.low) if ext.low is not None else 0
     high = int(ext.high) if ext.high is not None else 0
     return rng.integers(low, high + 1, size=shape, dtype=np.int64)
+
+
+def with_script_layout(tensor: Any, ext: ExternalTensor) -> Any:
+    """The external's tensor (contiguous, of its full shape) in the layout the script's had:
+    an expansion of its base (torch's expand, MindSpore 2.10's broadcast_to: both a stride-0
+    view, checked on CPU), or a permuted dense view (a transposed weight). Both frameworks'
+    tensors have the methods used here."""
+    if ext.expanded_from:
+        base = tensor[tuple(slice(0, 1) if b != s else slice(None)
+                            for b, s in zip(ext.expanded_from, ext.shape))]
+        return base.contiguous().broadcast_to(tuple(ext.shape))
+    if ext.dim_order:
+        order = tuple(ext.dim_order)
+        back = tuple(int(i) for i in np.argsort(order))
+        return tensor.permute(*order).contiguous().permute(*back)
+    return tensor
 
 
 def stand_in_arrays(outputs: Any, index: int) -> Any:
@@ -205,6 +246,8 @@ class Replayer:
             # a Parameter, as the script's layer held it
             import mindspore
             tensor = mindspore.Parameter(tensor, name=f"s{ext.id}", requires_grad=False)
+        else:
+            tensor = with_script_layout(tensor, ext)
         return tensor
 
     def _stand_in(self, call: Call) -> Any:
