@@ -19,6 +19,8 @@ all calls back to back and syncs once at the end; the per-call pass syncs after 
 (each call's latency in context: after its real predecessors, with their caches). Both
 let go of each call's result after its last reader, as the script's Python does (release.py;
 the probe keeps them all), and set torch's grad mode where it changes, not around each call.
+A step sample runs the step written out as straight-line Python (compiled_step.py), so the
+replay's own cost per call is near the script's; the per-call pass keeps the plan's loop.
 """
 from __future__ import annotations
 
