@@ -370,6 +370,8 @@ def _stand_in_step(backward: bool) -> StepProgram:
 def _rerun_with_nan_input(replayer: Replayer) -> np.ndarray:
     replayer._results[0] = np.full((4, 8), np.nan, np.float32)
     replayer._plan[0] = None                          # keep the NaN input for this run
+    replayer._reads[0] = None
+    replayer._plan_releases()                         # the timed step made anew
     replayer._run()
     return replayer._results[1]
 

@@ -2,6 +2,7 @@
 replay of a step program, its output fingerprints and its timings.
 
   executor         Replays a step program in one framework, checks and times it
+  compiled_step    The timed step written out as straight-line Python (the executor's fast path)
   main             `python -m opbench.model.replay.main`: one replay process
   route            What a route is (a callable made from the call's arguments)
   routes           How each call replays in each framework; arguments as written

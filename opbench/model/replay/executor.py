@@ -19,6 +19,8 @@ all calls back to back and syncs once at the end; the per-call pass syncs after 
 (each call's latency in context: after its real predecessors, with their caches). Both
 let go of each call's result after its last reader, as the script's Python does (release.py;
 the probe keeps them all), and set torch's grad mode where it changes, not around each call.
+A step sample runs the step written out as straight-line Python (compiled_step.py), so the
+replay's own cost per call is near the script's; the per-call pass keeps the plan's loop.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from opbench.frameworks.apimap import ApiMapping
 from opbench.model.bound_args import bind
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf, exts_in, refs_in)
+from opbench.model.replay.compiled_step import CompiledStep, StepCall, compile_step
 from opbench.model.replay.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
 from opbench.model.replay.release import (FORWARD, GRADIENTS, Block, per_call_order,
                                           read_before_written, refs_read, releases,
@@ -215,6 +218,13 @@ class Replayer:
         self._grad_at: dict[int, bool] = {}
         self._grad_restore = False
         self._set_grad: Callable[[bool], Any] | None = None
+        # per plan entry, the program arguments its getters read (args, kwargs), so the
+        # timed step can be written out as Python (compiled_step.py); the step so written,
+        # made by _plan_releases (None: _run's loop replays it), and whether the probe's
+        # values of the results it lets go of are still held (let go at its first run)
+        self._arguments: dict[int, tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]]] = {}
+        self._compiled: CompiledStep | None = None
+        self._holding_probe_values = False
         # A MindSpore training step: the forward calls the loss depends on run inside one
         # value_and_grad call (differentiation.py); the per-call pass still times them one
         # by one, and the backward call is that call's time less theirs.
@@ -264,8 +274,10 @@ class Replayer:
         fails, the drawn values alone, not run again."""
         constant = self._stand_in(call)
         if call.index not in self._chained:
+            self._arguments[call.index] = ((), ())
             return (lambda: constant, tuple, dict), status, constant, frozenset()
-        inputs = [self._getter(a) for a in (*refs_in(call), *exts_in(call))]
+        self._arguments[call.index] = ((*refs_in(call), *exts_in(call)), ())
+        inputs = [self._getter(a) for a in self._arguments[call.index][0]]
         fn = stand_in_function(constant, self.framework)
         entry = (fn, gathered(inputs), dict)
         try:
@@ -360,8 +372,8 @@ class Replayer:
                           and not status.stand_in and not call.backward
                           and call.index not in self._folded else None)
         self.adapter.sync()
-        self._plan_releases()
         self._plan_grad_modes()
+        self._plan_releases()
         return prints
 
     def _plan_grad_modes(self) -> None:
@@ -416,6 +428,31 @@ class Replayer:
         self._drop_step = [step.get(i, ()) for i in range(n)]
         self._drop_calls = [calls.get(i, ()) for i in range(n)]
         self._drop_block = {key: calls.get(key, ()) for key in (FORWARD, GRADIENTS)}
+        self._compile_step()
+
+    def _compile_step(self) -> None:
+        """The timed step written out as Python (compiled_step.py), from the plan, its
+        releases and its grad modes; _run's loop stays for what it does not express. Left
+        to the loop: MindSpore's differentiated block (its forward runs inside
+        value_and_grad through the plan's getters, which read `self._results`: written out,
+        every result it reads would have to be written back there first, and the block's
+        ~ms cost dwarfs the loop's ~1 us a call)."""
+        self._compiled = None
+        if self._differentiated is not None:
+            return
+        calls = []
+        for i, entry in enumerate(self._plan):
+            if entry is None:
+                continue
+            if i not in self._arguments:
+                return              # an entry made elsewhere (no arguments known): the loop
+            args, kwargs = self._arguments[i]
+            calls.append(StepCall(i, None if entry[0] is _identity else entry[0], args,
+                                  kwargs, self.status[i].api, self._grad_at.get(i),
+                                  self._drop_step[i]))
+        self._compiled = compile_step(calls, self._externals, self._constant, self._results,
+                                      self._set_grad, self._grad_restore)
+        self._holding_probe_values = self._compiled is not None
 
     def _differentiate(self, call: Call) -> Any:
         """A training step in MindSpore, which has no backward call to replay: value_and_grad
@@ -442,11 +479,13 @@ class Replayer:
                 problem="left out: it did not run in this framework's probe or in the "
                         "traced framework's"))
         if call.alias_of is not None:
+            self._arguments[call.index] = ((call.alias_of,), ())
             getter = self._getter(call.alias_of)
             return ((_identity, lambda: (getter(),), dict),
                     CallStatus(call.index, "alias", True), getter(),
                     refs_read((call.alias_of,)))
         if call.index in self._folded:
+            self._arguments[call.index] = ((call.args[0],), ())
             getter = self._getter(call.args[0])      # the receiver, passed through
             return ((_identity, lambda: (getter(),), dict),
                     CallStatus(call.index, FOLDED_INTO, True),
@@ -473,6 +512,7 @@ class Replayer:
                 errors.append(f"{candidate.api}: {type(exc).__name__}: {error_line(exc)}")
                 continue
             index = chosen if chosen is not None else position
+            self._arguments[call.index] = (tuple(candidate.args), tuple(candidate.kwargs))
             return ((fn, get_args, get_kwargs),
                     CallStatus(call.index, candidate.api, True, route=index,
                                problem="; ".join(errors)[:400] or None), value,
@@ -505,7 +545,17 @@ class Replayer:
 
     # -- timing ------------------------------------------------------------------------------
     def _run(self) -> None:
-        """One step: each call's result dropped after its last reader (_plan_releases)."""
+        """One step: each call's result dropped after its last reader (_plan_releases);
+        written out as Python where it could be (_compile_step), else this loop."""
+        compiled = self._compiled
+        if compiled is not None:
+            if self._holding_probe_values:
+                # as the loop's first step does: the probe kept every result
+                for j in compiled.dropped:
+                    self._results[j] = None
+                self._holding_probe_values = False
+            compiled.run()
+            return
         results, grad, drops = self._results, self._differentiated, self._drop_step
         if grad is None:
             modes, set_grad = self._grad_at, self._set_grad
