@@ -17,8 +17,8 @@ from opbench.model.affinity.measure import (DID_NOT_RUN, OUTPUTS_DIFFER, Suggest
                                             measure_one, outputs_check, sort_rows)
 from opbench.model.affinity.patterns import ROUTE_FAMILY
 from opbench.model.affinity.run import candidates_of
-from opbench.model.affinity.saving import (FASTER, NO_GAIN, SLOWER, saving_from,
-                                           verdict_of)
+from opbench.model.affinity.saving import (FASTER, NO_GAIN, RESOLUTION_SHARE, SLOWER,
+                                           saving_from, verdict_of)
 from opbench.model.affinity.swap import swapped_step
 from opbench.model.impact.record import ModelRecord, SuggestionRow, model_schema
 from opbench.model.program import Call, Ext, ExternalTensor, Lit, Ref, Seq, Site
@@ -351,6 +351,21 @@ def test_the_interval_decides_faster_slower_or_no_measurable_gain():
     assert verdict_of(slower) == SLOWER
     noise = saving_from(processes([(10.0, 8.0), (10.0, 12.0), (10.0, 10.5)]))
     assert verdict_of(noise) == NO_GAIN and noise.ci_low < 0 < noise.ci_high
+
+
+def test_a_saving_below_the_replays_resolution_is_no_measurable_gain():
+    # the torch optimizer loop's claim of 2026-11-28: 0.010 ms [0.0005, 0.019] on a 1.2 ms
+    # step, where the script pair measured the swap 0.006 ms slower
+    def processes(saved):
+        return [([[1.2e-3] * 5] * 2, [[1.2e-3 - s] * 5] * 2) for s in saved]
+
+    tiny = saving_from(processes([0.008e-3, 0.010e-3, 0.012e-3, 0.009e-3, 0.011e-3, 0.010e-3]))
+    assert tiny.ci_low > 0 and tiny.estimate < RESOLUTION_SHARE * tiny.time_now_s
+    assert verdict_of(tiny) == NO_GAIN
+    clear = saving_from(processes([0.020e-3, 0.025e-3, 0.030e-3]))   # ~2% of the step
+    assert verdict_of(clear) == FASTER
+    assert verdict_of(saving_from(processes([-0.008e-3, -0.010e-3, -0.012e-3, -0.009e-3]))) == NO_GAIN
+    assert verdict_of(saving_from(processes([-0.020e-3, -0.025e-3, -0.030e-3]))) == SLOWER
 
 
 def test_one_process_uses_its_rounds_and_one_round_has_no_interval():
