@@ -12,9 +12,11 @@ names each figure); a script that fails today on a bug being fixed elsewhere is 
 xfail(strict=False) with the error it fails with, to flip once the fix is merged.
 
     flock /tmp/opbench-cpu.lock python -m pytest tests/integration/test_conformance.py
+    OPBENCH_CONFORMANCE_ROWS=/tmp/rows.md python -m pytest ...   # the docs table's rows too
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -39,6 +41,9 @@ def _param(entry: conformance.Entry):
 # (2026-11-28). A MindSpore-traced script outside its bound is run once more, fresh: a fault
 # misses both times, a mode switch seldom twice.
 MINDSPORE_RERUNS = 1
+# Set to a file path: each run's docs-table row is appended there too (tools/conformance.py's
+# table, from the test run itself: `OPBENCH_CONFORMANCE_ROWS=/tmp/rows.md pytest ...`).
+ROWS_ENV = "OPBENCH_CONFORMANCE_ROWS"
 
 
 @pytest.mark.parametrize("entry", [_param(e) for e in ENTRIES])
@@ -65,7 +70,13 @@ def test_opbench_model_on_corpus_script(entry: conformance.Entry, tmp_path):
 def _checked_run(entry: conformance.Entry, out_dir) -> conformance.Run:
     """One `opbench model` run: no crash, a record, coverage at least the floor."""
     run = conformance.run_entry(entry, out_dir)
-    print(conformance.table_row(run))
+    row = conformance.table_row(run)
+    print(row)
+    rows = os.environ.get(ROWS_ENV)
+    if rows:
+        # a test run that is also the docs table's run (each row appended as it is made)
+        with open(rows, "a") as handle:
+            handle.write(row + "\n")
     assert not run.crashed, (f"opbench model exited {run.returncode} on {entry.script}:\n"
                              f"{run.stderr[-3000:]}")
     assert run.record is not None, f"no --json record for {entry.script}:\n{run.stderr[-3000:]}"
