@@ -804,3 +804,19 @@ def test_an_embedding_bag_that_renormalises_or_has_sparse_gradients_says_why(tor
     problems = [c.problem for c in feed.calls()]
     assert "max_norm" in problems[0] and "sparse" in problems[1]
     assert "scale_grad_by_freq" in problems[2]
+
+
+# -- a layer with no function form is traced through (capture/lowering.py) -------------------
+
+def test_a_layer_with_no_function_form_is_traced_through_and_one_with_a_rule_is_not():
+    from opbench.model.capture.lowering import traced_through
+
+    def site(api):
+        return CallSite(api.split(".")[0], api, MODULE, skip=1)
+
+    for api in ("torch.nn.TransformerEncoder", "torch.nn.GroupNorm", "torch.nn.GRU",
+                "torch.nn.MultiheadAttention", "mindspore.nn.GRU"):
+        assert traced_through(site(api), object(), (), {})
+    # a layer with a rule stays one call, also one whose rule then refuses it (its reason)
+    for api in ("torch.nn.Linear", "torch.nn.LSTM", "torch.nn.Embedding", "mindspore.nn.Dense"):
+        assert not traced_through(site(api), object(), (), {})
