@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("torch")
 
 from opbench.model.impact.processes import Interpreter, run_capture  # noqa: E402
-from opbench.model.program import Program  # noqa: E402
+from opbench.model.program import Lit, Program  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -24,13 +24,14 @@ torch.set_num_threads(1)
 encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(32, 4, 64, batch_first=True), 2)
 gru = nn.GRU(16, 32, batch_first=True)
 norm = nn.GroupNorm(4, 16)
-smooth = nn.SmoothL1Loss()
+smooth, l1, huber = nn.SmoothL1Loss(), nn.L1Loss(), nn.HuberLoss(delta=0.5)
 x, s, image = torch.randn(2, 5, 32), torch.randn(2, 5, 16), torch.randn(2, 16, 8)
 for _ in range(3):
     y = encoder(x)
     out, h = gru(s)
     g = norm(image)
-    loss = smooth(g, torch.zeros_like(g))
+    target = torch.zeros_like(g)
+    loss = smooth(g, target) + l1(g, target) + huber(g, target)
 encoder.eval()
 with torch.no_grad():       # torch's fast path, were it taken: _transformer_encoder_layer_fwd
     encoder(x)
@@ -51,7 +52,7 @@ def test_layers_with_no_function_form_are_captured_as_the_calls_they_make(tmp_pa
     program = _capture(tmp_path, LAYERS)
     apis = [c.api for c in program.calls]
     for layer in ("TransformerEncoder", "TransformerEncoderLayer", "MultiheadAttention",
-                  "GRU", "GroupNorm", "SmoothL1Loss"):
+                  "GRU", "GroupNorm", "SmoothL1Loss", "L1Loss", "HuberLoss"):
         assert f"torch.nn.{layer}" not in apis
     assert not any("no function form" in (c.problem or "") for c in program.calls)
     # the encoder's layers that lower, its attention's function, and the leaves' functions
@@ -60,7 +61,10 @@ def test_layers_with_no_function_form_are_captured_as_the_calls_they_make(tmp_pa
     assert apis.count("torch.nn.functional.multi_head_attention_forward") == 8
     assert apis.count("torch.gru") == 3
     assert apis.count("torch.nn.functional.group_norm") == 3
-    assert apis.count("torch.nn.functional.smooth_l1_loss") == 3
+    for loss in ("smooth_l1_loss", "l1_loss", "huber_loss"):
+        assert apis.count(f"torch.nn.functional.{loss}") == 3
+    huber = next(c for c in program.calls if c.api == "torch.nn.functional.huber_loss")
+    assert ("delta", Lit(0.5)) in huber.kwargs          # the layer's setting, as it passed it
     # under the tracer's function mode torch takes no fast path (has_torch_function is
     # true with a mode on): the eval-mode, no-grad encoder call made the same calls
     assert not any("_transformer_encoder_layer_fwd" in a or "_native_multi_head" in a
