@@ -8,7 +8,8 @@
 - primitive calls (`ops.Add()(x, y)`, the style of older MindSpore models): __call__ of every
   public primitive class in mindspore.ops.
 - nn.Cell calls: nn.Cell.__call__; framework layers (nn.Dense, mint.nn.Linear) are APIs, a
-  user's own Cells and containers (SequentialCell, CellList) are scopes.
+  user's own Cells and containers (SequentialCell, CellList) are scopes; a layer the
+  recorder's rule traces through is not recorded, the calls its construct makes are.
 
 Traced code must run in PyNative mode (MindSpore's default). In graph mode and inside @jit the
 compiler parses Python source, and wrappers would be compiled instead of the APIs: when graph
@@ -167,9 +168,15 @@ class MindSporeInterceptor:
     def _wrap_cell_call(self) -> None:
         recorder, cell_site = self.recorder, self.cell_site
         original = lookup_static(nn.Cell, "__call__")
+        compiled = graph_mode()
 
         def cell_call(cell: Any, *args: Any, **kwargs: Any) -> Any:
-            return recorder.call(cell_site(type(cell)), original, (cell, *args), kwargs)
+            site = cell_site(type(cell))
+            # in graph mode only Cell calls are wrapped: a Cell traced through would be lost
+            if site.kind == MODULE and not compiled \
+                    and recorder.traces_through(site, cell, args, kwargs):
+                return original(cell, *args, **kwargs)    # its construct's calls are recorded
+            return recorder.call(site, original, (cell, *args), kwargs)
 
         self._patches.replace(nn.Cell, "__call__", make_wrapper(original, cell_call))
 

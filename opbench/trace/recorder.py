@@ -39,6 +39,10 @@ from opbench.trace.overhead import TracerOverhead
 from opbench.trace.signature import TensorDescriber, describe_call
 
 Clock = Callable[[], int]
+# Is this framework layer's call traced THROUGH (its own calls recorded, itself not)? Asked
+# by the interceptors before a top-level layer call, with the layer's CallSite, the layer and
+# its arguments (the model's capture: a layer with no function form, model/capture/through.py).
+LayerRule = Callable[[CallSite, Any, tuple, dict], bool]
 
 
 class CallObserver(Protocol):
@@ -182,7 +186,7 @@ class _ThreadState(threading.local):
 class Recorder:
     def __init__(self, *, nested: bool = False, timing: str = SERIAL,
                  clock: Clock = time.perf_counter_ns, max_events: int = DEFAULT_MAX_EVENTS,
-                 observer: CallObserver | None = None):
+                 observer: CallObserver | None = None, through: LayerRule | None = None):
         if timing not in TIMINGS:
             raise ValueError(f"timing must be one of {TIMINGS}, not {timing!r}")
         self.nested = nested
@@ -200,6 +204,7 @@ class Recorder:
         self._active = False
         self._start_ns = self._stop_ns = 0
         self._observer = observer
+        self._through = through
         self._markers: list[tuple[int, str]] = []
 
     # -- configuration ------------------------------------------------------------------
@@ -247,6 +252,20 @@ class Recorder:
 
     def in_internal(self) -> bool:
         return self._local.internal > 0
+
+    def traces_through(self, site: CallSite, layer: Any, args: tuple, kwargs: dict) -> bool:
+        """Whether a framework layer's call about to run is traced through: not recorded
+        itself, the calls its forward makes recorded in its place. Only a call that would be
+        recorded at the top level is asked about (inside a recorded call nothing is)."""
+        rule = self._through
+        local = self._local
+        if rule is None or local.internal or not self._active or local.stack:
+            return False
+        local.internal += 1
+        try:
+            return rule(site, layer, args, kwargs)
+        finally:
+            local.internal -= 1
 
     # -- the hot path -------------------------------------------------------------------
     def call(self, site: CallSite, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -397,8 +416,9 @@ class TimingRecorder(Recorder):
     (docs/model.md, "The self-check's base"). Top-level calls only (nested=False)."""
 
     def __init__(self, sink: TimingSink | _GrowingSink, *, timing: str = SERIAL,
-                 clock: Clock = time.perf_counter_ns):
-        super().__init__(nested=False, timing=timing, clock=clock, max_events=0)
+                 clock: Clock = time.perf_counter_ns, through: LayerRule | None = None):
+        super().__init__(nested=False, timing=timing, clock=clock, max_events=0,
+                         through=through)
         self._sink = sink
 
     def call(self, site: CallSite, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:

@@ -8,7 +8,9 @@
   `x + y` only as Tensor.add: the wrapper records Tensor.__add__, and the add it performs
   underneath is an internal call (recorded as its child only with nested=True).
 - nn.Module calls: nn.Module.__call__ is wrapped; framework layers (torch.nn.Linear) are APIs,
-  a user's own Module subclasses and containers (Sequential, ModuleList) are scopes.
+  a user's own Module subclasses and containers (Sequential, ModuleList) are scopes. A layer
+  the recorder's rule traces through (the model's capture: one with no function form) is not
+  recorded; the calls its forward makes are, as top-level calls.
 
 Importing this module imports torch; the tracer imports it only when torch is traced.
 """
@@ -311,6 +313,9 @@ class TorchInterceptor:
 
         def module_call(module: Any, *args: Any, **kwargs: Any) -> Any:
             site = module_site(type(module))
+            if site.kind == MODULE and recorder.traces_through(site, module, args, kwargs):
+                # its forward's own calls are recorded in its place (the function mode stays on)
+                return original(module, *args, **kwargs)
             if disable is not None and site.kind == MODULE:
                 with disable():
                     return recorder.call(site, original, (module, *args), kwargs)

@@ -21,8 +21,8 @@ from opbench.trace.events import SERIAL, TIMINGS
 from opbench.trace.import_hook import PostImportHook
 from opbench.trace.overhead import TracerOverhead, calibrate, calibrate_in_window
 from opbench.trace.record import write_log, write_record
-from opbench.trace.recorder import (DEFAULT_MAX_EVENTS, NO_SYNC, CallObserver, Recorder,
-                                    TimingRecorder, TimingSink, TraceData)
+from opbench.trace.recorder import (DEFAULT_MAX_EVENTS, NO_SYNC, CallObserver, LayerRule,
+                                    Recorder, TimingRecorder, TimingSink, TraceData)
 from opbench.trace.summary import SummaryRow, summarize
 from opbench.trace.table import table_text
 
@@ -59,7 +59,8 @@ class Tracer:
                  framework: str | Iterable[str] = BOTH, max_events: int = DEFAULT_MAX_EVENTS,
                  calibrate_overhead: bool = True, observer: CallObserver | None = None,
                  calibration_observer: Callable[[], CallObserver] | None = None,
-                 calibrate_in_window: bool = False, timing_sink: TimingSink | None = None):
+                 calibrate_in_window: bool = False, timing_sink: TimingSink | None = None,
+                 through: LayerRule | None = None):
         if sync not in TIMINGS:
             raise TraceError(f"sync must be one of {', '.join(TIMINGS)}, not {sync!r}")
         names = (FRAMEWORKS if framework == BOTH else
@@ -86,6 +87,9 @@ class Tracer:
         # duration go to this sink, with no event, description or observer (the model's
         # light timing pass); None: the full recorder
         self.timing_sink = timing_sink
+        # which framework layers are traced through (trace/recorder.py LayerRule); None: none,
+        # every framework layer is one recorded call
+        self.through = through
         self._recorder: Recorder | None = None
         self._interceptors: dict[str, Any] = {}
         self._hook: PostImportHook | None = None
@@ -104,10 +108,12 @@ class Tracer:
             if self.nested or self.observer is not None:
                 raise TraceError("a timing-only tracer records top-level calls with no "
                                  "observer")
-            self._recorder = TimingRecorder(self.timing_sink, timing=self.timing)
+            self._recorder = TimingRecorder(self.timing_sink, timing=self.timing,
+                                            through=self.through)
         else:
             self._recorder = Recorder(nested=self.nested, timing=self.timing,
-                                      max_events=self.max_events, observer=self.observer)
+                                      max_events=self.max_events, observer=self.observer,
+                                      through=self.through)
         self._interceptors, self._notes, self._data = {}, [], None
         self._status = {n: "not installed" for n in missing}
         self._recorder.start()

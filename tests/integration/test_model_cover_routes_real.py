@@ -104,6 +104,68 @@ def test_lstm_in_mindspore_on_torchs_weights_computes_torchs_lstm(resolve, layer
         np.testing.assert_allclose(got.asnumpy(), want.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("layers, bidirectional, batch_first", [(1, True, True),
+                                                                 (2, False, False)])
+def test_gru_in_mindspore_on_torchs_weights_computes_torchs_gru(resolve, layers, bidirectional,
+                                                                batch_first):
+    """torch.gru (nn.GRU's call, traced through) in MindSpore as nn.GRU runs on CPU, per layer
+    and direction, on the torch layer's flat weights and its initial state: the same gates
+    (r, z, n), so the same output and state."""
+    torch.manual_seed(0)
+    layer = torch.nn.GRU(32, 16, num_layers=layers, batch_first=batch_first,
+                         bidirectional=bidirectional)
+    x = torch.randn((4, 12, 32) if batch_first else (12, 4, 32))
+    h0 = torch.randn(layers * (2 if bidirectional else 1), 4, 16)
+    with torch.no_grad():
+        expected, h = layer(x, h0)
+    params = layer._flat_weights
+    call = _call("torch.gru", (Ref(0), Ext(0), Seq("list", tuple(Ext(i + 1) for i in
+                                                                 range(len(params)))),
+                               Lit(True), Lit(layers), Lit(0.0), Lit(False),
+                               Lit(bidirectional), Lit(batch_first)), kind="function")
+    route = route_for(call, "mindspore", load_mapping())
+    assert isinstance(route, Route), route
+    out, ms_h = route.make(resolve)(ms.Tensor(x.numpy()), ms.Tensor(h0.numpy()),
+                                    [ms.Tensor(p.detach().numpy()) for p in params])
+    for got, want in ((out, expected), (ms_h, h)):
+        np.testing.assert_allclose(got.asnumpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_multi_head_attention_in_mindspore_computes_torchs_with_its_padding_mask(resolve,
+                                                                                need_weights):
+    """F.multi_head_attention_forward (nn.MultiheadAttention's call, traced through) with a
+    key padding mask and keywords as the layer passes them, in MindSpore's functional."""
+    torch.manual_seed(0)
+    layer = torch.nn.MultiheadAttention(32, 4).eval()
+    x = torch.randn(6, 3, 32)                         # (length, batch, embed): not batch_first
+    mask = torch.zeros(3, 6, dtype=torch.bool)
+    mask[:, -2:] = True
+    with torch.no_grad():
+        expected, weights = layer(x, x, x, key_padding_mask=mask, need_weights=need_weights)
+    tensors = [x, x, x, layer.in_proj_weight, layer.in_proj_bias, layer.out_proj.weight,
+               layer.out_proj.bias, mask]
+    call = _call("torch.nn.functional.multi_head_attention_forward",
+                 (Ref(0), Ref(0), Ref(0), Lit(32), Lit(4), Ext(1), Ext(2), Lit(None), Lit(None),
+                  Lit(False), Lit(0.0), Ext(3), Ext(4)),
+                 (("training", Lit(False)), ("key_padding_mask", Ext(5)),
+                  ("need_weights", Lit(need_weights)), ("attn_mask", Lit(None)),
+                  ("average_attn_weights", Lit(True)), ("is_causal", Lit(False))),
+                 kind="function")
+    route = route_for(call, "mindspore", load_mapping())
+    assert isinstance(route, Route), route
+    values = dict(zip((Ref(0), Ext(1), Ext(2), Ext(3), Ext(4), Ext(5)),
+                      (tensors[0], *tensors[3:])))
+    args = [ms.Tensor(values[a].detach().numpy()) if a in values else a.value
+            for a in route.args]
+    out, ms_weights = route.make(resolve)(*args)
+    np.testing.assert_allclose(out.asnumpy(), expected.numpy(), rtol=1e-4, atol=1e-5)
+    if need_weights:
+        np.testing.assert_allclose(ms_weights.asnumpy(), weights.numpy(), rtol=1e-4, atol=1e-5)
+    else:
+        assert ms_weights is None and weights is None
+
+
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
 def test_embedding_bag_in_mindspore_computes_torchs_bags_from_drawn_offsets(resolve, mode):
     """Offsets drawn from their range (unsorted, not from 0: torch refuses them as they are)

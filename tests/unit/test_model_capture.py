@@ -915,3 +915,18 @@ def test_a_mindspore_backward_or_compiled_call_reads_no_layout_outside_the_trace
     feed.function("torch.relu", (CountingTensor(np.zeros(4, np.float32), FLOAT32),),
                   result=_hidden(4))
     assert CountingTensor.reads > before           # a traced call's tensors are read
+
+# -- a layer with no function form is traced through (capture/lowering.py) -------------------
+
+def test_a_layer_with_no_function_form_is_traced_through_and_one_with_a_rule_is_not():
+    from opbench.model.capture.lowering import traced_through
+
+    def site(api):
+        return CallSite(api.split(".")[0], api, MODULE, skip=1)
+
+    for api in ("torch.nn.TransformerEncoder", "torch.nn.GroupNorm", "torch.nn.GRU",
+                "torch.nn.MultiheadAttention", "mindspore.nn.GRU"):
+        assert traced_through(site(api), object(), (), {})
+    # a layer with a rule stays one call, also one whose rule then refuses it (its reason)
+    for api in ("torch.nn.Linear", "torch.nn.LSTM", "torch.nn.Embedding", "mindspore.nn.Dense"):
+        assert not traced_through(site(api), object(), (), {})

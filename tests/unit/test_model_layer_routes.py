@@ -157,3 +157,35 @@ def test_lstm_in_mindspore_takes_the_same_tensors_and_needs_literal_settings():
     for target in ("torch", "mindspore"):
         found = route_for(_call("torch.lstm", unknown), target, mapping)
         assert isinstance(found, Unmapped) and "settings" in found.reason
+
+
+# -- nn.GRU and nn.MultiheadAttention, traced through (capture/lowering.py traced_through) ----
+
+MHA = "torch.nn.functional.multi_head_attention_forward"
+
+
+def test_multi_head_attention_goes_to_mindspore_by_name_without_need_weights():
+    """The mapping's positional rule refused the layer's keywords ("takes its arguments
+    differently ... and the call passes keywords"): the route passes each by its name."""
+    call = _call(MHA, (X, X, X, Lit(32), Lit(4), Ext(1), Ext(2), Lit(None), Lit(None),
+                       Lit(False), Lit(0.0), Ext(3), Ext(4)),
+                 (("training", Lit(False)), ("key_padding_mask", Ext(5)),
+                  ("need_weights", Lit(False)), ("attn_mask", Lit(None))))
+    route = route_for(call, "mindspore", load_mapping())
+    assert isinstance(route, Route) and "multi_head_attention_forward" in route.api
+    assert route.args == (X, X, X, Lit(32), Lit(4), Ext(1), Ext(2), Lit(None), Lit(None),
+                          Lit(False), Lit(0.0), Ext(3), Ext(4), Lit(False), Ext(5), Lit(None))
+    refused = route_for(_call(MHA, call.args, (("need_weights", Ext(6)),)), "mindspore",
+                        load_mapping())
+    assert isinstance(refused, Unmapped) and "need_weights" in refused.reason
+
+
+def test_gru_goes_to_mindspore_as_its_layer_and_says_why_not_without_numbers():
+    settings = (Lit(True), Lit(2), Lit(0.0), Lit(False), Lit(False), Lit(True))
+    route = route_for(_call("torch.gru", (X, Ext(1), Seq("list", (Ext(2), Ext(3))), *settings)),
+                      "mindspore", load_mapping())
+    assert isinstance(route, Route) and "GRU" in route.api
+    assert route.args == (X, Ext(1), Seq("list", (Ext(2), Ext(3))))
+    unknown = route_for(_call("torch.gru", (X, Ext(1), Seq("list", (Ext(2),)), Ext(4),
+                                            *settings[1:])), "mindspore", load_mapping())
+    assert isinstance(unknown, Unmapped) and "torch.gru" in unknown.reason

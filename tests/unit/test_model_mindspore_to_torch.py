@@ -294,3 +294,59 @@ def test_a_reduction_over_a_computed_axis_or_skipping_is_unmapped():
 def test_a_tensors_assign_value_is_copy_under_no_grad_too():
     route = route_for(_ms_call("mindspore.Tensor.assign_value", (W, X)), "torch", MAPPING)
     assert route.api == "torch.Tensor.copy_" and route.args == (W, X)
+
+
+# -- the primitives mindspore.nn.GRU's CPU loop calls (traced through) ----------------------
+
+class _Operand:
+    """Stands for a 2-D tensor: its .mT says it was transposed."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @property
+    def mT(self):  # noqa: N802 (torch's name)
+        return _Operand(self.name + ".T")
+
+
+def test_matmul_primitive_is_torch_matmul_on_the_operands_it_transposes():
+    call = _ms_call("mindspore.ops.MatMul", (X, W), init=(("transpose_a", False),
+                                                         ("transpose_b", True)),
+                    kind="primitive")
+    route = route_for(call, "torch", MAPPING)
+    assert route.args == (X, W)
+    fn = route.make(lambda api: (lambda a, b: (api, a.name, b.name)))
+    assert fn(_Operand("x"), _Operand("w")) == ("torch.matmul", "x", "w.T")
+    other = replace(call, init=(("transpose_a", True), ("transpose_b", False), ("dtype", 1)))
+    assert isinstance(route_for(other, "torch", MAPPING), Unmapped)
+
+
+@pytest.mark.parametrize("api, init, args, torch_api, route_args, kwargs", [
+    ("mindspore.ops.Split", (("axis", 1), ("output_num", 3)), (X,), "torch.chunk",
+     (X, Lit(3)), (("dim", Lit(1)),)),
+    ("mindspore.ops.Stack", (("axis", 0),), (Seq("list", (X, W)),), "torch.stack",
+     (Seq("list", (X, W)),), (("dim", Lit(0)),)),
+    ("mindspore.ops.Concat", (("axis", 2),), (Seq("tuple", (X, W)),), "torch.cat",
+     (Seq("tuple", (X, W)),), (("dim", Lit(2)),)),
+    ("mindspore.ops.Squeeze", (("axis", 0),), (X,), "torch.squeeze", (X, Lit(0)), ()),
+    ("mindspore.ops.Squeeze", (("axis", (0, 2)),), (X,), "torch.squeeze",
+     (X, Seq("tuple", (Lit(0), Lit(2)))), ()),
+    ("mindspore.ops.Squeeze", (("axis", ()),), (X,), "torch.squeeze", (X,), ()),
+])
+def test_the_grus_shape_primitives_are_torchs_functions_on_their_axis(api, init, args,
+                                                                       torch_api, route_args,
+                                                                       kwargs):
+    route = route_for(_ms_call(api, args, init=init, kind="primitive"), "torch", MAPPING)
+    assert route.make(lambda name: name) == torch_api
+    assert (route.args, route.kwargs) == (route_args, kwargs)
+
+
+def test_a_transpose_is_torch_permute_and_zeros_takes_its_dtype_by_keyword():
+    perm = Seq("tuple", (Lit(1), Lit(0), Lit(2)))
+    for call in (_ms_call("mindspore.ops.Transpose", (X, perm), kind="primitive"),
+                 _ms_call("mindspore.ops.transpose", (X, perm))):
+        route = route_for(call, "torch", MAPPING)
+        assert route.make(lambda name: name) == "torch.permute" and route.args == (X, perm)
+    shape = Seq("tuple", (Lit(1), Lit(4), Lit(16)))
+    route = route_for(_ms_call("mindspore.ops.zeros", (shape, Ext(7))), "torch", MAPPING)
+    assert route.args == (shape,) and route.kwargs == (("dtype", Ext(7)),)

@@ -20,6 +20,13 @@ def _call(api: str, args: tuple = (Ext(0),), kwargs: tuple = (), index: int = 0,
                 duration_ns=1, start_ns=0)
 
 
+# query, key, value, embed_dim, num_heads, in_proj weight and bias, bias_k, bias_v,
+# add_zero_attn; then dropout_p; then out_proj's weight and bias
+_MHA = (Ext(0), Ext(0), Ext(0), Lit(32), Lit(4), Ext(1), Ext(2), Lit(None), Lit(None),
+        Lit(False))
+_MHA_OUT = (Ext(3), Ext(4))
+
+
 @pytest.mark.parametrize("call, random", [
     (_call(F + "dropout", (Ext(0), Lit(0.1), Lit(True))), True),        # nn.Dropout, lowered
     (_call(F + "dropout", (Ext(0),), (("p", Lit(0.1)), ("training", Lit(False)))), False),
@@ -35,6 +42,14 @@ def _call(api: str, args: tuple = (Ext(0),), kwargs: tuple = (), index: int = 0,
      True),
     (_call("torch.lstm", (Ext(0), Lit(None), Ext(1), Lit(True), Lit(2), Lit(0.2), Lit(False))),
      False),
+    # nn.GRU and nn.MultiheadAttention traced through (capture/lowering.py traced_through)
+    (_call("torch.gru", (Ext(0), Ext(1), Ext(2), Lit(True), Lit(2), Lit(0.1), Lit(True))), True),
+    (_call("torch.gru", (Ext(0), Ext(1), Ext(2), Lit(True), Lit(2), Lit(0.0), Lit(True))), False),
+    (_call(F + "multi_head_attention_forward", _MHA + (Lit(0.1),) + _MHA_OUT,
+           (("training", Lit(True)),)), True),
+    (_call(F + "multi_head_attention_forward", _MHA + (Lit(0.1),) + _MHA_OUT,
+           (("training", Lit(False)),)), False),
+    (_call(F + "multi_head_attention_forward", _MHA + (Lit(0.0),) + _MHA_OUT), False),
 ])
 def test_a_training_dropout_with_a_nonzero_p_draws_random_numbers(call, random):
     assert draws_random_numbers(call) is random

@@ -103,6 +103,52 @@ def test_with_nesting_children_keep_their_parent_and_self_time_excludes_them():
     assert stats["fake.add"].self_ns == child.duration_ns
 
 
+def _module_call(recorder, site, fn, layer, *args):
+    """What the interceptors' Module/Cell wrappers do with a framework layer's call."""
+    if recorder.traces_through(site, layer, args, {}):
+        return fn(layer, *args)
+    return recorder.call(site, fn, (layer, *args), {})
+
+
+def test_a_layer_the_rule_traces_through_is_not_recorded_and_its_own_calls_are():
+    asked = []
+
+    def rule(site, layer, args, kwargs):
+        asked.append((site.api, layer, recorder.in_internal()))
+        return site.api == "fake.nn.Layer"
+
+    recorder, _, _ = make(through=rule)
+    opaque = CallSite("fake", "fake.nn.Other", MODULE, skip=1)
+    marker = object()
+
+    def forward(module, x):
+        recorder.call(MUL, lambda a: a, (x,), {})
+        return _module_call(recorder, opaque, lambda m, a: recorder.call(ADD, lambda: a, (), {}),
+                            object(), x)
+
+    _module_call(recorder, LAYER, forward, marker, FakeTensor(4))
+    # the traced-through layer's mul and its inner layer are top-level calls; the inner
+    # layer (kept by the rule) is one call, its add inside it is not recorded
+    assert [e.api for e in recorder.data().events] == ["fake.mul", "fake.nn.Other"]
+    assert [e.depth for e in recorder.data().events] == [0, 0]
+    # asked before each top-level layer call, as the tracer's own work (nothing recorded)
+    assert [(api, internal) for api, _, internal in asked] == [("fake.nn.Layer", True),
+                                                                ("fake.nn.Other", True)]
+    assert asked[0][1] is marker
+
+
+def test_no_rule_or_a_call_inside_a_recorded_one_is_never_traced_through():
+    recorder, _, _ = make()
+    assert not recorder.traces_through(LAYER, object(), (), {})
+    recorder, _, _ = make(through=lambda *a: True)
+    seen = []
+    recorder.call(ADD, lambda: seen.append(recorder.traces_through(LAYER, object(), (), {})),
+                  (), {})
+    assert seen == [False]
+    recorder.stop()
+    assert not recorder.traces_through(LAYER, object(), (), {})
+
+
 def test_the_same_api_seen_by_two_layers_is_recorded_once():
     recorder, _, _ = make(nested=True)
     recorder.call(ADD, lambda: recorder.call(ADD, lambda: 1, (), {}), (), {})

@@ -32,6 +32,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
+from opbench.model.capture.lowering import traced_through
 from opbench.trace.events import SERIAL
 from opbench.trace.recorder import TimingSink
 from opbench.trace.tracer import Tracer
@@ -76,8 +77,9 @@ class _TimingTracer(Protocol):
 def _framework_tracer(sink: TimingSink) -> _TimingTracer:
     # in-window calibrated as the capture's tracer is, on the same sequence of small calls,
     # with nothing observing them (as nothing observes the pass's calls)
+    # the same layers traced through as in the capture, so the two runs make the same calls
     return Tracer(nested=False, sync=SERIAL, framework="both", timing_sink=sink,
-                  calibrate_in_window=True)
+                  calibrate_in_window=True, through=traced_through)
 
 
 def match_light(captured: Sequence[str | None], sink: TimingSink, ended_early: bool,

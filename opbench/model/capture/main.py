@@ -19,6 +19,7 @@ from typing import Any
 
 from opbench.model import markers
 from opbench.model.capture.light import LightTiming, light_pass
+from opbench.model.capture.lowering import traced_through
 from opbench.model.capture.observer import DEFAULT_MAX_CALLS, Capture
 from opbench.model.capture.ms_backward import MindSporeBackward
 from opbench.model.capture.ms_jit import MindSporeJit
@@ -138,7 +139,7 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
                     # a capture of their own (its work between two calls is part of what a
                     # call's duration pays: trace/overhead.py)
                     calibration_observer=lambda: Capture(max_calls=max_calls, steps=None),
-                    calibrate_in_window=True)
+                    calibrate_in_window=True, through=traced_through)
     markers.activate(capture)
     status, error = 0, None
     tracer.start()

@@ -42,6 +42,14 @@ BAG_PARAMETERS = ["input", "weight", "offsets", "max_norm", "norm_type", "scale_
                   "mode", "sparse", "per_sample_weights", "include_last_offset",
                   "padding_idx"]
 BAG_MODES = ("sum", "mean", "max")
+# torch.nn.functional.multi_head_attention_forward's parameters (torch 2.13); MindSpore 2.10's
+# ops.function.nn_func.multi_head_attention_forward has the same but need_weights
+MHA_PARAMETERS = ["query", "key", "value", "embed_dim_to_check", "num_heads", "in_proj_weight",
+                  "in_proj_bias", "bias_k", "bias_v", "add_zero_attn", "dropout_p",
+                  "out_proj_weight", "out_proj_bias", "training", "key_padding_mask",
+                  "need_weights", "attn_mask", "use_separate_proj_weight", "q_proj_weight",
+                  "k_proj_weight", "v_proj_weight", "static_k", "static_v",
+                  "average_attn_weights", "is_causal"]
 
 
 # -- offsets a replay can use -----------------------------------------------------------------
@@ -109,7 +117,7 @@ def _lstm_settings(call: Call) -> LstmSettings | Unmapped:
     v = bound(call, LSTM_PARAMETERS)
     settings = {n: literal(getattr(v, n)) for n in LSTM_PARAMETERS[3:]}
     if any(value is None for value in settings.values()) or v.params is None:
-        return Unmapped("torch.lstm without its settings as numbers")
+        return Unmapped(f"{call.replay_api} without its settings as numbers")
     return LstmSettings(input=v.input, hx=v.hx or Lit(None), params=v.params, **settings)
 
 
@@ -231,6 +239,76 @@ def _ms_lstm(call: Call) -> Route | Unmapped:
                  "nn.LSTM)", make, (s.input, s.hx, s.params))
 
 
+def _ms_gru(call: Call) -> Route | Unmapped:
+    """torch.gru (nn.GRU's call, traced through: capture/lowering.py traced_through) takes
+    torch.lstm's arguments with one state tensor: what mindspore.nn.GRU runs on CPU, layer
+    by layer and direction by direction (nn.layer.rnns._DynamicGRUCPUGPU: a Python loop of
+    rnn_cells._gru_cell over the time steps, no fused kernel), on torch's weights (the same
+    gate order r, z, n and update h' = n + z * (h - n): rnn_cells._gru_cell in MindSpore
+    2.10; checked against torch on CPU, tests/integration/test_model_cover_routes_real.py)."""
+    s = _lstm_settings(call)
+    if isinstance(s, Unmapped):
+        return s
+    per_direction = 4 if s.has_biases else 2
+    directions = 2 if s.bidirectional else 1
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        import mindspore
+        from mindspore.nn.layer.rnns import _DynamicGRUCPUGPU
+        ops = mindspore.ops
+        cell, reverse = _DynamicGRUCPUGPU(), ops.ReverseV2(axis=[0])
+
+        def gru(x: Any, hx: Any, params: Any) -> Any:
+            if s.batch_first:
+                x = ops.transpose(x, (1, 0, 2))
+            if hx is None:
+                hx = _zero_state(x, params, replace(s, batch_first=False),
+                                 lambda shape: ops.zeros(shape, x.dtype))
+            hs, layer_input = [], x
+            for layer in range(s.num_layers):
+                outs = []
+                for d in range(directions):
+                    k = layer * directions + d
+                    w = list(params[k * per_direction:(k + 1) * per_direction])
+                    biases = w[2:] if s.has_biases else [None, None]
+                    seq = reverse(layer_input) if d else layer_input
+                    out, h = cell(seq, hx[k], None, w[0], w[1], *biases)
+                    outs.append(reverse(out) if d else out)
+                    hs.append(h)
+                layer_input = ops.cat(outs, 2) if directions == 2 else outs[0]
+                if s.train and s.dropout and layer < s.num_layers - 1:
+                    layer_input = ops.dropout(layer_input, p=s.dropout, training=True)
+            out = ops.transpose(layer_input, (1, 0, 2)) if s.batch_first else layer_input
+            return out, ops.cat(hs, 0).view(hx.shape)
+        return gru
+    return Route("mindspore nn.GRU's CPU loop per layer and direction (_DynamicGRUCPUGPU, "
+                 "as nn.GRU)", make, (s.input, s.hx, s.params))
+
+
+def _ms_multi_head_attention(call: Call) -> Route | Unmapped:
+    """F.multi_head_attention_forward (nn.MultiheadAttention's call, traced through) as the
+    functional mindspore.nn.MultiheadAttention runs (in_proj, the heads' bmm, softmax with
+    the masks, dropout, out_proj), every argument by its name: the mapping's positional rule
+    refused the call's keywords (55% of mha_einsum_padding_inference.py not covered). It has
+    no need_weights (it always returns the averaged weights): the route returns None for them
+    where the call asked for none, as torch does."""
+    v = bound(call, MHA_PARAMETERS)
+    need_weights = True if v.need_weights is None else literal(v.need_weights)
+    if not isinstance(need_weights, bool):
+        return Unmapped("multi_head_attention_forward with need_weights not a literal")
+    names = [n for n in MHA_PARAMETERS if n != "need_weights" and getattr(v, n) is not None]
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        from mindspore.ops.function.nn_func import multi_head_attention_forward
+
+        def attention(*values: Any) -> Any:
+            out, weights = multi_head_attention_forward(**dict(zip(names, values)))
+            return out, (weights if need_weights else None)
+        return attention
+    return Route("mindspore.ops.function.nn_func.multi_head_attention_forward (as "
+                 "nn.MultiheadAttention)", make, tuple(getattr(v, n) for n in names))
+
+
 def _ms_embedding_bag(call: Call) -> Route | Unmapped:
     s = _bag_settings(call)
     if isinstance(s, Unmapped):
@@ -280,5 +358,7 @@ OWN_FRAMEWORK_RULES: dict[str, Callable[[Call], Route | Unmapped]] = {
 }
 LAYER_TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.lstm": _ms_lstm,
+    "torch.gru": _ms_gru,
+    "torch.nn.functional.multi_head_attention_forward": _ms_multi_head_attention,
     "torch.nn.functional.embedding_bag": _ms_embedding_bag,
 }

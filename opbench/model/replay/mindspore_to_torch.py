@@ -292,6 +292,88 @@ def _torch_cast(call: Call) -> Route | Unmapped:
                  (v.input,), (("dtype", v.dtype),))
 
 
+# -- the primitives MindSpore's own layers call -----------------------------------------------
+# mindspore.nn.GRU on CPU is a Python loop of rnn_cells._gru_cell (MatMul, Split, Sigmoid, Tanh)
+# over the time steps, with Squeeze, Stack, Concat, Transpose and ops.zeros around it: traced
+# through (capture/lowering.py traced_through), 19% of ms_gru_bmm_value_and_grad.py's region
+# was these primitives with "no torch rule" (MatMul 11.6%, Split 5.1%, Squeeze 1.4%).
+
+def _torch_matmul_primitive(call: Call) -> Route | Unmapped:
+    """ops.MatMul(transpose_a, transpose_b)(a, b): torch.matmul on the transposed operands
+    (2-D, as the primitive takes them: .mT is .t() there)."""
+    init = dict(call.init)
+    if set(init) - {"transpose_a", "transpose_b"}:
+        return Unmapped(f"ops.MatMul with {', '.join(sorted(init))}: no torch counterpart here")
+    ta, tb = bool(init.get("transpose_a", False)), bool(init.get("transpose_b", False))
+    v = bound_arguments(call, ["x", "y"])
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        matmul = resolve("torch.matmul")
+
+        def primitive(a: Any, b: Any) -> Any:
+            return matmul(a.mT if ta else a, b.mT if tb else b)
+        return primitive
+    return Route("torch.matmul (as ops.MatMul)", make, (v.x, v.y))
+
+
+def _torch_split_primitive(call: Call) -> Route | Unmapped:
+    """ops.Split(axis, output_num)(x): output_num equal parts along axis, torch.chunk."""
+    init = dict(call.init)
+    axis, parts = init.get("axis", 0), init.get("output_num", 1)
+    v = bound_arguments(call, ["x"])
+    return Route("torch.chunk (as ops.Split)", lambda resolve: resolve("torch.chunk"),
+                 (v.x, Lit(int(parts))), (("dim", Lit(int(axis))),))
+
+
+def _torch_axis_primitive(torch_api: str, first: str) -> Callable[[Call], Route | Unmapped]:
+    """ops.Stack(axis)(tensors), ops.Concat(axis)(tensors): torch.stack / torch.cat on dim."""
+    def rule(call: Call) -> Route | Unmapped:
+        v = bound_arguments(call, [first])
+        axis = dict(call.init).get("axis", 0)
+        return Route(torch_api, lambda resolve: resolve(torch_api), (getattr(v, first),),
+                     (("dim", Lit(int(axis))),))
+    return rule
+
+
+def _torch_squeeze_primitive(call: Call) -> Route | Unmapped:
+    """ops.Squeeze(axis)(x): torch.squeeze over those dims; an empty axis squeezes all."""
+    axis = dict(call.init).get("axis", ())
+    v = bound_arguments(call, ["x"])
+    if axis in ((), []):
+        return Route("torch.squeeze", lambda resolve: resolve("torch.squeeze"), (v.x,))
+    dims = Seq("tuple", tuple(Lit(int(a)) for a in axis)) if isinstance(axis, (tuple, list)) \
+        else Lit(int(axis))
+    return Route("torch.squeeze", lambda resolve: resolve("torch.squeeze"), (v.x, dims))
+
+
+def _torch_permute(call: Call) -> Route | Unmapped:
+    """ops.Transpose()(x, perm) / ops.transpose(x, perm): a permutation of every axis, which
+    is torch.permute (torch.transpose swaps two: "argument 'dim0' must be int, not tuple")."""
+    v = bound_arguments(call, ["input", "input_perm"])
+    return Route("torch.permute (as ops.transpose)", lambda resolve: resolve("torch.permute"),
+                 (v.input, v.input_perm))
+
+
+def _torch_zeros(call: Call) -> Route | Unmapped:
+    """ops.zeros(size, dtype): torch.zeros(size, dtype=dtype) (its dtype is keyword-only:
+    "zeros() takes 1 positional argument but 2 were given")."""
+    v = bound_arguments(call, ["size", "dtype"])
+    kwargs = (("dtype", v.dtype),) if v.dtype is not None else ()
+    return Route("torch.zeros", lambda resolve: resolve("torch.zeros"), (v.size,), kwargs)
+
+
+LAYER_PRIMITIVES = {
+    "mindspore.ops.MatMul": _torch_matmul_primitive,
+    "mindspore.ops.Split": _torch_split_primitive,
+    "mindspore.ops.Stack": _torch_axis_primitive("torch.stack", "tensors"),
+    "mindspore.ops.Concat": _torch_axis_primitive("torch.cat", "tensors"),
+    "mindspore.ops.Squeeze": _torch_squeeze_primitive,
+    "mindspore.ops.Transpose": _torch_permute,
+    "mindspore.ops.transpose": _torch_permute,
+    "mindspore.ops.zeros": _torch_zeros,
+}
+
+
 MINDSPORE_NAMES = {
     "mindspore.ops.Equal": _torch_equal, "mindspore.ops.equal": _torch_equal,
     "mindspore.ops.GatherD": _torch_gather_d, "mindspore.ops.gather_d": _torch_gather_d,
@@ -310,5 +392,6 @@ MINDSPORE_TO_TORCH_RULES: dict[str, Callable[[Call], Route | Unmapped]] = {
     # writes a tensor with: the same copy_ under no_grad
     "mindspore.Tensor.assign_value": _torch_assign,
     **MINDSPORE_NAMES,
+    **LAYER_PRIMITIVES,
     **{primitive: _torch_reduction(api) for primitive, api in REDUCTIONS.items()},
 }
