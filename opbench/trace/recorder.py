@@ -41,7 +41,8 @@ from opbench.trace.signature import TensorDescriber, describe_call
 Clock = Callable[[], int]
 # Is this framework layer's call traced THROUGH (its own calls recorded, itself not)? Asked
 # by the interceptors before a top-level layer call, with the layer's CallSite, the layer and
-# its arguments (the model's capture: a layer with no function form, model/capture/through.py).
+# its arguments (the model's capture: a layer with no function form, model/capture/lowering.py
+# traced_through).
 LayerRule = Callable[[CallSite, Any, tuple, dict], bool]
 
 

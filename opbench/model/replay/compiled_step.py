@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from opbench.model.program import Ext, Ref, Seq
 
-__all__ = ["StepCall", "CompiledStep", "compile_step"]
+__all__ = ["StepCall", "CompiledStep", "compile_step", "is_constant"]
 
 
 @dataclass(frozen=True)
@@ -156,14 +156,14 @@ class _Writer:
             if arg.call not in self._bound:
                 self._bound.add(arg.call)
                 self._loaded.append(arg.call)
-            return f"v{arg.call}" + "".join(f"[{p}]" for p in arg.path)
+            return f"v{arg.call}" + "".join(f"[{p!r}]" for p in arg.path)
         if isinstance(arg, Ext):
             name = f"e{arg.id}"
             if arg.id not in self.externals:
                 raise _NotExpressible(f"external {arg.id}")
             self.cells[name] = self.externals[arg.id]
             return name
-        if isinstance(arg, Seq) and not _is_constant(arg):
+        if isinstance(arg, Seq) and not is_constant(arg):
             items = [self._expression(a) for a in arg.items]
             if arg.kind == "list":
                 return f"[{', '.join(items)}]"
@@ -181,10 +181,11 @@ def _comment(label: str) -> str:
     return f"  # {' '.join(label.split())}" if label else ""
 
 
-def _is_constant(arg: Any) -> bool:
+def is_constant(arg: Any) -> bool:
+    """No Ref or Ext anywhere in it: a value fixed when the plan is made."""
     if isinstance(arg, (Ref, Ext)):
         return False
     if isinstance(arg, Seq):
-        return all(_is_constant(a) for a in arg.items)
+        return all(is_constant(a) for a in arg.items)
     return True
 

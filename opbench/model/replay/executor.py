@@ -37,7 +37,8 @@ from opbench.frameworks.apimap import ApiMapping
 from opbench.model.bound_args import bind
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf, exts_in, refs_in)
-from opbench.model.replay.compiled_step import CompiledStep, StepCall, compile_step
+from opbench.model.replay.compiled_step import (CompiledStep, StepCall, compile_step,
+                                                is_constant)
 from opbench.model.replay.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
 from opbench.model.replay.release import (FORWARD, GRADIENTS, Block, per_call_order,
                                           read_before_written, refs_read, releases,
@@ -307,7 +308,7 @@ class Replayer:
             tensor = externals[arg.id]
             return lambda: tensor
         constant = self._constant(arg)
-        if isinstance(arg, Seq) and not _is_constant(arg):
+        if isinstance(arg, Seq) and not is_constant(arg):
             getters = [self._getter(a) for a in arg.items]
             kind = list if arg.kind == "list" else tuple
             return lambda: kind(g() for g in getters)
@@ -322,7 +323,7 @@ class Replayer:
             return slice(arg.start, arg.stop, arg.step)
         if isinstance(arg, Opaque) and arg.type_name == "ellipsis":
             return Ellipsis
-        if isinstance(arg, Seq) and _is_constant(arg):
+        if isinstance(arg, Seq) and is_constant(arg):
             kind = list if arg.kind == "list" else tuple
             return kind(self._constant(a) for a in arg.items)
         return None
@@ -929,10 +930,3 @@ def unreplayable_autograd_grad(call: Call) -> str | None:
         return ("torch.autograd.grad with grad_outputs is not replayed in MindSpore "
                 "(value_and_grad over the replayed forward differentiates a scalar loss once)")
     return None
-
-def _is_constant(arg: Any) -> bool:
-    if isinstance(arg, (Ref, Ext)):
-        return False
-    if isinstance(arg, Seq):
-        return all(_is_constant(a) for a in arg.items)
-    return True
