@@ -18,4 +18,6 @@ replay of a step program, its output fingerprints and its timings.
   randomness       Which calls draw random numbers (a training dropout): not compared
   truncation       Integers truncated from floats: one integer step allowed in the check
   call_arguments   A call's arguments by parameter name, for the rule modules
+  einsum_plan      An einsum as sums, permutes, reshapes and matrix products, by rule (pure)
+  einsum_route     torch.einsum in MindSpore: mint.einsum, then the plan in mint calls
 """

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
 from opbench.model.replay.call_arguments import bound, init_arguments
+from opbench.model.replay.einsum_route import einsum_route
 from opbench.model.replay.attention_dropout import attention_dropout, attention_route_name
 from opbench.model.replay.inplace_routes import INPLACE_TORCH_TO_MINDSPORE
 from opbench.model.replay.layer_routes import LAYER_TORCH_TO_MINDSPORE, OWN_FRAMEWORK_RULES
@@ -1045,6 +1046,9 @@ def _route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped
             return _ms_magnitude(call, mapping)
         if call.replay_api in INDEX_REDUCTIONS:
             return _ms_zero_size(call, mapping)
+        if call.replay_api == "torch.einsum":
+            # mint.einsum, then the einsum written out (einsum_route.py)
+            return einsum_route(call, _via_mapping(call, target, mapping))
         rule = TORCH_TO_MINDSPORE.get(call.replay_api)
         if rule is not None:
             found = rule(call)
