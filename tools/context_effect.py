@@ -90,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{'back to back us':>15s} {'ratio':>6s}")
     with torch.no_grad():
         for key, times in sorted(samples.items()):
-            kept = times[options.skip:] or times
+            kept = times[options.skip:]
+            if not kept:
+                print(f"{key[0].rsplit('.', 1)[-1]:36s} {key[1][:44]:44s} {len(times):5d} "
+                      f"  (all within the first {options.skip} calls: --skip fewer)")
+                continue
             original, args, kwargs = last_args[key]
             alone = _back_to_back(original, args, kwargs, options.repeats)[options.skip:]
             in_script = statistics.median(kept) / 1e3
