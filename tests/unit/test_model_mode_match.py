@@ -120,3 +120,29 @@ def test_the_pipeline_pairs_each_replay_round_with_its_probe():
     # a replay process without its probes (an older replay): no match at all
     assert _mode_match(impact, [result((), (1.0,) * 4)], ModelOptions(passes=2, rounds=2)) \
         is None
+
+
+def _projection(launch: str) -> dict:
+    return {"estimate": 0.07, "ci_low": 0.06, "ci_high": 0.08, "processes": 3,
+            "launch": launch}
+
+
+def test_a_blocking_replay_reading_low_is_told_as_the_scripts_context():
+    """hf_bert_inference, 2026-11-28: torch's replay -35% of its trace; a call inside the
+    script took 1.5-4.2x its back-to-back time with no tracer (tools/context_effect.py)."""
+    text = _text(_record(traced_framework="torch", self_check=-0.35,
+                         projected_s={"torch": _projection("blocking")}))
+    assert "cost more inside the script, between its Python" in text
+    assert "another speed" not in text
+
+
+def test_a_queued_replay_far_off_is_told_as_the_processes_speed():
+    text = _text(_record(self_check=-0.55, projected_s={"mindspore": _projection("queued")}))
+    assert "its replay's 3 processes ran at another speed" in text
+    assert "inside the script" not in text
+
+
+def test_a_blocking_replay_reading_high_is_not_the_context():
+    text = _text(_record(traced_framework="torch", self_check=0.40,
+                         projected_s={"torch": _projection("blocking")}))
+    assert "another speed" in text and "inside the script" not in text
