@@ -181,8 +181,10 @@ class Call:
     start_ns: int = json_field(key="t")
     # why it cannot be replayed
     problem: str | None = json_field(omit_default=True, default=None)
-    # a no-op call (eval dropout): its output is this
-    alias_of: Ref | Ext | None = json_field(key="alias", codec=optional(_ARGS),
+    # a no-op call (eval dropout, Identity, ops.Depend): its output is this; a Seq of them
+    # where the call passed a tuple or list of tensors through (the grad reducer's Identity
+    # on a TrainOneStepCell's gradients)
+    alias_of: Ref | Ext | Seq | None = json_field(key="alias", codec=optional(_ARGS),
                                             omit_default=True, default=None)
     # a Tensor.backward() call (training step)
     backward: bool = json_field(omit_default=True, default=False)

@@ -372,6 +372,64 @@ def test_an_alias_of_an_external_makes_its_output_that_external(torch):
     assert calls[0].alias_of == Ext(0) and calls[1].args == (Ext(0),)
 
 
+def test_an_identity_on_a_tuple_of_tensors_is_an_alias_of_each_element(torch):
+    """MindSpore's grad reducer (nn.TrainOneStepCell) is an Identity on the gradients' TUPLE:
+    it was "an alias of a non-tensor", 12-69% of ms_train_one_step_cell.py's region. Each
+    element of the result now reads as the input it passed through."""
+    feed = Feeder(Capture())
+    made = feed.function("torch.relu", (FakeTensor((4, 8)),), result=_hidden())
+    weight_grad = FakeTensor((8, 8))
+    passed = (made, weight_grad)
+    out = feed.layer("mindspore.mint.nn.Identity", _ns(), (passed,), result=passed)
+    feed.function("torch.add", (out[0], out[1]), result=_hidden())
+    feed.function("torch.relu", (list(out)[1],), result=_hidden())
+    calls = feed.calls()
+    alias = Seq("tuple", (Ref(0), Ext(1)))
+    assert calls[1].alias_of == alias and calls[1].replayable and calls[1].problem is None
+    assert calls[2].args == (Ref(0), Ext(1)) and calls[3].args == (Ext(1),)
+
+
+def test_an_identity_on_a_new_tuple_notes_each_element_as_its_input(torch):
+    """An Identity whose result is a new tuple of new tensor objects (a copy) still reads,
+    element by element, as the inputs it stands for."""
+    feed = Feeder(Capture())
+    a, b = FakeTensor((2,)), FakeTensor((3,))
+    out = feed.layer("mindspore.nn.Identity", _ns(), ([a, b],), result=(_hidden(2), _hidden(3)))
+    feed.function("torch.neg", (out[1],), result=_hidden(3))
+    calls = feed.calls()
+    assert calls[0].alias_of == Seq("list", (Ext(0), Ext(1))) and calls[1].args == (Ext(1),)
+
+
+@pytest.mark.parametrize("passed", [(), (1, 2), ("not", "tensors")])
+def test_an_identity_on_no_tensors_is_still_refused(torch, passed):
+    feed = Feeder(Capture())
+    feed.layer("mindspore.nn.Identity", _ns(), (passed,), result=passed)
+    (call,) = feed.calls()
+    assert call.alias_of is None and not call.replayable
+    assert call.problem == "an alias of a non-tensor"
+
+
+@pytest.mark.parametrize("api, kind", [("mindspore.ops.Depend", PRIMITIVE),
+                                       ("mindspore.ops.depend", FUNCTION)])
+def test_ops_depend_is_an_alias_of_its_value(torch, api, kind):
+    """ops.Depend(value, expr) returns value (an ordering hint): TrainOneStepCell's
+    `ops.depend(loss, self.optimizer(grads))` was "no entry in the API mapping". Its output
+    reads as the value; the expression (the optimizer's flags) is not an input of it."""
+    capture = Capture()
+    loss = _hidden()
+    capture.on_call(0, CallSite("mindspore", "mindspore.ops.sum", FUNCTION),
+                    (FakeTensor((4,)),), {}, loss)
+    skip, head = (1, (FakePrimitive(),)) if kind == PRIMITIVE else (0, ())
+    depended = _hidden()
+    capture.on_call(1, CallSite("mindspore", api, kind, skip=skip),
+                    (*head, loss, (True, True)), {}, depended)
+    capture.on_call(2, CallSite("mindspore", "mindspore.Tensor.asnumpy", TENSOR_METHOD),
+                    (depended,), {}, None)
+    _, depend, read = capture.calls([])
+    assert depend.alias_of == Ref(0) and depend.replay_api is None and depend.replayable
+    assert read.args == (Ref(0),)
+
+
 def test_a_training_dropout_is_a_dropout_call(torch):
     feed = Feeder(Capture())
     feed.layer("torch.nn.Dropout", _ns(training=True, p=0.1), (FakeTensor((4, 8)),),

@@ -2,7 +2,8 @@
 (opbench/model/replay/mindspore_to_torch.py): MindSpore's 'same' and four-sided padding made
 explicit (F.pad first where the split is uneven), MaxPool's SAME, `ops` functions the mapping
 lists under `mint`, argument-free primitives as their functional twin, ops.assign as copy_
-under no_grad. Routes are built with a fake `resolve`, so no framework is imported."""
+under no_grad, the sparse softmax cross-entropy primitive as F.cross_entropy. Routes are
+built with a fake `resolve`, so no framework is imported."""
 from __future__ import annotations
 
 import contextlib
@@ -350,3 +351,40 @@ def test_a_transpose_is_torch_permute_and_zeros_takes_its_dtype_by_keyword():
     shape = Seq("tuple", (Lit(1), Lit(4), Lit(16)))
     route = route_for(_ms_call("mindspore.ops.zeros", (shape, Ext(7))), "torch", MAPPING)
     assert route.args == (shape,) and route.kwargs == (("dtype", Ext(7)),)
+
+
+# -- loss primitives ---------------------------------------------------------------------------
+
+SPARSE_CE = "mindspore.ops.SparseSoftmaxCrossEntropyWithLogits"
+
+
+@pytest.mark.parametrize("init", [(), (("is_grad", False),)])
+def test_sparse_softmax_cross_entropy_is_torchs_mean_cross_entropy_on_int64_labels(init):
+    """nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")'s primitive: the loss
+    (is_grad=False, recorded or left to its default) is F.cross_entropy's mean on the labels
+    widened to int64 (MindSpore's are int32)."""
+    route = route_for(_ms_call(SPARSE_CE, (X, W), init=init, kind="primitive"), "torch",
+                      MAPPING)
+    assert route.args == (X, W) and route.kwargs == ()
+    resolve, labels = Recorder(), _Index()
+    route.make(resolve)("logits", labels)
+    assert labels.widened
+    assert resolve.calls == [("torch.nn.functional.cross_entropy", ("logits", labels),
+                              {"reduction": "mean"})]
+
+
+def test_sparse_softmax_cross_entropy_by_keyword_reads_its_parameter_names():
+    route = route_for(_ms_call(SPARSE_CE, (), kwargs=(("logits", X), ("labels", W)),
+                               kind="primitive"), "torch", MAPPING)
+    assert route.args == (X, W)
+
+
+@pytest.mark.parametrize("init, why", [
+    ((("is_grad", True),), "returns the loss's gradient with respect to the logits"),
+    ((("is_grad", False), ("reduction", "sum")), "with is_grad, reduction: no torch"),
+])
+def test_sparse_softmax_cross_entropy_in_its_gradient_mode_is_refused_with_the_reason(init,
+                                                                                      why):
+    route = route_for(_ms_call(SPARSE_CE, (X, W), init=init, kind="primitive"), "torch",
+                      MAPPING)
+    assert isinstance(route, Unmapped) and why in route.reason

@@ -169,3 +169,15 @@ def test_an_alias_target_is_not_an_argument():
     assert refs_in(dropout) == [Ref(0)]          # its one argument, once
     bare = _call(0, "torch.nn.Identity", (), alias_of=Ext(5))
     assert refs_in(bare) == [] and exts_in(bare) == []
+
+
+def test_an_alias_of_a_tuple_of_tensors_survives_a_round_trip():
+    """The grad reducer's Identity on a TrainOneStepCell's gradients: alias_of a Seq."""
+    grads = Seq("tuple", (Ref(0), Ext(2)))
+    identity = _call(1, "mindspore.mint.nn.Identity", (grads,), kind="module",
+                     replay_api=None, alias_of=grads,
+                     outputs=("seq", (FLOAT_OUT, FLOAT_OUT)))
+    program = replace(_program(), calls=(_program().calls[0], identity))
+    again = _through_text(program)
+    assert again.calls[1].alias_of == grads and again.calls[1].replayable
+    assert again == program

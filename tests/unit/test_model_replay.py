@@ -253,6 +253,24 @@ def test_an_alias_of_an_external_tensor_is_that_tensor():
     assert replayer._results[0] is replayer._externals[0]
 
 
+def test_an_alias_of_a_tuple_passes_each_element_through():
+    """The grad reducer's Identity on a TrainOneStepCell's gradients' tuple: the alias is the
+    tuple of its inputs, and a later call reading one element reads that input."""
+    pair = ("seq", (HIDDEN, ("tensor", (4, 16), "float32")))
+    grads = Seq("tuple", (Ref(0), Ext(0)))
+    step = _step(_call(0, "torch.matmul", Ext(0), Ext(1)),
+                 _call(1, "mindspore.mint.nn.Identity", grads, replay_api=None,
+                       alias_of=grads, outputs=pair),
+                 _call(2, "torch.relu", Ref(1, (0,))))
+    replayer = _replayer(step, _torch())
+    replayer.probe()
+    assert all(s.ok for s in replayer.status) and replayer.status[1].api == "alias"
+    first, second = replayer._results[1]
+    assert first is replayer._results[0] and second is replayer._externals[0]
+    np.testing.assert_array_equal(replayer._results[2], np.maximum(replayer._results[0], 0))
+    assert replayer.time_calls(2)[1] == [0.0, 0.0]
+
+
 def test_literals_slices_sequences_and_dtypes_reach_the_call(monkeypatch):
     """Dtype names resolve in the replay framework's module: a fake `torch` here."""
     fake_torch = types.ModuleType("torch")

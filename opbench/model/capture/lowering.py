@@ -6,7 +6,9 @@ of the same parameter).
 
 lower(api, layer, args, kwargs) -> Lowered | str: the function and its arguments (Python
 values: tensors stay tensors), or the reason the layer has no function form here. An
-eval-mode Dropout (and Identity) computes nothing: it lowers to an alias of its input.
+eval-mode Dropout (and Identity) computes nothing: it lowers to an alias of its input (a
+tuple or list of tensors too); so does a pass-through call such as ops.Depend
+(lower_pass_through).
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from opbench.model.capture.lowering_record import Lowered
 from opbench.model.capture.sequence_lowering import lower_embedding_bag, lower_lstm
 from opbench.trace.events import CallSite
 
-__all__ = ["Lowered", "lower", "LOWERINGS", "traced_through"]
+__all__ = ["Lowered", "lower", "LOWERINGS", "PASS_THROUGH", "lower_pass_through", "traced_through"]
 
 F = "torch.nn.functional."
 
@@ -423,6 +425,23 @@ LOWERINGS: dict[str, Callable[[Any, tuple, dict], Lowered | str]] = {
     "mindspore.nn.Adam": _ms_adam,
     "mindspore.nn.Momentum": _ms_momentum,
 }
+
+
+# Calls that compute nothing and return one of their inputs, by the parameter returned: an
+# alias of it in both frameworks' replays, as an eval-mode Dropout is. ops.Depend(value, expr)
+# returns `value`: an ordering hint for graph mode (nn.TrainOneStepCell's
+# `ops.depend(loss, self.optimizer(grads))`), which PyNative runs as a kernel of its own; it
+# was "no entry in the API mapping", 3-8% of ms_train_one_step_cell.py's region.
+PASS_THROUGH = {"mindspore.ops.Depend": "value", "mindspore.ops.depend": "value"}
+
+
+def lower_pass_through(api: str, args: tuple, kwargs: dict) -> Lowered | None:
+    """A pass-through call (PASS_THROUGH) as an alias of the input it returns; None for any
+    other call, or one without that input."""
+    name = PASS_THROUGH.get(api)
+    if name is None or not (args or name in kwargs):
+        return None
+    return Lowered(None, (_first(args, kwargs, name),))
 
 
 def traced_through(site: CallSite, layer: Any, args: tuple, kwargs: dict) -> bool:

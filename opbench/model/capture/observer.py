@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 from opbench.config.vocabulary import INTEGER_DTYPES, MODEL_DTYPES
 from opbench.model.capture.layout import ValueKeeper, layout_of
-from opbench.model.capture.lowering import Lowered, lower, primitive_init
+from opbench.model.capture.lowering import (Lowered, lower, lower_pass_through,
+                                            primitive_init)
 from opbench.model.capture.ms_backward import BACKWARD_API
 from opbench.model.capture.sites import SiteFinder
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Marker, Opaque,
@@ -239,6 +240,10 @@ class Capture:
         common = dict(index=position, framework=site.framework, api=site.api,
                       kind=site.kind, outputs=outputs, duration_ns=0, start_ns=0,
                       site=self._sites.find(), grad_enabled=grad_enabled)
+        if site.kind != MODULE:
+            passed = lower_pass_through(site.api, args[site.skip:], kwargs)
+            if passed is not None:
+                return self._lowered_call(passed, common)
         if site.kind == MODULE:
             layer, rest = args[0], args[site.skip:]
             lowered = lower(site.api, layer, rest, kwargs)
@@ -269,7 +274,10 @@ class Capture:
     def _lowered_call(self, lowered: Lowered, common: dict[str, Any]) -> Call:
         args = self._args(lowered.args)
         if lowered.api is None:
-            alias = args[0] if args and isinstance(args[0], (Ref, Ext)) else None
+            # what it returns is its input, whatever the input is: a tensor, or a tuple or
+            # list of them (the grad reducer's Identity on a TrainOneStepCell's gradients was
+            # "an alias of a non-tensor", 12-69% of ms_train_one_step_cell.py's region)
+            alias = args[0] if args and _all_tensors(args[0]) else None
             return Call(replay_api=None, args=args, kwargs=(), alias_of=alias,
                         problem=None if alias is not None else "an alias of a non-tensor",
                         **common)
@@ -455,14 +463,25 @@ class Capture:
     def _remember_outputs(self, position: int, call: Call, result: Any) -> None:
         if call.alias_of is not None:
             # the layer returned its input: later uses of the output are uses of the input
-            if self._tensors.is_tensor(result) and result is not None:
-                if isinstance(call.alias_of, Ref):
-                    self._note(result, call.alias_of.call, call.alias_of.path)
-                else:
-                    self._external_of[id(result)] = call.alias_of.id
-                    self._watch(result, id(result))
+            self._note_alias(result, call.alias_of)
             return
         self._note_tree(result, position, ())
+
+    def _note_alias(self, result: Any, alias: Ref | Ext | Seq) -> None:
+        """Each tensor of an alias's result as the input it stands for, element by element
+        where the input was a tuple or list."""
+        if isinstance(alias, Seq):
+            if isinstance(result, (tuple, list)) and len(result) == len(alias.items):
+                for item, source in zip(result, alias.items):
+                    self._note_alias(item, source)
+            return
+        if not self._tensors.is_tensor(result):
+            return
+        if isinstance(alias, Ref):
+            self._note(result, alias.call, alias.path)
+        else:
+            self._external_of[id(result)] = alias.id
+            self._watch(result, id(result))
 
     def _note_tree(self, value: Any, position: int, path: tuple[int, ...]) -> None:
         if self._tensors.is_tensor(value):
@@ -536,6 +555,13 @@ class Capture:
 class _Strong:
     def __init__(self, value: Any):
         self.value = value
+
+
+def _all_tensors(arg: Any) -> bool:
+    """A tensor argument (Ref, Ext), or a non-empty tuple or list of them."""
+    if isinstance(arg, Seq):
+        return bool(arg.items) and all(_all_tensors(item) for item in arg.items)
+    return isinstance(arg, (Ref, Ext))
 
 
 def _unrebuildable(args: tuple, kwargs: tuple[tuple[str, Any], ...]) -> str | None:

@@ -14,6 +14,9 @@ the two frameworks' semantics, for every call of a kind alike (routes.py registe
 - A primitive instance with no constructor arguments (`P.Neg()(x)`, `P.GatherD()(x, 1, i)`,
   in mindcv's cross entropy) is its functional twin in `ops` (the snake_case of its class
   name: Neg -> ops.neg, OnesLike -> ops.ones_like, GatherD -> ops.gather_d), then as above.
+- Loss primitives: `ops.SparseSoftmaxCrossEntropyWithLogits()` (nn.SoftmaxCrossEntropyWithLogits
+  with sparse=True and a mean) is F.cross_entropy on int64 labels; its is_grad=True form
+  returns a gradient and is refused.
 - `ops.assign(variable, value)` is what a torch script writes as `p.copy_(value)` under
   `torch.no_grad()` (a leaf that requires grad refuses an in-place copy otherwise).
 - MindSpore's own names for torch's functions, which the mapping cannot name from MindSpore's
@@ -362,6 +365,37 @@ def _torch_zeros(call: Call) -> Route | Unmapped:
     return Route("torch.zeros", lambda resolve: resolve("torch.zeros"), (v.size,), kwargs)
 
 
+def _torch_sparse_softmax_cross_entropy(call: Call) -> Route | Unmapped:
+    """ops.SparseSoftmaxCrossEntropyWithLogits(is_grad)(logits, labels): what
+    nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean") calls (no torch rule: 2-8%
+    of ms_train_one_step_cell.py's region). With is_grad=False (the default) it returns the
+    loss, the batch's mean of -log softmax(logits)[label] (MindSpore 2.10's own example:
+    3.4878 on its 2 x 5 logits, torch's F.cross_entropy gives the same): F.cross_entropy
+    with reduction "mean", on int64 labels (MindSpore's are int32, which torch's nll_loss
+    refuses: "expected scalar type Long"). With is_grad=True it returns the gradient of that
+    loss with respect to the logits instead, a backward kernel: refused."""
+    init = dict(call.init)
+    if set(init) - {"is_grad"}:
+        return Unmapped(f"ops.SparseSoftmaxCrossEntropyWithLogits with "
+                        f"{', '.join(sorted(init))}: no torch counterpart here")
+    if init.get("is_grad", False):
+        return Unmapped("ops.SparseSoftmaxCrossEntropyWithLogits(is_grad=True) returns the "
+                        "loss's gradient with respect to the logits (a backward kernel): no "
+                        "torch function computes it alone")
+    v = bound_arguments(call, ["logits", "labels"])
+    if v.logits is None or v.labels is None:
+        return Unmapped("ops.SparseSoftmaxCrossEntropyWithLogits without logits and labels")
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        cross_entropy = resolve("torch.nn.functional.cross_entropy")
+
+        def sparse_softmax_cross_entropy(logits: Any, labels: Any) -> Any:
+            return cross_entropy(logits, labels.long(), reduction="mean")
+        return sparse_softmax_cross_entropy
+    return Route("torch.nn.functional.cross_entropy (int64 labels, mean)", make,
+                 (v.logits, v.labels))
+
+
 LAYER_PRIMITIVES = {
     "mindspore.ops.MatMul": _torch_matmul_primitive,
     "mindspore.ops.Split": _torch_split_primitive,
@@ -371,6 +405,7 @@ LAYER_PRIMITIVES = {
     "mindspore.ops.Transpose": _torch_permute,
     "mindspore.ops.transpose": _torch_permute,
     "mindspore.ops.zeros": _torch_zeros,
+    "mindspore.ops.SparseSoftmaxCrossEntropyWithLogits": _torch_sparse_softmax_cross_entropy,
 }
 
 
