@@ -106,7 +106,7 @@ def test_the_pipeline_pairs_each_replay_round_with_its_probe():
 
     status = [CallStatus(0, "a", True), CallStatus(1, "b", False, stand_in=True)]
     impact = SimpleNamespace(traced_framework="mindspore", status={"mindspore": status},
-                             program=SimpleNamespace(speed_probe_s=0.4e-3))
+                             program=SimpleNamespace(speed_probe_s=0.4e-3), windows={})
 
     def result(probes, first_call):
         return ipc.ReplayResult(framework="mindspore", version="2.10", threads=1,
@@ -117,6 +117,11 @@ def test_the_pipeline_pairs_each_replay_round_with_its_probe():
     match = _mode_match(impact, runs, ModelOptions(passes=2, rounds=2))
     assert match.in_mode == (True, False, True, True)
     assert match.in_mode_call_sum_s == pytest.approx(2.0)       # median of 1, 2, 3
+    # an alias whose window holds unseen work (alias_windows.py) is out of the sums too
+    impact.windows = {0: "an alias whose window holds ..."}
+    assert _mode_match(impact, runs, ModelOptions(passes=2, rounds=2)).in_mode_call_sum_s \
+        == pytest.approx(0.0)
+    impact.windows = {}
     # a replay process without its probes (an older replay): no match at all
     assert _mode_match(impact, [result((), (1.0,) * 4)], ModelOptions(passes=2, rounds=2)) \
         is None

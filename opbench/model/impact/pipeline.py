@@ -30,6 +30,7 @@ from opbench.config.sides import Side, side_labels
 from opbench.config.vocabulary import FRAMEWORKS
 from opbench.model.capture.observer import DEFAULT_MAX_CALLS
 from opbench.model.replay.optimizer_fold import adam_update_tolerances
+from opbench.model.impact.alias_windows import alias_windows
 from opbench.model.impact.mode_match import ModeMatch, mode_match, round_sums
 from opbench.model.impact.output_check import CHECK_ATOL, CHECK_RTOL, compare as _compare
 from opbench.model.impact.processes import (Interpreter, ModelError, ReplayFailed,
@@ -104,6 +105,8 @@ class ModelImpact:
     threads: int | None = None
     status: dict[str, list[CallStatus]] = field(default_factory=dict)
     covered: list[bool] = field(default_factory=list)
+    # alias calls whose traced window holds work no replay runs: why (alias_windows.py)
+    windows: dict[int, str] = field(default_factory=dict)
     mismatches: list[dict[str, Any]] = field(default_factory=list)
     step_time: dict[str, Estimate] = field(default_factory=dict)
     step_ratio: dict[str, Any] = field(default_factory=dict)
@@ -168,8 +171,8 @@ class ModelImpact:
     def own_traced_s(self, framework: str) -> float:
         """Traced time of the calls `framework`'s replay ran as themselves."""
         status = self.status.get(framework, [])
-        return self.steps * sum(ns for ns, s in zip(self.step.traced_ns, status)
-                                if s.ok) / 1e9
+        return self.steps * sum(ns for i, (ns, s) in enumerate(zip(self.step.traced_ns, status))
+                                if s.ok and i not in self.windows) / 1e9
 
     def projected_s(self, framework: str) -> Estimate | None:
         e = self.step_time.get(framework)
@@ -363,7 +366,8 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
         if probes[framework].version:
             impact.versions[framework] = str(probes[framework].version)
     ok = [a.ok and b.ok for a, b in zip(impact.status[traced], impact.status[other])]
-    impact.covered = ok
+    impact.windows = alias_windows(step)
+    impact.covered = [c and i not in impact.windows for i, c in enumerate(ok)]
     stand_in = [not (a.ok and b.ok) for a, b in zip(impact.status[traced],
                                                      impact.status[other])]
     tainted = _tainted(step, stand_in)
@@ -444,7 +448,8 @@ def measure_program(program: Program, options: ModelOptions, interpreter: Interp
 def _mode_match(impact: ModelImpact, runs: Sequence[ipc.ReplayResult],
                 options: ModelOptions) -> ModeMatch | None:
     """The traced framework's replay rounds set beside the capture's speed probe."""
-    own = [s.ok for s in impact.status[impact.traced_framework]]
+    own = [s.ok and i not in impact.windows
+           for i, s in enumerate(impact.status[impact.traced_framework])]
     probes: list[float] = []
     sums: list[float] = []
     for run in runs:
@@ -508,7 +513,8 @@ def _project(impact: ModelImpact, timing: dict[str, list[ipc.ReplayResult]]) -> 
     times = {fw: call_times(frameworks[fw], impact.step_time[fw].value, everything)
              for fw in frameworks}
     impact.scale = {fw: t.scale for fw, t in times.items()}
-    impact.call_sum_s = {fw: sum(m for m, s in zip(t.median, impact.status[fw]) if s.ok)
+    impact.call_sum_s = {fw: sum(m for i, (m, s) in enumerate(zip(t.median, impact.status[fw]))
+                                 if s.ok and i not in impact.windows)
                          / t.scale if t.scale else 0.0 for fw, t in times.items()}
     impact.stand_in_share = {fw: stand_in_share(t.median, impact.status[fw])
                              for fw, t in times.items()}
@@ -526,7 +532,8 @@ def _project(impact: ModelImpact, timing: dict[str, list[ipc.ReplayResult]]) -> 
     for i, call in enumerate(step.calls):
         if impact.covered[i]:
             continue
-        reasons = [s[i].problem for s in impact.status.values() if not s[i].ok]
+        reasons = ([impact.windows[i]] if i in impact.windows
+                   else [s[i].problem for s in impact.status.values() if not s[i].ok])
         not_covered.setdefault((call.api, reasons[0] if reasons else "not replayed"),
                                []).append(i)
     total = impact.traced_s
