@@ -920,7 +920,9 @@ def _accumulating(earlier: Differentiated, grad_fn: Callable[[], Any], ids: tupl
                   results: list[Any], reads: frozenset[int]) -> Differentiated:
     """A block whose gradients are added to `earlier`'s, weight by weight (a weight only
     one of them reads keeps its one gradient): (loss, summed grads), over the weights of
-    both, `earlier`'s first. The sum is the work torch's second backward does on `.grad`."""
+    both, `earlier`'s first. The sum is the work torch's second backward does on `.grad`.
+    Only a torch `loss.backward()` accumulates (trainable.accumulated_onto): it writes no
+    forward output and differentiates no inputs, so the loss and the gradients are all."""
     combined = earlier.weights + tuple(e for e in ids if e not in earlier.weights)
     mine = {e: k for k, e in enumerate(ids)}
     theirs = {e: k for k, e in enumerate(earlier.weights)}
