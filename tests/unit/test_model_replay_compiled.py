@@ -296,8 +296,8 @@ def test_a_differentiated_step_is_replayed_by_the_loop():
             fn, get_args, get_kwargs = plan[i]
             results[i] = fn(*get_args(), **get_kwargs())
         return results[1]
-    replayer._differentiated = Differentiated(
-        frozenset({0, 1}), 0, 2, lambda: (forward(), np.ones((4, 8), np.float32)), forward)
+    replayer._blocks = [Differentiated(
+        frozenset({0, 1}), 0, 2, lambda: (forward(), np.ones((4, 8), np.float32)), forward)]
     replayer._plan_releases()
     assert replayer._compiled is None
     replayer.time_step(1)
@@ -325,3 +325,39 @@ def test_a_stand_in_a_loss_depends_on_reads_its_inputs_in_both_paths(compiled):
         replayer._compiled = None
     replayer._run()
     assert replayer._results[1] is not None
+
+
+def test_torch_clears_the_gradients_before_a_backward_that_starts_afresh_only(monkeypatch):
+    """Gradient accumulation replayed in torch as the script ran it: the first backward of
+    the step clears the weights' gradients (zero_grad), the second adds to them (no clear);
+    after the update (in place, grad mode off, on a weight) a backward starts afresh."""
+    backward = ("none",)
+    calls = (_call(0, "torch.matmul", Ext(0), Ext(1)),
+             replace(_call(1, "Tensor.backward", Ref(0), outputs=backward), backward=True),
+             _call(2, "torch.matmul", Ext(0), Ext(1)),
+             replace(_call(3, "Tensor.backward", Ref(2), outputs=backward), backward=True),
+             replace(_call(4, "torch.inplace", Ext(1)), api="torch.Tensor.add_",
+                     grad_enabled=False),
+             _call(5, "torch.matmul", Ext(0), Ext(1)),
+             replace(_call(6, "Tensor.backward", Ref(5), outputs=backward), backward=True))
+    cleared = []
+
+    def clearing(fn, weights):
+        def backward(*args):
+            cleared.append(args[0].shape)
+            return fn(*args)
+        return backward
+    monkeypatch.setattr(executor, "clearing_grads", clearing)
+    monkeypatch.setattr(executor, "make_trainable", lambda framework, tensor, name: tensor)
+    monkeypatch.setattr(executor, "without_grad", lambda fn: fn)      # numpy: no grad mode
+    monkeypatch.setattr(executor, "grad_mode_setter", lambda: lambda enabled: None)
+    functions = {**FUNCTIONS, "Tensor.backward": lambda loss: None}
+    adapter = FakeAdapter("torch", FakeClock(), functions=functions)
+    replayer = Replayer(_step(*calls), "torch", adapter, ApiMapping([]), clock=adapter.clock)
+    assert replayer._onto == {3: 1}
+    replayer.probe()
+    assert all(s.ok for s in replayer.status)
+    assert len(cleared) == 2                      # backwards 1 and 6, not 3
+    cleared.clear()
+    replayer._run()
+    assert len(cleared) == 2

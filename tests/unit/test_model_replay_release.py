@@ -12,7 +12,7 @@ from runner_fakes import FakeAdapter, FakeClock
 
 from opbench.frameworks.apimap import ApiMapping
 from opbench.model.program import Call, Ext, ExternalTensor, Lit, Ref, Seq
-from opbench.model.replay.executor import Differentiated, Replayer, _identity
+from opbench.model.replay.executor import Differentiated, Replayer, _accumulating, _identity
 from opbench.model.replay.release import (FORWARD, GRADIENTS, Block, Unit, per_call_order,
                                           read_before_written, refs_read, releases,
                                           step_order)
@@ -33,21 +33,21 @@ def test_refs_read_walks_nested_sequences_and_paths_like_the_getters():
 def test_each_result_goes_after_its_last_reader_and_an_unread_one_at_once():
     """0 -> 1 -> 2 -> 3 reading 0 again; 4 reads nothing and nothing reads it."""
     reads = [R(), R({0}), R({1}), R({2, 0}), R()]
-    order = step_order(reads, None)
+    order = step_order(reads, ())
     assert [u.key for u in order] == [0, 1, 2, 3, 4]
     assert releases(order, keep=()) == {2: (1,), 3: (0, 2, 3), 4: (4,)}
 
 
 def test_kept_results_are_never_dropped():
     reads = [R(), R({0}), R({1})]
-    assert releases(step_order(reads, None), keep={2}) == {1: (0,), 2: (1,)}
-    assert releases(step_order(reads, None), keep={0, 1, 2}) == {}
+    assert releases(step_order(reads, ()), keep={2}) == {1: (0,), 2: (1,)}
+    assert releases(step_order(reads, ()), keep={0, 1, 2}) == {}
 
 
 def test_calls_without_a_plan_entry_are_no_unit_and_their_results_are_not_dropped():
     """A call set once at the probe (None: no entry) is read but never set by the order."""
     reads = [None, R({0}), R({1})]
-    order = step_order(reads, None)
+    order = step_order(reads, ())
     assert [u.key for u in order] == [1, 2]
     assert read_before_written(order) == R({0})
     assert 0 not in {r for drop in releases(order, keep=()).values() for r in drop}
@@ -69,7 +69,7 @@ def _ms_training_reads():
 
 def test_a_differentiated_step_runs_its_forward_as_one_unit_and_drops_after_it():
     reads, block = _ms_training_reads()
-    order = step_order(reads, block)
+    order = step_order(reads, [block])
     assert [u.key for u in order] == [0, 1, 5, 6]
     assert order[1] == Unit(1, R({0, 5}), R({1, 2, 3, 4}))
     # the accuracy the block writes out is read before it is set: the last step's
@@ -80,10 +80,24 @@ def test_a_differentiated_step_runs_its_forward_as_one_unit_and_drops_after_it()
 
 def test_the_per_call_pass_runs_every_call_then_the_forward_and_the_gradients():
     reads, block = _ms_training_reads()
-    order = per_call_order(reads, passed_through={5}, block=block)
-    assert [u.key for u in order] == [0, 1, 2, 3, 6, FORWARD, GRADIENTS]
+    order = per_call_order(reads, passed_through={5}, blocks=[block])
+    assert [u.key for u in order] == [0, 1, 2, 3, 6, (FORWARD, 4), (GRADIENTS, 4)]
     # the update reads the gradients before the pass's GRADIENTS unit sets them
     assert read_before_written(order) == R({4, 5})
+
+
+def test_two_blocks_run_each_at_its_first_call_and_the_second_reads_the_first_gradients():
+    """Gradient accumulation: forward 0-1 and backward 2, forward 3-4 and backward 5 adding
+    to 2's gradients (an outside read), the update 6 reading 5's sum."""
+    reads = [R(), R({0}), None, R(), R({3}), None, R({5})]
+    blocks = [Block(R({0, 1}), 0, 2, R()), Block(R({3, 4}), 3, 5, R({2}))]
+    order = step_order(reads, blocks)
+    assert [u.key for u in order] == [0, 3, 6]
+    assert order[1] == Unit(3, R({2}), R({3, 4, 5}))
+    assert releases(order, keep={2, 5}) == {0: (0, 1), 3: (3, 4), 6: (6,)}
+    per_call = per_call_order(reads, passed_through=(), blocks=blocks)
+    assert [u.key for u in per_call][-4:] == [(FORWARD, 2), (GRADIENTS, 2), (FORWARD, 5),
+                                             (GRADIENTS, 5)]
 
 
 # -- the executor's timed runs ---------------------------------------------------------------
@@ -221,8 +235,8 @@ def test_a_differentiated_step_keeps_its_gradients_and_what_its_block_reads():
             fn, get_args, get_kwargs = plan[i]
             results[i] = fn(*get_args(), **get_kwargs())
         return results[1]
-    replayer._differentiated = Differentiated(
-        frozenset({0, 1}), 0, 2, lambda: (forward(), np.ones((4, 8), np.float32)), forward)
+    replayer._blocks = [Differentiated(
+        frozenset({0, 1}), 0, 2, lambda: (forward(), np.ones((4, 8), np.float32)), forward)]
     replayer._plan_releases()
     replayer.time_step(2)
     assert results[0] is None and results[1] is None
@@ -276,3 +290,66 @@ def test_a_calls_arguments_are_read_afresh_as_one_tuple_for_any_count():
     get = gathered([lambda: values[0], lambda: values[1]])
     values[0] = "changed"
     assert get() == ("changed", 1)
+
+
+def test_a_step_with_two_backwards_runs_both_blocks_and_the_update_reads_their_sum():
+    """Gradient accumulation in MindSpore's replay (executor.differentiate): two fake
+    value_and_grad blocks over the same weight, the second made by `_accumulating` onto the
+    first; every timed path runs both, and the update reads gradient 1 + gradient 2."""
+    made = _Made()
+    grads = ("seq", (HIDDEN, ("seq", (("tensor", (16, 8), "float32"),))))
+    step = _step(_call(0, "torch.matmul", Ext(0), Ext(1)),
+                 _call(1, "torch.relu", Ref(0)),
+                 _call(2, "torch.unmappable", Ref(1), replay_api=None, outputs=grads),
+                 _call(3, "torch.matmul", Ext(0), Ext(1)),
+                 _call(4, "torch.relu", Ref(3)),
+                 _call(5, "torch.unmappable", Ref(4), replay_api=None, outputs=grads),
+                 _call(6, "torch.relu", Ref(5, (1, 0))))
+    replayer = _replayer(step, made)
+    replayer.probe()
+    plan, results = replayer._plan, replayer._results
+    for i in (2, 5):                                  # as the probe leaves a backward
+        plan[i], replayer._reads[i] = None, None
+    ran = []
+
+    def forward(inside):
+        def run():
+            ran.append(inside)
+            for i in inside:
+                fn, get_args, get_kwargs = plan[i]
+                results[i] = fn(*get_args(), **get_kwargs())
+            return results[inside[-1]]
+        return run
+    ones = np.ones((16, 8), np.float32)
+    first = Differentiated(frozenset({0, 1}), 0, 2,
+                           lambda: (forward((0, 1))(), (ones,)), forward((0, 1)), weights=(1,))
+    second = _accumulating(first, lambda: (forward((3, 4))(), (2 * ones,)), (1,), (3, 4), 5,
+                           forward((3, 4)), results, frozenset())
+    assert second.weights == (1,) and second.outside_reads == {2}
+    results[2] = first.run()
+    replayer._blocks = [first, second]
+    replayer._plan_releases()
+    assert replayer._compiled is None                 # the loop runs the blocks
+    ran.clear()
+    replayer.time_step(2)
+    assert ran == [(0, 1), (3, 4)] * 2
+    np.testing.assert_array_equal(results[6], 3 * ones)
+    assert results[2] is not None and results[5] is not None
+    ran.clear()
+    times = replayer.time_calls(1)
+    # each block's forward alone, then with its gradients
+    assert ran == [(0, 1), (0, 1), (3, 4), (3, 4)]
+    assert times[2][0] >= 0 and times[5][0] >= 0
+    np.testing.assert_array_equal(results[5][1][0], 3 * ones)
+
+
+def test_an_accumulating_block_sums_the_weights_both_read_and_keeps_the_others():
+    """The second block's loss reads weights 1 and 2, the first's 0 and 1: the sum runs over
+    0, 1, 2 (the first block's order first), 1's two gradients added."""
+    results = [None, (0.5, (np.full(2, 1.0), np.full(2, 10.0)))]
+    earlier = Differentiated(frozenset({0}), 0, 1, lambda: None, lambda: None, weights=(0, 1))
+    block = _accumulating(earlier, lambda: (0.25, (np.full(2, 100.0), np.full(2, 1000.0))),
+                          (1, 2), (2,), 3, lambda: None, results, frozenset({7}))
+    loss, summed = block.run()
+    assert loss == 0.25 and block.weights == (0, 1, 2) and block.outside_reads == {1, 7}
+    assert [float(g[0]) for g in summed] == [1.0, 110.0, 1000.0]

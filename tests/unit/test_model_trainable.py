@@ -5,7 +5,8 @@ script's data and an optimizer's buffers are not trained."""
 from __future__ import annotations
 
 from opbench.model.program import Call, Ext, Lit, Ref, Seq
-from opbench.model.replay.trainable import is_in_place, loss_calls, trainable_externals
+from opbench.model.replay.trainable import (accumulated_onto, block_calls, is_in_place,
+                                            loss_calls, trainable_externals)
 
 IMAGES, WEIGHT, BIAS, GRAD_W, BUFFER = 0, 1, 2, 3, 4
 FLOATS = {IMAGES, WEIGHT, BIAS, GRAD_W, BUFFER}
@@ -117,3 +118,62 @@ def test_autograd_grad_s_loss_is_read_through_the_tuple_torch_passes_it_in():
     assert loss_of(calls[1]) is None                          # not a backward
     two = _call(3, "torch.autograd.grad", Seq("tuple", (Ref(0), Ref(1))), Ext(WEIGHT))
     assert loss_of(two) is None                               # several outputs
+
+
+# -- gradient accumulation: one block per backward, summed until an update or a reset --------
+
+def _accumulation_step(between: list[Call] = ()) -> list[Call]:
+    """Two micro-batches: x0 = images[0] is sliced before the first backward, x1 = images[1]
+    too; each loss = sum(linear(x_k, w, b)) / 2 is backwarded; `between` sits between the two
+    backwards; the update `w.add_(g_w, alpha=-lr)` ends the step."""
+    calls = [_call(0, "torch.Tensor.__getitem__", Ext(IMAGES), Lit(0)),
+             _call(1, "torch.Tensor.__getitem__", Ext(IMAGES), Lit(1)),
+             _call(2, "torch.nn.functional.linear", Ref(0), Ext(WEIGHT), Ext(BIAS)),
+             _call(3, "torch.Tensor.sum", Ref(2), outputs=("tensor", (), "float32")),
+             _call(4, "torch.Tensor.backward", Ref(3), backward=True, outputs=("none",))]
+    calls += [_call(len(calls) + k, c.api, *c.args, grad_enabled=c.grad_enabled)
+              for k, c in enumerate(between)]
+    n = len(calls)
+    calls += [_call(n, "torch.nn.functional.linear", Ref(1), Ext(WEIGHT), Ext(BIAS)),
+              _call(n + 1, "torch.Tensor.sum", Ref(n), outputs=("tensor", (), "float32")),
+              _call(n + 2, "torch.Tensor.backward", Ref(n + 1), backward=True,
+                    outputs=("none",)),
+              _call(n + 3, "torch.Tensor.add_", Ext(WEIGHT), Ext(GRAD_W), grad_enabled=False)]
+    return calls
+
+
+def test_a_second_backward_differentiates_the_calls_since_the_first():
+    """The slice of the second micro-batch (1) was made before the first backward: it ran
+    there already, and the second block reads its result (the first block's loss does not
+    read it either)."""
+    calls = _accumulation_step()
+    assert block_calls(calls, calls[4]) == [0, 2, 3]
+    assert block_calls(calls, calls[7]) == [5, 6]
+    assert loss_calls(calls, Ref(6)) == [1, 5, 6]
+
+
+def test_a_second_backward_accumulates_onto_the_first_until_an_update_or_a_reset():
+    weights = frozenset({WEIGHT, BIAS})
+    assert accumulated_onto(_accumulation_step(), weights) == {7: 4}
+    # an optimizer's update between them (in place, grad mode off, on a weight): afresh
+    update = _call(0, "torch.Tensor.add_", Ext(WEIGHT), Ext(GRAD_W), grad_enabled=False)
+    assert accumulated_onto(_accumulation_step([update]), weights) == {}
+    # zero_grad(set_to_none=False): the gradients zeroed in place
+    reset = _call(0, "torch.Tensor.zero_", Ext(GRAD_W), grad_enabled=False)
+    assert accumulated_onto(_accumulation_step([reset]), weights) == {}
+    # an in-place write on a buffer (not a weight) or with grad mode on resets nothing
+    buffer = _call(0, "torch.Tensor.mul_", Ext(BUFFER), Lit(0.9), grad_enabled=False)
+    graded = _call(0, "torch.Tensor.add_", Ext(WEIGHT), Ext(GRAD_W))
+    assert accumulated_onto(_accumulation_step([buffer, graded]), weights) == {9: 4}
+
+
+def test_value_and_grad_and_autograd_grad_make_their_gradients_anew():
+    calls = _accumulation_step()
+    ms = [Call(index=c.index, framework="mindspore", api=c.api, kind=c.kind,
+               replay_api=c.replay_api, args=c.args, kwargs=(), outputs=c.outputs,
+               duration_ns=1, start_ns=0, backward=c.backward) for c in calls]
+    assert accumulated_onto(ms, frozenset({WEIGHT})) == {}
+    grads = [_call(c.index, "torch.autograd.grad", c.args[0], Seq("tuple", (Ext(WEIGHT),)))
+             if c.backward else c for c in calls]
+    assert accumulated_onto(grads, frozenset({WEIGHT})) == {}
+    assert block_calls(grads, grads[7]) == [5, 6]

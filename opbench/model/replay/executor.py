@@ -43,8 +43,9 @@ from opbench.model.replay.optimizer_fold import FOLDED_INTO, adam_folds, sgd_mom
 from opbench.model.replay.release import (FORWARD, GRADIENTS, Block, per_call_order,
                                           read_before_written, refs_read, releases,
                                           step_order)
-from opbench.model.replay.trainable import (AUTOGRAD_GRAD, loss_calls, loss_dependencies,
-                                            loss_of, trainable_externals)
+from opbench.model.replay.trainable import (AUTOGRAD_GRAD, accumulated_onto, block_calls,
+                                            is_differentiation, loss_dependencies, loss_of,
+                                            trainable_externals)
 from opbench.model.replay.routes import (Route, Unmapped, fused_adam_route, fused_momentum_route,
                                          route_for)
 from opbench.model.steady import StepProgram
@@ -189,11 +190,18 @@ class Replayer:
         self.clock = clock
         self._skip = set(skip)
         self._chosen = dict(routes_chosen or {})
-        self.training = any(c.backward or c.api == AUTOGRAD_GRAD for c in step.calls)
+        self.training = any(is_differentiation(c) for c in step.calls)
         # weights held as plain leaf tensors (requires_grad_(), updated by hand): trainable.py
         self._trainable = (trainable_externals(
             step.calls, {e.id for e in step.externals if e.dtype in FLOAT_DTYPES})
             if self.training else frozenset())
+        # gradient accumulation: per torch backward that adds to an earlier one's gradients,
+        # that backward (trainable.py); torch's replay clears the weights' gradients only
+        # before a backward that starts afresh, MindSpore's block sums them
+        self._onto = accumulated_onto(step.calls, frozenset(
+            e.id for e in step.externals if e.dtype in FLOAT_DTYPES
+            and (e.role == "parameter" or e.id in self._trainable))) \
+            if self.training else {}
         # the calls a loss depends on: a stand-in among them keeps the gradient chain; any
         # other stand-in is its drawn values alone (no gradient reaches it, and in
         # MindSpore's queued launch each extra op costs ~0.5-1 ms: on a clipped, masked
@@ -226,10 +234,11 @@ class Replayer:
         self._arguments: dict[int, tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]]] = {}
         self._compiled: CompiledStep | None = None
         self._holding_probe_values = False
-        # A MindSpore training step: the forward calls the loss depends on run inside one
-        # value_and_grad call (differentiation.py); the per-call pass still times them one
-        # by one, and the backward call is that call's time less theirs.
-        self._differentiated: Any = None
+        # A MindSpore training step: per backward, the forward calls its loss depends on run
+        # inside one value_and_grad call (`differentiate`), in program order; the per-call
+        # pass still times them one by one, and each backward call is its block's time less
+        # theirs.
+        self._blocks: list[Differentiated] = []
         self.status: list[CallStatus] = []
         # torch's SGD and Adam updates as a port's fused kernels (optimizer_fold.py): the other
         # framework only, so the traced one replays exactly what the script ran
@@ -342,20 +351,11 @@ class Replayer:
         process only needs the plan). self.status says how each call went."""
         resolve = self.adapter.resolve
         prints: list[dict[str, Any] | None] = []
-        self._plan, self._reads, self.status = [], [], []
-        differentiated = False
+        self._plan, self._reads, self.status, self._blocks = [], [], [], []
         for call in self.step.calls:
-            if (call.backward or call.api == AUTOGRAD_GRAD) and self.framework == "mindspore":
+            if is_differentiation(call) and self.framework == "mindspore":
                 self._plan.append(None)
                 self._reads.append(None)
-                if differentiated:
-                    prints.append(None)
-                    self.status.append(CallStatus(
-                        call.index, DIFFERENTIATED, False, stand_in=True,
-                        problem="a second backward in one step: not replayed"))
-                    self._results[call.index] = self._stand_in(call)
-                    continue
-                differentiated = True
                 self.status.append(CallStatus(call.index, DIFFERENTIATED, True))
                 value = self._results[call.index] = self._differentiate(call)
                 # torch.autograd.grad's gradients are its output, compared as any output's
@@ -407,39 +407,37 @@ class Replayer:
         never rerun; MindSpore's backward, whose gradients the per-call pass's updates read
         before its block rewrites them); and whatever a timed order reads before it sets
         it (the last step's value)."""
-        grad = self._differentiated
-        block = None if grad is None else Block(grad.inside, grad.first, grad.backward,
-                                                grad.outside_reads)
+        blocks = [Block(b.inside, b.first, b.backward, b.outside_reads) for b in self._blocks]
         passed_through = {i for i, e in enumerate(self._plan)
                           if e is not None and e[0] is _identity}
-        orders = (step_order(self._reads, block),
-                  per_call_order(self._reads, passed_through, block))
+        orders = (step_order(self._reads, blocks),
+                  per_call_order(self._reads, passed_through, blocks))
         keep = set(passed_through)
         keep.update(i for i, e in enumerate(self._plan) if e is None)
         keep.update(s.index for s in self.status if s.stand_in)
         last = self._last_tensor_result()
         if last is not None:
             keep.add(last)
-        if block is not None:
-            keep.add(block.backward)
+        keep.update(block.backward for block in blocks)
         for order in orders:
             keep |= read_before_written(order)
         step, calls = (releases(order, keep) for order in orders)
         n = len(self._plan)
         self._drop_step = [step.get(i, ()) for i in range(n)]
         self._drop_calls = [calls.get(i, ()) for i in range(n)]
-        self._drop_block = {key: calls.get(key, ()) for key in (FORWARD, GRADIENTS)}
+        self._drop_block = {(part, block.backward): calls.get((part, block.backward), ())
+                            for block in blocks for part in (FORWARD, GRADIENTS)}
         self._compile_step()
 
     def _compile_step(self) -> None:
         """The timed step written out as Python (compiled_step.py), from the plan, its
         releases and its grad modes; _run's loop stays for what it does not express. Left
-        to the loop: MindSpore's differentiated block (its forward runs inside
+        to the loop: MindSpore's differentiated blocks (each one's forward runs inside
         value_and_grad through the plan's getters, which read `self._results`: written out,
-        every result it reads would have to be written back there first, and the block's
-        ~ms cost dwarfs the loop's ~1 us a call)."""
+        every result it reads would have to be written back there first, and a block's
+        ~ms cost dwarfs the loop's ~1 us a call); the loop runs every block of the step."""
         self._compiled = None
-        if self._differentiated is not None:
+        if self._blocks:
             return
         calls = []
         for i, entry in enumerate(self._plan):
@@ -457,16 +455,17 @@ class Replayer:
 
     def _differentiate(self, call: Call) -> Any:
         """A training step in MindSpore, which has no backward call to replay: value_and_grad
-        over the forward calls the loss depends on, made and run once the plan reaches the
-        backward (the calls after it read its gradients). Returns (loss, grads), or a
-        stand-in when it failed (the forward still runs; the backward is left out)."""
+        over the forward calls the loss depends on since the step's previous backward, made
+        and run once the plan reaches the backward (the calls after it read its gradients;
+        a backward accumulating onto an earlier one's adds them). Returns (loss, grads), or
+        a stand-in when it failed (the forward still runs; the backward is left out)."""
         try:
-            self._differentiated = differentiate(self, call)
-            value = self._differentiated.run()
+            block = differentiate(self, call)
+            value = block.run()
             self.adapter.sync()
+            self._blocks.append(block)
             return value
         except Exception as exc:
-            self._differentiated = None
             self.status[call.index] = CallStatus(
                 call.index, DIFFERENTIATED, False, stand_in=True,
                 problem=f"value_and_grad over the replayed forward failed: "
@@ -504,7 +503,9 @@ class Replayer:
         for position, candidate in enumerate(candidates):
             try:
                 fn = candidate.make(resolve)
-                if call.backward and self.framework == call.framework == "torch":
+                if call.backward and self.framework == call.framework == "torch" \
+                        and call.index not in self._onto:
+                    # a backward that accumulates onto an earlier one keeps its gradients
                     fn = clearing_grads(fn, self._weights())
                 get_args, get_kwargs = self._binder(candidate)
                 value = self._probing(call, fn)(*get_args(), **get_kwargs())
@@ -557,8 +558,8 @@ class Replayer:
                 self._holding_probe_values = False
             compiled.run()
             return
-        results, grad, drops = self._results, self._differentiated, self._drop_step
-        if grad is None:
+        results, blocks, drops = self._results, self._blocks, self._drop_step
+        if not blocks:
             modes, set_grad = self._grad_at, self._set_grad
             for i, entry in enumerate(self._plan):
                 if entry is not None:
@@ -571,11 +572,13 @@ class Replayer:
             if self._grad_restore:
                 set_grad(True)
             return
-        inside, first = grad.inside, grad.first
+        starts = self._block_starts()
+        inside = self._inside_blocks()
         for i, entry in enumerate(self._plan):
-            if i == first:
+            block = starts.get(i)
+            if block is not None:
                 # the forward calls of the loss, and their gradients
-                results[grad.backward] = grad.run()
+                results[block.backward] = block.run()
             elif entry is not None and i not in inside:
                 fn, get_args, get_kwargs = entry
                 results[i] = fn(*get_args(), **get_kwargs())
@@ -631,7 +634,7 @@ class Replayer:
     def _last_tensor_result(self) -> int | None:
         """The last call that ran (not a stand-in nor an alias) whose recorded output is a
         tensor: the step's result a script reads back."""
-        inside = self._differentiated.inside if self._differentiated is not None else ()
+        inside = self._inside_blocks()
         for i in range(len(self._plan) - 1, -1, -1):
             entry, outputs = self._plan[i], self.step.calls[i].outputs
             if entry is not None and entry[0] is not _identity and i not in inside \
@@ -647,7 +650,6 @@ class Replayer:
         drops, block_drops = self._drop_calls, self._drop_block
         modes, set_grad = self._grad_at, self._set_grad
         times = [[0.0] * passes for _ in self._plan]
-        grad = self._differentiated
         for p in range(passes):
             sync()
             for i, entry in enumerate(self._plan):
@@ -665,23 +667,31 @@ class Replayer:
                     results[j] = None
             if self._grad_restore:
                 set_grad(True)
-            if grad is not None:
-                # the backward: value_and_grad's call less the same forward calls run back
+            for block in self._blocks:
+                # each backward: value_and_grad's call less the same forward calls run back
                 # to back (both synced once at the end: each call synced alone would
                 # overstate a queued forward and leave the backward nothing)
                 start = clock()
-                grad.forward()
+                block.forward()
                 sync()
                 forward = clock() - start
-                for j in block_drops[FORWARD]:
+                for j in block_drops[(FORWARD, block.backward)]:
                     results[j] = None
                 start = clock()
-                results[grad.backward] = grad.run()
+                results[block.backward] = block.run()
                 sync()
-                times[grad.backward][p] = max(0.0, clock() - start - forward)
-                for j in block_drops[GRADIENTS]:
+                times[block.backward][p] = max(0.0, clock() - start - forward)
+                for j in block_drops[(GRADIENTS, block.backward)]:
                     results[j] = None
         return times
+
+    def _block_starts(self) -> dict[int, "Differentiated"]:
+        """Each differentiated block by the call where it runs in the step."""
+        return {block.first: block for block in self._blocks}
+
+    def _inside_blocks(self) -> frozenset[int]:
+        """The calls the differentiated blocks run (not run alone in a step)."""
+        return frozenset().union(*(block.inside for block in self._blocks))
 
     def warm_up(self, min_runs: int, min_time_s: float) -> int:
         runs, started = 0, self.clock()
@@ -822,20 +832,26 @@ def without_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 @dataclass
 class Differentiated:
-    inside: frozenset[int]       # the forward calls the loss depends on
+    inside: frozenset[int]       # the forward calls the loss depends on (since the step's
+                                 # previous backward)
     first: int                   # where the differentiated call runs in the step
     backward: int                # the backward call it stands for
     run: Callable[[], Any]       # forward and gradients
     forward: Callable[[], Any]   # the same forward calls alone
-    # results `run` reads besides the forward's (the written forward output's): a timed
-    # run keeps them until the block has run
+    # results `run` reads besides the forward's (the written forward output's, the earlier
+    # backward's gradients it adds to): a timed run keeps them until the block has run
     outside_reads: frozenset[int] = frozenset()
+    # the external ids of the weights whose gradients `run` returns, in their order
+    weights: tuple[int, ...] = ()
 
 
 def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
-    """value_and_grad(forward, None, weights) over the calls the loss depends on, with the
-    trainable weights they read; the forward writes every result it makes, so the calls
-    after it read them as in the step."""
+    """value_and_grad(forward, None, weights) over the calls the loss depends on since the
+    step's previous backward (trainable.block_calls), with the trainable weights they read;
+    the forward writes every result it makes, so the calls after it read them as in the
+    step. A torch backward that accumulates onto an earlier one (trainable.accumulated_onto)
+    returns the sum of its gradients and that block's, weight by weight, as torch's `.grad`
+    holds it after the second backward."""
     import mindspore
 
     loss_ref = loss_of(backward)
@@ -846,7 +862,9 @@ def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
         refused = unreplayable_autograd_grad(backward)
         if refused:
             raise ValueError(refused)
-    order = loss_calls(replayer.step.calls, loss_ref)
+    order = block_calls(replayer.step.calls, backward)
+    if not order:
+        raise ValueError("the loss is made before the step's previous backward")
     plan, results = replayer._plan, replayer._results
     if any(plan[i] is None and replayer.step.calls[i].alias_of is None for i in order):
         raise ValueError("a call the loss depends on does not run in MindSpore")
@@ -857,12 +875,13 @@ def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
         # the weights the script's value_and_grad named, in its order (its grads' order)
         if not all(isinstance(w, Ext) for w in listed.items):
             raise ValueError("a weight value_and_grad differentiates is made inside the step")
-        weights = [replayer._externals[w.id] for w in listed.items]
+        ids = [w.id for w in listed.items]
     else:
         # torch's backward names none: the trainable weights the loss's calls read
-        weights = [t for e, t in replayer._externals.items()
-                   if isinstance(t, mindspore.Parameter) and t.requires_grad
-                   and any(x.id == e for i in order for x in exts_in(replayer.step.calls[i]))]
+        read = {x.id for i in order for x in exts_in(replayer.step.calls[i])}
+        ids = [e for e, t in replayer._externals.items()
+               if isinstance(t, mindspore.Parameter) and t.requires_grad and e in read]
+    weights = [replayer._externals[e] for e in ids]
     loss_index = loss_ref.call
 
     def forward() -> Any:
@@ -875,19 +894,48 @@ def differentiate(replayer: "Replayer", backward: Call) -> Differentiated:
     if gradients_only:
         # torch.autograd.grad returns the gradients alone (a tuple, one per input)
         return Differentiated(frozenset(order), order[0], backward.index,
-                              lambda: grad_fn()[1], forward)
+                              lambda: grad_fn()[1], forward, weights=tuple(ids))
     # the backward call's output as captured (capture/observer.py backward_result): the
     # forward's output (with has_aux the loss and its aux values), the weights' gradients,
     # and under a grad_position the inputs' gradients, zeros here (not computed)
     written = bind(("forward_out",), (), backward.kwargs).forward_out     # keyword only
     out = replayer._getter(written) if written is not None else None
     inputs_grads = inputs_gradients(backward.outputs, replayer._tensor)
+    reads = refs_read((written,)) if written is not None else frozenset()
+    onto = replayer._onto.get(backward.index)
+    earlier = next((b for b in replayer._blocks if b.backward == onto), None)
+    if earlier is not None:
+        return _accumulating(earlier, grad_fn, tuple(ids), order, backward.index, forward,
+                             results, reads)
 
     def run() -> Any:
         loss, grads = grad_fn()
         return (out() if out is not None else loss, grads, *inputs_grads)
-    return Differentiated(frozenset(order), order[0], backward.index, run, forward,
-                          refs_read((written,)) if written is not None else frozenset())
+    return Differentiated(frozenset(order), order[0], backward.index, run, forward, reads,
+                          tuple(ids))
+
+
+def _accumulating(earlier: Differentiated, grad_fn: Callable[[], Any], ids: tuple[int, ...],
+                  order: Sequence[int], backward: int, forward: Callable[[], Any],
+                  results: list[Any], reads: frozenset[int]) -> Differentiated:
+    """A block whose gradients are added to `earlier`'s, weight by weight (a weight only
+    one of them reads keeps its one gradient): (loss, summed grads), over the weights of
+    both, `earlier`'s first. The sum is the work torch's second backward does on `.grad`.
+    Only a torch `loss.backward()` accumulates (trainable.accumulated_onto): it writes no
+    forward output and differentiates no inputs, so the loss and the gradients are all."""
+    combined = earlier.weights + tuple(e for e in ids if e not in earlier.weights)
+    mine = {e: k for k, e in enumerate(ids)}
+    theirs = {e: k for k, e in enumerate(earlier.weights)}
+    pairs = tuple((theirs.get(e), mine.get(e)) for e in combined)
+    source = earlier.backward
+
+    def run() -> Any:
+        loss, grads = grad_fn()
+        before = results[source][1]
+        return (loss, tuple(grads[m] if t is None else before[t] if m is None
+                            else before[t] + grads[m] for t, m in pairs))
+    return Differentiated(frozenset(order), order[0], backward, run, forward,
+                          reads | {source}, combined)
 
 
 def inputs_gradients(outputs: Any, tensor: Callable[[Any, str], Any]) -> tuple[Any, ...]:

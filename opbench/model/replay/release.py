@@ -6,8 +6,8 @@ on torch/linear_composed's 8 layers of 128x256 (docs/model.md, "Affinity pairs")
 cost the naive form its 2 extra live 128 KB tensors a layer and priced the swap at 0.165 ms
 a step where the script, freeing them, saves 0.047.
 
-A timed path runs the step as an order of units (a call, or MindSpore's differentiated
-forward and backward as one); each unit reads some results and writes others. The plan is
+A timed path runs the step as an order of units (a call, or one of MindSpore's
+differentiated blocks, forward and backward as one: one a backward); each unit reads some results and writes others. The plan is
 computed once from those orders (executor.py builds them after the probe), so the timed
 loops only drop the references it lists. Pure: no framework, no printing."""
 from __future__ import annotations
@@ -65,14 +65,17 @@ def _block_unit(key: Hashable, block: Block, reads: Sequence[frozenset[int] | No
     return Unit(key, frozenset(inner - block.inside), writes)
 
 
-def step_order(reads: Sequence[frozenset[int] | None], block: Block | None) -> list[Unit]:
+def step_order(reads: Sequence[frozenset[int] | None], blocks: Sequence[Block]) -> list[Unit]:
     """executor.Replayer._run's order: every call with a plan entry (None in `reads`: none)
-    in program order; with a block, its inside calls as one unit at `first`."""
+    in program order; each block's inside calls as one unit at its `first`."""
+    starts = {block.first: block for block in blocks}
+    inside = frozenset().union(*(block.inside for block in blocks))
     units = []
     for i, read in enumerate(reads):
-        if block is not None and i == block.first:
+        block = starts.get(i)
+        if block is not None:
             units.append(_block_unit(i, block, reads, block.inside | {block.backward}))
-        elif read is not None and (block is None or i not in block.inside):
+        elif read is not None and i not in inside:
             units.append(Unit(i, read, frozenset((i,))))
     return units
 
@@ -81,16 +84,18 @@ FORWARD, GRADIENTS = "forward", "gradients"
 
 
 def per_call_order(reads: Sequence[frozenset[int] | None], passed_through: Iterable[int],
-                   block: Block | None) -> list[Unit]:
+                   blocks: Sequence[Block]) -> list[Unit]:
     """executor.Replayer.time_calls's order: every call with a plan entry but the
-    pass-through ones (aliases, folded calls), each alone, the inside calls too; then, with
-    a block, its forward alone (FORWARD) and forward with gradients (GRADIENTS)."""
+    pass-through ones (aliases, folded calls), each alone, the inside calls too; then, per
+    block in program order, its forward alone ((FORWARD, backward)) and forward with
+    gradients ((GRADIENTS, backward))."""
     skipped = set(passed_through)
     units = [Unit(i, read, frozenset((i,))) for i, read in enumerate(reads)
              if read is not None and i not in skipped]
-    if block is not None:
-        units.append(_block_unit(FORWARD, block, reads, block.inside))
-        units.append(_block_unit(GRADIENTS, block, reads, block.inside | {block.backward}))
+    for block in blocks:
+        units.append(_block_unit((FORWARD, block.backward), block, reads, block.inside))
+        units.append(_block_unit((GRADIENTS, block.backward), block, reads,
+                                 block.inside | {block.backward}))
     return units
 
 

@@ -27,7 +27,8 @@ from opbench.model.program import Call, Ext, Ref, Seq, exts_in, refs_in
 from opbench.model.replay.training_routes import TORCH_SGD
 
 __all__ = ["IN_PLACE_OPERATORS", "AUTOGRAD_GRAD", "is_in_place", "loss_calls", "loss_of",
-           "loss_dependencies", "trainable_externals"]
+           "loss_dependencies", "trainable_externals", "is_differentiation", "block_calls",
+           "accumulated_onto"]
 
 # Python's augmented assignments on a tensor: torch writes the receiver (MindSpore 2.10
 # returns a new tensor and leaves the receiver as it was; routes.py writes it back).
@@ -103,3 +104,58 @@ def _exts_of(value: object) -> list[int]:
     if isinstance(value, tuple):
         return [i for item in value for i in _exts_of(item)]
     return []
+
+
+def is_differentiation(call: Call) -> bool:
+    """A call that differentiates a loss: `loss.backward()`, MindSpore's value_and_grad
+    grad function (both captured with `backward`), `torch.autograd.grad`."""
+    return call.backward or call.api == AUTOGRAD_GRAD
+
+
+def block_calls(calls: Sequence[Call], backward: Call) -> list[int]:
+    """The calls one differentiated block runs: those its loss depends on (itself included)
+    made after the step's previous differentiation, in program order. A call made before it
+    ran there already (in the earlier block, or alone): the block reads its result as a
+    value, as torch's second backward cannot run through a graph the first one freed."""
+    loss = loss_of(backward)
+    if loss is None:
+        return []
+    since = max((c.index for c in calls[:backward.index] if is_differentiation(c)),
+                default=-1)
+    return [i for i in loss_calls(calls, loss) if i > since]
+
+
+# torch's gradient resets between two backwards of a step that the capture sees: zero_grad
+# with set_to_none=False and `p.grad.zero_()` (the foreach form over the gradients)
+_GRAD_RESETS = frozenset({"torch.Tensor.zero_", "torch._foreach_zero_"})
+
+
+def accumulated_onto(calls: Sequence[Call], weights: frozenset[int]) -> dict[int, int]:
+    """Per torch `loss.backward()` that adds its gradients to an earlier one's (gradient
+    accumulation: torch sums `.grad` across backwards until it is reset), that earlier
+    backward's index. A backward starts afresh after a weight update or a gradient reset
+    between them: an in-place write with grad mode off on one of the `weights` (external
+    ids: Parameters and trainable externals; every torch optimizer's update, a hand-written
+    `p -= lr * p.grad`), a torch.optim.SGD step, a `zero_()`. `p.grad = None` and zero_grad()'s default
+    (set_to_none) leave no call: a step that drops its gradients between two backwards
+    without updating is read as accumulating. torch.autograd.grad returns its gradients
+    and MindSpore's value_and_grad makes them anew: neither accumulates."""
+    onto: dict[int, int] = {}
+    last: int | None = None
+    for call in calls:
+        if call.backward and call.framework == "torch":
+            if last is not None:
+                onto[call.index] = last
+            last = call.index
+        elif last is not None and _resets_gradients(call, weights):
+            last = None
+    return onto
+
+
+def _resets_gradients(call: Call, weights: frozenset[int]) -> bool:
+    if call.api in _GRAD_RESETS or call.replay_api == TORCH_SGD:
+        return True
+    if call.grad_enabled or not is_in_place(call.api) or not call.args:
+        return False
+    receiver = call.args[0]
+    return isinstance(receiver, Ext) and receiver.id in weights
