@@ -364,15 +364,20 @@ def test_a_script_that_failed_after_its_steps_is_said_in_every_view(error, expec
         assert expected in text and "None" not in text
 
 
-def test_a_self_check_far_from_zero_says_the_traced_time_is_one_process():
-    """A MindSpore capture that ran in a slow mode: its calls' traced time read 55% above
-    their replay; the view says to judge by the projection."""
+def test_a_self_check_far_from_zero_says_why():
+    """A replay reading 55% below its trace: in a queued launch (a MindSpore capture in a
+    slow mode) the processes' speed, the view says to judge by the projection; in torch's
+    blocking launch the script's context (tools/context_effect.py)."""
     record = _record()
     record["model"]["self_check"] = -0.55
+    record["model"]["projected_s"]["torch"]["launch"] = "queued"
     text = "\n".join(model_lines(ModelRecord.from_json(record)))
     assert "self-check: torch's replayed calls take -55%" in text
     assert ("the traced time is one process's and its replay's 3 processes ran at another "
             "speed") in text
+    record["model"]["projected_s"]["torch"]["launch"] = "blocking"
+    text = "\n".join(model_lines(ModelRecord.from_json(record)))
+    assert "torch's calls cost more inside the script" in text and "one process's" not in text
     record["model"]["self_check"] = -0.077
     assert "one process's" not in "\n".join(model_lines(ModelRecord.from_json(record)))
 
