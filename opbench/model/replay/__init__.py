@@ -18,4 +18,5 @@ replay of a step program, its output fingerprints and its timings.
   randomness       Which calls draw random numbers (a training dropout): not compared
   truncation       Integers truncated from floats: one integer step allowed in the check
   call_arguments   A call's arguments by parameter name, for the rule modules
+  function_routes  A custom autograd.Function's output as its straight-through stand-in
 """
