@@ -23,7 +23,8 @@ from opbench.model.json_records import (Codec, JsonRecordError, each, from_objec
                                         json_field, optional, row_of, to_object, to_row,
                                         tuple_of)
 
-__all__ = ["Arg", "Call", "Site", "Dtype", "Ext", "ExternalTensor", "Lit", "Marker", "Opaque",
+__all__ = ["Arg", "Call", "FunctionForward", "Site", "Dtype", "Ext", "ExternalTensor", "Lit",
+           "Marker", "Opaque",
            "Program", "Ref", "Seq", "SliceOf", "args_from_json", "args_to_json", "refs_in",
            "exts_in", "opaque_in", "walk_args", "map_refs", "output_at", "TRACED_BASE_LIGHT",
            "TRACED_BASE_OBSERVED"]
@@ -33,7 +34,8 @@ __all__ = ["Arg", "Call", "Site", "Dtype", "Ext", "ExternalTensor", "Lit", "Mark
 #   2  each call's source site ("site": [file, first line, last line]) where it was found;
 #      later, without a bump (an older file reads the defaults): an external's layout and
 #      small values (ExternalTensor's last four fields; a described tensor output's sixth
-#      item, (name, value) pairs of the same fields)
+#      item, (name, value) pairs of the same fields); a call standing for a custom
+#      torch.autograd.Function's output (Call.function: absent, None, in an older file)
 PROGRAM_FORMAT = 2
 
 # Program.traced_base: which run's durations the traced times are
@@ -137,6 +139,16 @@ _EXTERNAL_ROW = Codec(lambda value, where: from_row(ExternalTensor, value, where
 
 
 @dataclass(frozen=True)
+class FunctionForward:
+    """A custom torch.autograd.Function's forward (model/autograd_function.py): the calls
+    captured inside its `apply` are the `calls` before the call that holds this record, which
+    stands for the Function's output (its arguments: the forward's result and the inputs
+    that took the gradient)."""
+    name: str                      # the Function class's qualified name
+    calls: int                     # how many captured calls its forward made
+
+
+@dataclass(frozen=True)
 class Site:
     """A call's place in the user's source: the lines of the call expression."""
     file: str
@@ -201,6 +213,12 @@ class Call:
     # opbench (file, first line, last line of the call expression); None: not found
     site: Site | None = json_field(codec=optional(row_of(Site)), omit_default=True,
                                    default=None)
+    # a custom torch.autograd.Function's output (model/autograd_function.py): its forward's
+    # calls are the ones before this call; None for every other call (and in a file written
+    # before the field)
+    function: FunctionForward | None = json_field(key="fn",
+                                                  codec=optional(row_of(FunctionForward)),
+                                                  omit_default=True, default=None)
 
     @property
     def replayable(self) -> bool:

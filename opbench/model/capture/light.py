@@ -29,7 +29,7 @@ import gc
 import os
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Protocol, Sequence
 
 from opbench.model.capture.lowering import traced_through
@@ -37,7 +37,7 @@ from opbench.trace.events import SERIAL
 from opbench.trace.recorder import TimingSink
 from opbench.trace.tracer import Tracer
 
-__all__ = ["LightTiming", "light_pass", "match_light", "LightEnough", "NO_LIGHT_NS",
+__all__ = ["LightTiming", "light_pass", "match_light", "with_untimed", "LightEnough", "NO_LIGHT_NS",
            "SET_UP_SLACK"]
 
 # Calls one run may make that the other does not, in one block (match_light): work a library
@@ -140,10 +140,18 @@ def match_light(captured: Sequence[str | None], sink: TimingSink, ended_early: b
 def light_pass(captured: Sequence[str | None], run: Callable[[], Any], framework: str,
                ended_early: bool,
                make_tracer: Callable[[TimingSink], _TimingTracer] = _framework_tracer,
-               clock: Callable[[], int] = time.perf_counter_ns) -> LightTiming:
+               clock: Callable[[], int] = time.perf_counter_ns,
+               untimed: frozenset[int] = frozenset()) -> LightTiming:
     """Run the script again (`run`: its outcome has a `status`) under a timing-only tracer
-    and match its calls against the captured ones (match_light). Never raises for the
-    script's own failure."""
+    and match its calls against the captured ones (match_light). `untimed`: captured calls
+    the capture added that have no time of their own (a custom autograd.Function's output,
+    model/autograd_function.py): left out of the matching, they read NO_LIGHT_NS. Never
+    raises for the script's own failure."""
+    if untimed:
+        kept = [api for i, api in enumerate(captured) if i not in untimed]
+        timing = light_pass(kept, run, framework, ended_early, make_tracer, clock)
+        return replace(timing, durations_ns=with_untimed(timing.durations_ns, len(captured),
+                                                         untimed))
     if not captured:
         return LightTiming((), "the script made no framework call that was recorded")
     if any(api is None for api in captured):
@@ -192,3 +200,14 @@ def light_pass(captured: Sequence[str | None], run: Callable[[], Any], framework
         return LightTiming((), failure, in_window, wall_s)
     durations, note = match_light(captured, sink, ended_early)
     return LightTiming(durations, note, in_window, wall_s)
+
+
+def with_untimed(durations: tuple[int, ...], count: int, untimed: frozenset[int]
+                 ) -> tuple[int, ...]:
+    """The light durations of the calls other than `untimed` spread back over all `count`
+    captured calls, NO_LIGHT_NS at the untimed ones (steady.own_time_ns then keeps their
+    observed time); () stays () (the pass not used)."""
+    if not durations:
+        return ()
+    timed = iter(durations)
+    return tuple(NO_LIGHT_NS if i in untimed else next(timed) for i in range(count))

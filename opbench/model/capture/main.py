@@ -23,6 +23,7 @@ from opbench.model.capture.lowering import traced_through
 from opbench.model.capture.observer import DEFAULT_MAX_CALLS, Capture
 from opbench.model.capture.ms_backward import MindSporeBackward
 from opbench.model.capture.ms_jit import MindSporeJit
+from opbench.model.capture.torch_function import TorchFunctionApply
 from opbench.model.program import Program
 from opbench.model.steady import DEFAULT_CAPTURE_STEPS
 from opbench.trace.events import SERIAL
@@ -131,6 +132,8 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
     ms_backward.install()
     ms_jit = MindSporeJit(capture)
     ms_jit.install()
+    torch_function = TorchFunctionApply(capture)
+    torch_function.install()
     # the tracer keeps an event per call; the capture needs those of its calls only (a call
     # that raised has an event and no program call: twice as many is room enough)
     tracer = Tracer(nested=False, sync=SERIAL, framework="both", observer=capture,
@@ -160,6 +163,7 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
         ms_settings.uninstall()
         ms_backward.uninstall()
         ms_jit.uninstall()
+        torch_function.uninstall()
     calls = capture.calls(data.events)
     imported = [n for n in ("torch", "mindspore") if n in sys.modules]
     framework = _traced_framework(calls, imported)
@@ -178,7 +182,8 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
         timing = LightTiming((), LIGHT_NOT_MINDSPORE)
     else:
         timing = light_pass(capture.traced_apis(data.events), lambda: run_target(target),
-                            framework, bool(ended) or capture.dropped > 0)
+                            framework, bool(ended) or capture.dropped > 0,
+                            untimed=capture.function_positions())
     return Program(
         framework=framework, version=str(facts.get("version", "")), threads=threads,
         launch=launch, device=device, timing=SERIAL, calls=tuple(calls),

@@ -17,13 +17,14 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from opbench.config.vocabulary import INTEGER_DTYPES, MODEL_DTYPES
+from opbench.model.autograd_function import FUNCTION_APPLY
 from opbench.model.capture.layout import ValueKeeper, layout_of
 from opbench.model.capture.lowering import (Lowered, lower, lower_pass_through,
                                             primitive_init)
 from opbench.model.capture.ms_backward import BACKWARD_API
 from opbench.model.capture.sites import SiteFinder
-from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Marker, Opaque,
-                                   Ref, Seq, SliceOf, output_at, walk_args)
+from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, FunctionForward, Lit,
+                                   Marker, Opaque, Ref, Seq, SliceOf, output_at, walk_args)
 from opbench.model.steady import call_key, repeated_tail
 from opbench.trace.events import MODULE, PRIMITIVE, SCOPE, CallSite, CallEvent
 from opbench.trace.recorder import without_defaults
@@ -360,6 +361,63 @@ class Capture:
         self._raw.append((None, call))
         self._backward_spans[position] = (first, elapsed_ns)
         self._note_tree(result, position, ())
+
+    # -- a custom torch.autograd.Function (torch_function.py) ---------------------------------
+    def function_applied(self, name: str, args: tuple, kwargs: dict, result: Any,
+                         first: int) -> None:
+        """`name`.apply(*args, **kwargs) returned `result`; the calls captured from `first`
+        on ran in its forward. Adds the call standing for its output
+        (model/autograd_function.py) where the replay can give it a gradient chain: the
+        forward made captured calls, one of them made the result (a tensor), grad mode is on
+        and some input of the result's shape and dtype requires grad. Otherwise nothing is
+        added: the forward's calls replay as they ran (under no_grad), as before."""
+        if self.enough or self._outside_tracer:
+            return
+        # this runs outside the tracer's guard for its own framework calls: a tensor method
+        # called here (the output's stride()) was traced as the script's call, one per apply
+        self._outside_tracer += 1
+        try:
+            self._function_applied(name, args, kwargs, result, first)
+        finally:
+            self._outside_tracer -= 1
+
+    def _function_applied(self, name: str, args: tuple, kwargs: dict, result: Any,
+                          first: int) -> None:
+        position = len(self._raw)
+        if position == first or position >= self.max_calls:
+            return
+        torch = sys.modules.get("torch")
+        if torch is None or not torch.is_grad_enabled() or not self._tensors.is_tensor(result):
+            return
+        produced = self._produced.get(id(result))
+        if produced is None or produced[0] < first:
+            return
+        shape_dtype = self._tensors.shape_dtype(result)
+        inputs: dict[int, Any] = {}
+        for value in (*args, *kwargs.values()):
+            if self._tensors.is_tensor(value) and getattr(value, "requires_grad", False) \
+                    and self._tensors.shape_dtype(value) == shape_dtype:
+                inputs.setdefault(id(value), value)
+        if not inputs:
+            return
+        call_args = (Ref(*produced), Seq("tuple", self._args(tuple(inputs.values()))))
+        problem = _unrebuildable(call_args, ())
+        call = Call(index=position, framework="torch", api=FUNCTION_APPLY, kind="function",
+                    replay_api=None if problem else FUNCTION_APPLY, args=call_args, kwargs=(),
+                    outputs=self._outputs(result), duration_ns=0, start_ns=0,
+                    problem=problem, site=self._sites.find(),
+                    function=FunctionForward(name, position - first))
+        self._raw.append((None, call))
+        # no time of its own (an empty span: calls() starts it where the call before ended):
+        # apply's bookkeeping cannot be told apart from the capture's own work between the
+        # forward's calls, which is larger (~20-30 us a call, light.py)
+        self._backward_spans[position] = (position, 0)
+        self._note_tree(result, position, ())
+
+    def function_positions(self) -> frozenset[int]:
+        """The calls that stand for a Function's output: no tracer sees them, and they have
+        no time of their own (the light pass leaves them out of its matching)."""
+        return frozenset(call.index for _, call in self._raw if call.function is not None)
 
     # -- arguments --------------------------------------------------------------------------
     def _args(self, values: tuple) -> tuple[Any, ...]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Mapping
 
+from opbench.model.autograd_function import straight_through_note
 from opbench.model.impact.mode_match import MODE_FACTOR
 from opbench.model.impact.project import modes_apart
 from opbench.model.json_records import (PLAIN, Codec, JsonRecordError, by_name, each,
@@ -156,7 +157,8 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
                    "excluded_calls": region.excluded_calls,
                    "excluded_s": region.excluded_ns / 1e9,
                    "note": "; ".join(n for n in (region.note, program.ended_early,
-                                                  _light_note(program)) if n),
+                                                  _light_note(program),
+                                                  _function_note(step)) if n),
                    "traced_base": program.traced_base},
         "script": {"status": program.script_status, "error": program.script_error,
                    "captured_calls": len(program.calls),
@@ -176,6 +178,13 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
         "errors": impact.errors,
         "measuring_s": impact.measuring_s,
     }
+
+
+def _function_note(step: Any) -> str | None:
+    """The custom autograd.Functions the step replays as straight-through stand-ins
+    (model/autograd_function.py), or None."""
+    return straight_through_note(c.function.name for c in step.calls
+                                 if c.function is not None)
 
 
 def _light_note(program: Program) -> str:

@@ -20,4 +20,5 @@ replay of a step program, its output fingerprints and its timings.
   call_arguments   A call's arguments by parameter name, for the rule modules
   einsum_plan      An einsum as sums, permutes, reshapes and matrix products, by rule (pure)
   einsum_route     torch.einsum in MindSpore: mint.einsum, then the plan in mint calls
+  function_routes  A custom autograd.Function's output as its straight-through stand-in
 """

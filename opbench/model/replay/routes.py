@@ -23,8 +23,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from opbench.frameworks.apimap import ApiMapping
+from opbench.model.autograd_function import FUNCTION_APPLY
 from opbench.model.replay.call_arguments import bound, init_arguments
 from opbench.model.replay.einsum_route import einsum_route
+from opbench.model.replay.function_routes import straight_through_route
 from opbench.model.replay.attention_dropout import attention_dropout, attention_route_name
 from opbench.model.replay.inplace_routes import INPLACE_TORCH_TO_MINDSPORE
 from opbench.model.replay.layer_routes import LAYER_TORCH_TO_MINDSPORE, OWN_FRAMEWORK_RULES
@@ -1018,6 +1020,9 @@ def route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped:
 def _route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped:
     if call.replay_api is None:
         return Unmapped(call.problem or "not replayable")
+    if call.replay_api == FUNCTION_APPLY:
+        # in both frameworks, the traced one too: its replay cannot run the script's backward
+        return straight_through_route(call, target)
     if call.replay_api in OPTIMIZER_APIS:
         return optimizer_route(call, target)
     if call.replay_api == MOMENTUM:
