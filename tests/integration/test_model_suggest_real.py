@@ -244,3 +244,43 @@ def test_a_torch_add_alpha_loop_is_swapped_for_foreach_sgd(tmp_path):
     line = _lines(textwrap.dedent(TORCH_ADD_ALPHA))["update"]
     assert (row["start_line"], row["end_line"], row["calls"]) == (line, line, 2)
     assert row["api"] == "torch.Tensor.add_" and "lr=0.05" in row["replacement"]
+
+
+TORCH_ATTENTION = """
+import math
+import torch
+import torch.nn.functional as F
+torch.manual_seed(0)
+torch.set_num_threads(1)
+q, k, v = (torch.randn(2, 4, 16, 8) for _ in range(3))
+causal = torch.tril(torch.ones(16, 16, dtype=torch.bool))
+pad = torch.zeros(2, 1, 1, 16)
+pad[1, ..., 12:] = float("-inf")
+with torch.no_grad():
+    for _ in range(12):
+        s = (q @ k.transpose(-2, -1)) / math.sqrt(8)               # LINE causal
+        s = s.masked_fill(~causal, float("-inf"))
+        a = F.softmax(s, dim=-1) @ v
+        w = torch.matmul(a, k.transpose(2, 3)) * 0.3 + pad         # LINE additive
+        p = F.dropout(F.softmax(w, dim=-1, dtype=torch.float32).to(a.dtype), p=0.1,
+                      training=False)
+        out = torch.relu(torch.matmul(p, v))
+"""
+
+
+def test_composed_attention_is_one_sdpa_call_with_equal_outputs(tmp_path):
+    """The functional corpus script's form (a causal masked_fill of an inverted keep mask,
+    divided by sqrt(d)) and transformers' eager form (matmul * scaling + an additive mask,
+    softmax in float32, cast back, eval dropout): each one F.scaled_dot_product_attention
+    whose outputs the replay found equal."""
+    rows, rows_csv = _suggest(tmp_path, "attention.py", TORCH_ATTENTION)
+    lines = _lines(textwrap.dedent(TORCH_ATTENTION))
+    found = sorted((r["start_line"], r["end_line"]) for r in rows
+                   if r["family"] == "torch.attention_composed")
+    assert found == [(lines["causal"], lines["causal"] + 2),
+                     (lines["additive"], lines["additive"] + 3)], rows
+    for row in rows:
+        if row["family"] == "torch.attention_composed":
+            assert row["outputs_equal"] is True, row
+            assert row["affinity_api"] == "torch.nn.functional.scaled_dot_product_attention"
+    assert len(rows_csv) == len(rows)

@@ -40,6 +40,7 @@ FAMILY_PATTERNS = {
     "masked_write_where": [r"where\(", r"zeros_like\("],
     "optimizer_loop": [r"for \w+(, \w+)? in ", r"-=|assign\("],
     "host_sync_in_loop": [r"\.item\(\)|\.asnumpy\(\)"],
+    "attention_composed": [r"@\s*k\.transpose\(", r"softmax\(", r"\)\s*@\s*v\b"],
 }
 SCRIPT_FUNCTIONS = {"set_up", "make_state", "step", "finish", "checksum", "main"}
 

@@ -15,7 +15,7 @@ import pytest
 from opbench.runner import ipc
 from opbench.model.affinity.measure import (DID_NOT_RUN, OUTPUTS_DIFFER, SuggestSettings,
                                             measure_one, outputs_check, sort_rows)
-from opbench.model.affinity.patterns import ROUTE_FAMILY
+from opbench.model.affinity.patterns import ROUTE_FAMILY, New
 from opbench.model.affinity.run import candidates_of
 from opbench.model.affinity.saving import (FASTER, NO_GAIN, RESOLUTION_SHARE, SLOWER,
                                            saving_from, verdict_of)
@@ -656,3 +656,111 @@ def test_the_gelu_pairs_formula_with_its_module_constant_gets_a_diff():
                           Site(str(path), 47, 47), (Swap((0, 1, 2), 2, (gelu,)),), "")
     diff = mechanical_diff(candidate, "mul", path.read_text(encoding="utf-8"), str(path))
     assert "+        h = F.gelu(h, approximate='tanh')\n" in diff
+
+
+# -- attention composed ---------------------------------------------------------------------
+QKV = (2, 4, 16, 8)
+
+
+class AttentionBuilder(StepBuilder):
+    """Externals: q, k, v (2x4x16x8), an additive float mask (2x1x16x16), a bool keep mask
+    (16x16)."""
+
+    def __init__(self):
+        super().__init__()
+        self.externals = (ExternalTensor(0, QKV, "float32", "input"),
+                          ExternalTensor(1, QKV, "float32", "input"),
+                          ExternalTensor(2, QKV, "float32", "input"),
+                          ExternalTensor(3, (2, 1, 16, 16), "float32", "input"),
+                          ExternalTensor(4, (16, 16), "bool", "input"))
+
+
+Q, K, V, ADD_MASK, KEEP = Ext(0), Ext(1), Ext(2), Ext(3), Ext(4)
+SCORES = tensor((2, 4, 16, 16))
+
+
+def _hf_eager_attention(s, dropout_training=False, weights_read=False):
+    """transformers' eager_attention_forward: matmul(q, k.transpose(2, 3)) * scaling +
+    mask, softmax(dim=-1, dtype=float32).to(q.dtype), dropout, matmul(p, v)."""
+    kt = s(T + "transpose", K, Lit(2), Lit(3), out=tensor((2, 4, 8, 16)), line=30)
+    scores = s("torch.matmul", Q, kt, out=SCORES, line=30)
+    scaled = s(T + "__mul__", scores, Lit(0.35), out=SCORES, line=30)
+    masked = s(T + "__add__", scaled, ADD_MASK, out=SCORES, line=32)
+    probs = s(F + "softmax", masked, kwargs=(("dim", Lit(-1)),), out=SCORES, line=33)
+    cast = s(T + "to", probs, out=SCORES, line=33)
+    dropped = s(F + "dropout", cast, kwargs=(("p", Lit(0.1)), ("training",
+                                                               Lit(dropout_training))),
+                out=SCORES, line=34)
+    out = s("torch.matmul", dropped, V, out=tensor(QKV), line=35)
+    if weights_read:
+        s(T + "sum", probs, out=tensor(()), line=36)
+    s("torch.relu", out, out=tensor(QKV), line=37)
+
+
+def test_transformers_eager_attention_is_one_sdpa_call_with_its_mask_and_scale():
+    s = AttentionBuilder()
+    _hf_eager_attention(s)
+    found = [c for c in candidates_of(s.step()) if c.family == "torch.attention_composed"]
+    assert len(found) == 1 and found[0].calls == 8
+    assert (found[0].site.first_line, found[0].site.last_line) == (30, 35)
+    (new,) = found[0].swaps[0].new_calls
+    assert new.api == F + "scaled_dot_product_attention" and new.args == (Q, K, V)
+    assert dict(new.kwargs) == {"attn_mask": ADD_MASK, "scale": Lit(0.35)}
+
+
+def test_attention_weights_read_elsewhere_or_a_training_dropout_stop_the_match():
+    for options in ({"weights_read": True}, {"dropout_training": True}):
+        s = AttentionBuilder()
+        _hf_eager_attention(s, **options)
+        assert "torch.attention_composed" not in [f for f, _ in families(s.step())], options
+
+
+def test_a_causal_masked_fill_of_an_inverted_keep_mask_passes_the_keep_mask_itself():
+    """functional_attention_inference.py: (q @ k.transpose(-2, -1)) / sqrt(d),
+    .masked_fill(~causal, -inf), F.softmax(dim=-1), @ v."""
+    s = AttentionBuilder()
+    kt = s(T + "transpose", K, Lit(-2), Lit(-1), out=tensor((2, 4, 8, 16)), line=29)
+    scores = s(T + "__matmul__", Q, kt, out=SCORES, line=29)
+    scaled = s(T + "__truediv__", scores, Lit(2.0), out=SCORES, line=29)
+    dropped = s(T + "__invert__", KEEP, out=tensor((16, 16), "bool"), line=30)
+    filled = s(T + "masked_fill", scaled, dropped, Lit(float("-inf")), out=SCORES, line=30)
+    probs = s(F + "softmax", filled, kwargs=(("dim", Lit(-1)),), out=SCORES, line=31)
+    s(T + "__matmul__", probs, V, out=tensor(QKV), line=32)
+    (found,) = candidates_of(s.step())
+    assert found.family == "torch.attention_composed" and found.calls == 7
+    (new,) = found.swaps[0].new_calls
+    assert dict(new.kwargs) == {"attn_mask": KEEP, "scale": Lit(0.5)}
+
+
+def test_a_finite_fill_of_a_drop_mask_inverts_it_in_a_helper_call():
+    s = AttentionBuilder()
+    kt = s(T + "transpose", K, Lit(-1), Lit(-2), out=tensor((2, 4, 8, 16)))
+    scores = s("torch.matmul", Q, kt, out=SCORES)
+    filled = s(T + "masked_fill", scores, KEEP, Lit(-1e9), out=SCORES)
+    probs = s("torch.softmax", filled, Lit(-1), out=SCORES)
+    root = s("torch.matmul", probs, V, out=tensor(QKV))
+    (found,) = candidates_of(s.step())
+    helper, sdpa = found.swaps[0].new_calls
+    assert helper.api == "torch.logical_not" and helper.args == (KEEP,)
+    assert dict(sdpa.kwargs) == {"attn_mask": New(0), "scale": Lit(1.0)}
+    swapped = swapped_step(s.step(), found).step
+    assert [c.api for c in swapped.calls] == ["torch.logical_not",
+                                              F + "scaled_dot_product_attention"]
+    assert swapped.calls[0].outputs == ("tensor", (16, 16), "bool")
+    assert dict(swapped.calls[1].kwargs)["attn_mask"] == Ref(0)
+    assert swapped.calls[1].outputs == s.step().calls[root.call].outputs
+    # a fill that leaves the position in (a small negative) is not a mask
+    s2 = AttentionBuilder()
+    kt = s2(T + "transpose", K, Lit(-1), Lit(-2), out=tensor((2, 4, 8, 16)))
+    filled = s2(T + "masked_fill", s2("torch.matmul", Q, kt, out=SCORES), KEEP, Lit(-5.0),
+                out=SCORES)
+    s2("torch.matmul", s2("torch.softmax", filled, Lit(-1), out=SCORES), V, out=tensor(QKV))
+    assert families(s2.step()) == []
+
+
+def test_a_transpose_of_other_dimensions_is_not_k_transposed():
+    s = AttentionBuilder()
+    kt = s(T + "transpose", K, Lit(1), Lit(2), out=tensor((2, 16, 4, 8)))
+    scores = s("torch.matmul", Q, kt, out=SCORES)
+    s("torch.matmul", s("torch.softmax", scores, Lit(-1), out=SCORES), V, out=tensor(QKV))
+    assert "torch.attention_composed" not in [f for f, _ in families(s.step())]

@@ -64,6 +64,7 @@ class NewCall:
     kind: str = "function"
     init: tuple[tuple[str, Any], ...] = ()
     shape: tuple[int, ...] | None = None     # a helper's output (None: the pattern's)
+    dtype: str | None = None                 # a helper's output dtype (None: the pattern's)
     # The element of the call's result that stands for the pattern's output (a primitive
     # returning (y, mean, variance): (0,)), and the described outputs of the other elements
     # after it; () : the whole result.
@@ -476,6 +477,146 @@ def _masked_where(g: StepGraph, root: int, framework: str) -> _Match | None:
                   f"{api}(x, cond, 0.0)")
 
 
+# -- attention composed: softmax(q @ k^T * scale (+ mask)) @ v -----------------------------
+_SDPA = "torch.nn.functional.scaled_dot_product_attention"
+# A masked_fill value that removes a position as sdpa's boolean mask does: -inf, or a
+# "very negative" float scripts write instead (-1e9, torch.finfo(float32).min: -3.4e38).
+_MASKED_OUT_AT_MOST = -1e4
+# Calls between the softmax and the value matmul that compute nothing here: an eval-mode
+# dropout (a call with training=False or p=0) and a cast to the dtype it already has.
+_PASSING = frozenset({"dropout", "to", "type_as", "contiguous"})
+
+
+def _numbers(g: StepGraph, index: int) -> list[float]:
+    return [v for v in g.literals(index) if isinstance(v, (int, float))
+            and not isinstance(v, bool)]
+
+
+def _last_two_swapped(g: StepGraph, index: int, rank: int) -> bool:
+    """A transpose of the last two dimensions (k.transpose(-2, -1), k.transpose(2, 3) of a
+    4-D k, k.mT): .T of a tensor above 2-D reverses every dimension and is not one."""
+    call = g.call(index)
+    if g.ops[index] == "t":
+        return call.api.endswith(".mT") or rank == 2
+    if g.ops[index] != "transpose":
+        return False
+    dims = [int(d) % rank for d in _numbers(g, index)]
+    return sorted(dims) == [rank - 2, rank - 1]
+
+
+def _passing(g: StepGraph, index: int) -> bool:
+    """A call between softmax and the value matmul that leaves its input as it was."""
+    if g.ops[index] not in _PASSING or len(g.tensors(index)) != 1:
+        return False
+    if g.ops[index] == "dropout":
+        training = g.kwarg(index, "training")
+        p = g.kwarg(index, "p")
+        literals = g.literals(index)
+        if p is None:
+            p = next((v for v in literals if isinstance(v, float)), None)
+        if training is None:
+            training = next((v for v in literals if isinstance(v, bool)), True)
+        return training is False or p == 0.0
+    x = g.tensors(index)[0]
+    return g.dtype(Ref(index)) == g.dtype(x) and g.shape(Ref(index)) == g.shape(x)
+
+
+def _attention(g: StepGraph, root: int, framework: str) -> _Match | None:
+    """softmax(q @ k^T [* s | / d] [+ mask | .masked_fill(m, -inf)], dim=-1) [dropout in eval,
+    a cast to its own dtype] @ v as one F.scaled_dot_product_attention(q, k, v, attn_mask,
+    scale): the (L, S) score matrix never written. Each intermediate read inside the
+    pattern alone (attention weights returned to the caller keep the calls). torch only:
+    MindSpore 2.10's fused attention (flash_attention_score) is Ascend-only."""
+    if framework != "torch" or g.ops[root] != "matmul" or len(g.tensors(root)) != 2:
+        return None
+    chain = []
+    probs, v = g.tensors(root)
+    node = g.producer(probs)
+    while node is not None and g.only_used_by(node, {root, *chain}):
+        alias = g.call(node).alias_of
+        if isinstance(alias, Ref):           # an eval-mode Dropout lowered to an alias
+            chain.append(node)
+            node = g.producer(alias)
+        elif _passing(g, node):
+            chain.append(node)
+            node = g.producer(g.tensors(node)[0])
+        else:
+            break
+    if node is None or g.ops[node] != "softmax" or len(g.tensors(node)) != 1:
+        return None
+    softmax = node
+    rank = len(g.shape(g.tensors(softmax)[0]) or ())
+    if rank < 2 or _dim(g, softmax) not in (-1, rank - 1) or g.kwarg(softmax, "dtype"):
+        return None
+    removed = [root, *chain, softmax]
+    if not g.only_used_by(softmax, set(removed)):
+        return None
+    kwargs: list[tuple[str, Any]] = []
+    new: list[NewCall] = []
+    node = g.producer(g.tensors(softmax)[0])
+    scale = 1.0
+    # the mask, added or filled in
+    if node is not None and g.ops[node] == "add" and len(g.tensors(node)) == 2 \
+            and g.only_used_by(node, set(removed)):
+        scores, mask = g.tensors(node)
+        if g.producer(scores) is None or g.ops[g.producer(scores)] not in ("mul", "div",
+                                                                              "matmul"):
+            scores, mask = mask, scores
+        if (g.dtype(mask) or "").startswith(("float", "bfloat")):
+            kwargs.append(("attn_mask", mask))
+            removed.append(node)
+            node = g.producer(scores)
+    elif node is not None and g.ops[node] == "masked_fill" and g.only_used_by(node, set(removed)):
+        operands = g.tensors(node)
+        fill = _numbers(g, node)
+        if len(operands) != 2 or g.dtype(operands[1]) != "bool" or not fill \
+                or fill[0] > _MASKED_OUT_AT_MOST:
+            return None
+        scores, masked_out = operands
+        inverted = g.producer(masked_out)
+        if inverted is not None and g.ops[inverted] in ("__invert__", "logical_not") \
+                and g.only_used_by(inverted, {node}) and len(g.tensors(inverted)) == 1:
+            kwargs.append(("attn_mask", g.tensors(inverted)[0]))      # ~keep -> keep
+            removed.append(inverted)
+        else:
+            new.append(NewCall("torch.logical_not", (masked_out,), shape=g.shape(masked_out),
+                               dtype="bool"))
+            kwargs.append(("attn_mask", New(0)))
+        removed.append(node)
+        node = g.producer(scores)
+    # the scale, a literal multiplier or divisor
+    if node is not None and g.ops[node] in ("mul", "div") and len(g.tensors(node)) == 1 \
+            and len(_numbers(g, node)) == 1 and g.only_used_by(node, set(removed)):
+        number = float(_numbers(g, node)[0])
+        if number == 0.0:
+            return None
+        scale = number if g.ops[node] == "mul" else 1.0 / number
+        removed.append(node)
+        node = g.producer(g.tensors(node)[0])
+    if node is None or g.ops[node] != "matmul" or len(g.tensors(node)) != 2 \
+            or not g.only_used_by(node, set(removed)):
+        return None
+    removed.append(node)
+    q, k_t = g.tensors(node)
+    transpose = g.producer(k_t)
+    if transpose is None or not _last_two_swapped(g, transpose, len(g.shape(k_t) or ())) \
+            or len(g.tensors(transpose)) != 1:
+        return None
+    k = g.tensors(transpose)[0]
+    if g.only_used_by(transpose, set(removed)):
+        removed.append(transpose)
+    shapes = [g.shape(t) for t in (q, k, v)]
+    if any(s is None or len(s) < 2 for s in shapes) or shapes[0][-1] != shapes[1][-1] \
+            or shapes[1][-2] != shapes[2][-2]:
+        return None
+    kwargs.append(("scale", Lit(scale)))
+    new.append(NewCall(_SDPA, (q, k, v), tuple(kwargs)))
+    shown = ", ".join(["q", "k", "v"] + (["attn_mask=mask"] if len(kwargs) > 1 else [])
+                      + [f"scale={scale!r}"])
+    return _Match("attention_composed", Swap(tuple(sorted(removed)), root, tuple(new)),
+                  _SDPA, f"{_SDPA}({shown})")
+
+
 def _host_sync(g: StepGraph, root: int, framework: str) -> _Match | None:
     if g.ops[root] not in _HOST_SYNCS or g.consumers[root]:
         return None
@@ -527,7 +668,8 @@ def _optimizer_loop(g: StepGraph, root: int, framework: str) -> _Match | None:
                   f"optimizer(grads)")
 
 
-_MATCHERS = (_optimizer_loop, _linear, _transpose_matmul, _masked_where, _unary, _host_sync)
+_MATCHERS = (_optimizer_loop, _attention, _linear, _transpose_matmul, _masked_where,
+             _unary, _host_sync)
 
 
 def _matches(step: StepProgram) -> Iterator[_Match]:

@@ -75,7 +75,8 @@ def swapped_step(step: StepProgram, candidate: Candidate,
             made: list[int] = []
             for k, template in enumerate(swap.new_calls):
                 last = k == len(swap.new_calls) - 1
-                outputs = call.outputs if last else ("tensor", template.shape, _dtype(call))
+                outputs = call.outputs if last else ("tensor", template.shape,
+                                                     template.dtype or _dtype(call))
                 if last and template.pick:
                     outputs = ("seq", (outputs, *template.extra_outputs))
                     picks[old] = template.pick
