@@ -20,9 +20,12 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-       9: 2.262, 10: 2.228, 11: 2.201}
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:        # this checkout's opbench, not an installed one
+    sys.path.insert(0, str(REPO))
+from opbench.verdicts.stats import student_t_quantile  # noqa: E402
 
 
 def one_process(naive_act: str, fixed_act: str, rounds: int) -> dict:
@@ -99,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{result['loss_relative_difference']:.1e} (relative)")
     diffs = [r["median_diff_s"] for r in results]
     mean = statistics.fmean(diffs)
-    half = (T95[len(diffs) - 1] * statistics.stdev(diffs) / len(diffs) ** 0.5
-            if len(diffs) > 1 else float("nan"))
+    half = (student_t_quantile(0.975, len(diffs) - 1) * statistics.stdev(diffs)
+            / len(diffs) ** 0.5 if len(diffs) > 1 else float("nan"))
     step_ms = statistics.fmean(r["naive_median_s"] for r in results) * 1e3
     print(f"{options.naive} -> {options.fixed}: saving {mean * 1e6:.1f} us a step "
           f"[{(mean - half) * 1e6:.1f}, {(mean + half) * 1e6:.1f}] over {len(diffs)} processes "
