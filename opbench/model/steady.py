@@ -75,7 +75,16 @@ def _key(call: Call) -> tuple[Any, ...]:
     """What must be equal for two calls to be the same call of two steps: the API, the
     arguments but for where their tensors came from, and the outputs' shapes and dtypes
     (not an integer output's observed range, which differs from batch to batch)."""
-    return (call.api, _shape_key(call), _without_ranges(call.outputs))
+    return (call.api, _shape_key(call, counts_ints=call.api not in INDEXING_APIS),
+            _without_ranges(call.outputs))
+
+
+# Indexing with an integer picks an element, the same work whichever it picks (the output's
+# shape is in the key): a DataLoader over a TensorDataset indexes each tensor with the
+# shuffled sample numbers, a new order every epoch, and with those values in the key its steps
+# never repeated (dataloader_shuffle_training.py: "5 steps of 1 call", a Tensor.size call,
+# where each batch is 223 calls).
+INDEXING_APIS = frozenset({"torch.Tensor.__getitem__", "mindspore.Tensor.__getitem__"})
 
 
 def _without_ranges(outputs: Any) -> Any:
@@ -86,12 +95,13 @@ def _without_ranges(outputs: Any) -> Any:
     return outputs
 
 
-def _shape_key(call: Call) -> str:
+def _shape_key(call: Call, counts_ints: bool = True) -> str:
     """The arguments without where tensors came from (a Ref's call index differs from step
     to step): literals and kinds only; tensor shapes are in the outputs of their makers.
     A float literal counts by its kind, not its value: a learning rate or a scale that a
     schedule changes every step changes no shape, and with its value in the key the steps
-    never repeat (the period found is then a layer's)."""
+    never repeat (the period found is then a layer's). Without `counts_ints` an integer
+    literal counts by its kind too (INDEXING_APIS)."""
     def strip(value: Any) -> Any:
         if isinstance(value, tuple):
             return tuple(strip(v) for v in value)
@@ -100,7 +110,11 @@ def _shape_key(call: Call) -> str:
         if isinstance(value, Seq):
             return (value.kind, tuple(strip(v) for v in value.items))
         if isinstance(value, Lit):
-            return ("float",) if isinstance(value.value, float) else ("lit", value.value)
+            if isinstance(value.value, float):
+                return ("float",)
+            if not counts_ints and type(value.value) is int:
+                return ("int",)
+            return ("lit", value.value)
         return value
     return repr((strip(call.args), tuple((k, strip(v)) for k, v in call.kwargs)))
 

@@ -193,3 +193,55 @@ def test_clamp_in_place_writes_the_receiver_as_torch_does(resolve):
     x = ms.Tensor(values.copy())
     assert fn(x, None, 2.5) is x
     np.testing.assert_array_equal(x.asnumpy(), torch.tensor(values).clamp_(max=2.5).numpy())
+
+
+@pytest.mark.parametrize("kind,biases", [("lstm", True), ("gru", True), ("gru", False)])
+def test_rnn_cells_in_mindspore_on_torchs_weights_compute_torchs_cells(resolve, kind, biases):
+    """torch.lstm_cell / gru_cell (nn.LSTMCell / GRUCell) in MindSpore through
+    rnn_cells._lstm_cell / _gru_cell: the same gate order, the same values."""
+    cell = (torch.nn.LSTMCell if kind == "lstm" else torch.nn.GRUCell)(6, 5, bias=biases)
+    x, h, c = torch.randn(3, 6), torch.randn(3, 5), torch.randn(3, 5)
+    weights = [cell.weight_ih, cell.weight_hh] + ([cell.bias_ih, cell.bias_hh] if biases
+                                                  else [])
+    state = Seq("tuple", (Ref(1), Ref(2))) if kind == "lstm" else Ref(1)
+    call = _call(f"torch.{kind}_cell", (Ref(0), state, *(Ext(i + 3) for i in
+                                                          range(len(weights)))),
+                 kind="function")
+    route = route_for(call, "mindspore", load_mapping())
+    assert isinstance(route, Route)
+    ms_of = lambda t: ms.Tensor(t.detach().numpy())
+    hx = (ms_of(h), ms_of(c)) if kind == "lstm" else ms_of(h)
+    biases_args = [ms_of(w) for w in weights[2:]] or [None, None]
+    out = route.make(resolve)(ms_of(x), hx, ms_of(weights[0]), ms_of(weights[1]),
+                              *biases_args)
+    expected = cell(x, (h, c)) if kind == "lstm" else (cell(x, h),)
+    got = out if kind == "lstm" else (out,)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g.asnumpy(), e.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_full_and_normalize_fallbacks_run_in_mindspore_as_torch(resolve):
+    """torch.full's fallback (ops.full with torch's dtype) and F.normalize written out run on
+    MindSpore's CPU and give torch's values and dtypes."""
+    mapping = load_mapping()
+    full = route_for(_call("torch.full", (Seq("tuple", (Lit(2), Lit(3))), Lit(0.25)),
+                           kind="function"), "mindspore", mapping)
+    from opbench.model.program import Dtype
+    assert full.fallbacks[0].kwargs == (("dtype", Dtype("float32")),)
+    made = full.fallbacks[0].make(resolve)((2, 3), 0.25, dtype=ms.float32)
+    np.testing.assert_array_equal(made.asnumpy(), torch.full((2, 3), 0.25).numpy())
+    x = torch.randn(4, 7)
+    norm = route_for(_call("torch.nn.functional.normalize", (Ref(0),),
+                           (("dim", Lit(-1)),), kind="function"), "mindspore", mapping)
+    got = norm.fallbacks[0].make(resolve)(ms.Tensor(x.numpy()))
+    np.testing.assert_allclose(got.asnumpy(), torch.nn.functional.normalize(x, dim=-1).numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_isin_written_out_runs_in_mindspore_as_torch(resolve):
+    """torch.isin (transformers' stop-token check) as ops.equal + ops.any in MindSpore."""
+    elements, tests = torch.tensor([[1, 5, 3], [2, 2, 9]]), torch.tensor([5, 2])
+    route = route_for(_call("torch.isin", (Ref(0), Ext(1)), kind="function"), "mindspore",
+                      load_mapping())
+    got = route.make(resolve)(ms.Tensor(elements.numpy()), ms.Tensor(tests.numpy()))
+    np.testing.assert_array_equal(got.asnumpy(), torch.isin(elements, tests).numpy())

@@ -47,16 +47,17 @@ def test_conv2d_in_nhwc_is_refused_with_the_reason():
     assert "NHWC" in lower("mindspore.nn.Conv2d", layer, (X,), {})
 
 
+@pytest.mark.parametrize("layer_api", ["mindspore.nn.BatchNorm2d", "mindspore.nn.BatchNorm1d"])
 @pytest.mark.parametrize("use_batch_statistics, training, expected", [
     (None, True, True), (None, False, False), (False, True, False), (True, False, True)])
 def test_batch_norm_uses_its_moving_statistics_and_its_momentum_as_kept(
-        use_batch_statistics, training, expected):
+        use_batch_statistics, training, expected, layer_api):
     """nn.BatchNorm2d(momentum=0.9) keeps 0.1 (the new value's share), which is what
     ops.batch_norm takes: passed as is."""
     layer = types.SimpleNamespace(training=training, use_batch_statistics=use_batch_statistics,
                                   moving_mean="M", moving_variance="V", gamma="G", beta="B",
                                   momentum=0.09999999999999998, eps=1e-5)
-    found = lower("mindspore.nn.BatchNorm2d", layer, (X,), {})
+    found = lower(layer_api, layer, (X,), {})
     assert found == Lowered("mindspore.ops.batch_norm",
                             (X, "M", "V", "G", "B", expected, 0.09999999999999998, 1e-5))
 

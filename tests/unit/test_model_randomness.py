@@ -55,6 +55,21 @@ def test_a_training_dropout_with_a_nonzero_p_draws_random_numbers(call, random):
     assert draws_random_numbers(call) is random
 
 
+@pytest.mark.parametrize("api", ["torch.randn_like", "torch.rand", "torch.randint",
+                                 "torch.Tensor.normal_", "torch.Tensor.bernoulli",
+                                 "mindspore.ops.randn_like", "mindspore.ops.standard_normal",
+                                 "mindspore.mint.randperm"])
+def test_a_sampler_draws_random_numbers_whatever_its_arguments(api):
+    """A VAE's reparameterization (torch.randn_like): each framework's generator draws other
+    numbers, so the sampler and what reads it are not compared."""
+    assert draws_random_numbers(_call(api, framework=api.split(".")[0])) is True
+
+
+def test_a_function_named_like_a_sampler_elsewhere_is_not_random():
+    assert draws_random_numbers(_call("torch.randn_like_but_not")) is False
+    assert draws_random_numbers(_call("torch.Tensor.normal")) is False
+
+
 def test_calls_reading_a_dropouts_output_are_not_compared():
     """dropout -> relu -> matmul of relu; tanh of an input beside them: only tanh can agree
     across the frameworks."""

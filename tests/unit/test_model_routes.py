@@ -632,6 +632,19 @@ def test_the_legacy_rule_overrides_an_explicit_reduction_as_torch_does():
     assert route_for(call, "mindspore", load_mapping()).kwargs == (("reduction", Lit("none")),)
 
 
+def test_out_none_is_dropped_and_an_output_tensor_is_not():
+    """DataLoader's default_collate calls torch.stack(batch, 0, out=None): MindSpore's stack
+    takes no `out`, and None is torch's default (a new tensor). An `out` tensor is kept (and
+    left to fail as it would: it changes where the result goes)."""
+    rows = Seq("list", (X, W))
+    route = route_for(_call("torch.stack", (rows, Lit(0)), (("out", Lit(None)),)),
+                      "mindspore", load_mapping())
+    assert route.args == (rows, Lit(0)) and route.kwargs == ()
+    kept = route_for(_call("torch.stack", (rows, Lit(0)), (("out", B),)), "mindspore",
+                     load_mapping())
+    assert kept.kwargs == (("out", B),)
+
+
 def test_device_and_placement_keywords_are_dropped_and_dtype_kept():
     """torch.arange(n, device=x.device) and torch.tensor(v, device=..., dtype=...)."""
     arange = _call("torch.arange", args=(Lit(8),), kwargs=(("device", Lit("cpu")),
@@ -1072,3 +1085,78 @@ def test_index_add_in_place_is_the_twin_with_an_int32_index_written_back(monkeyp
     refused = route_for(_call("torch.Tensor.index_add_", (W, Lit(0), Ref(2), Lit(1.0)),
                               kind="tensor_method"), "mindspore", load_mapping())
     assert isinstance(refused, Unmapped) and "source tensor" in refused.reason
+
+
+def test_full_without_a_dtype_falls_back_to_ops_full_with_the_dtype_torch_infers():
+    """mint.full has no CPU kernel in MindSpore 2.10 and ops.full makes Int64 whatever the
+    fill value: the fallback is given the dtype torch would (float -> float32, int -> int64,
+    bool -> bool); a dtype the script wrote is passed as it is."""
+    mapping = load_mapping()
+    size = Seq("tuple", (Lit(2), Lit(3)))
+    for value, dtype in ((0.5, "float32"), (7, "int64"), (True, "bool")):
+        route = route_for(_call("torch.full", (size, Lit(value))), "mindspore", mapping)
+        assert _names(route) == ["mindspore.mint.full", "mindspore.ops.full"]
+        assert route.args == (size, Lit(value)) and route.kwargs == ()
+        assert route.fallbacks[0].args == (size, Lit(value))
+        assert route.fallbacks[0].kwargs == (("dtype", Dtype(dtype)),)
+    written = route_for(_call("torch.full", (size, Lit(1)), (("dtype", Dtype("float16")),)),
+                        "mindspore", mapping)
+    assert written.fallbacks[0].kwargs == (("dtype", Dtype("float16")),)
+
+
+def test_normalize_falls_back_to_its_norm_written_out():
+    """F.normalize(x, dim=-1) is x / max(||x||_2, eps) (mint's LinalgVectorNorm has no CPU
+    kernel): the written-out fallback computes torch's values, a zero row stays zero."""
+    mapping = load_mapping()
+    route = route_for(_call("torch.nn.functional.normalize", (X,), (("dim", Lit(-1)),)),
+                      "mindspore", mapping)
+    assert route.api == "mindspore.mint.nn.functional.normalize"
+    written = route.fallbacks[0]
+    functions = {"mindspore.ops.norm": lambda x, p, dim, keepdim: np.linalg.norm(
+                     x, ord=p, axis=dim, keepdims=keepdim),
+                 "mindspore.ops.clamp": lambda x, min: np.maximum(x, min)}
+    x = np.array([[3.0, 4.0], [0.0, 0.0]], np.float32)
+    np.testing.assert_allclose(written.make(Resolver(functions))(x),
+                               [[0.6, 0.8], [0.0, 0.0]], rtol=1e-6)
+    one = route_for(_call("torch.nn.functional.normalize", (X, Lit(1.0), Lit(0))),
+                    "mindspore", mapping)
+    np.testing.assert_allclose(one.fallbacks[0].make(Resolver(functions))(x),
+                               [[1.0, 1.0], [0.0, 0.0]], rtol=1e-6)
+    symbolic = route_for(_call("torch.nn.functional.normalize", (X,), (("dim", W),)),
+                         "mindspore", mapping)
+    assert isinstance(symbolic, Unmapped) and "not numbers" in symbolic.reason
+
+
+def test_lstm_and_gru_cells_go_to_mindspore_s_cell_functions_with_every_tensor():
+    """torch.lstm_cell / gru_cell (nn.LSTMCell / GRUCell) replay as MindSpore's own cell
+    functions on the same tensors; a cell without biases passes None for them."""
+    mapping = load_mapping()
+    state = Seq("tuple", (Ref(1), Ref(2)))
+    lstm = route_for(_call("torch.lstm_cell", (X, state, W, B, Ext(4), Ext(5))), "mindspore",
+                     mapping)
+    assert "_lstm_cell" in lstm.api and lstm.args == (X, state, W, B, Ext(4), Ext(5))
+    gru = route_for(_call("torch.gru_cell", (X, Ref(1), W, B)), "mindspore", mapping)
+    assert "_gru_cell" in gru.api and gru.args == (X, Ref(1), W, B, Lit(None), Lit(None))
+    missing = route_for(_call("torch.gru_cell", (X,)), "mindspore", mapping)
+    assert isinstance(missing, Unmapped) and "weights" in missing.reason
+
+
+def test_isin_is_written_out_as_equal_and_any_over_the_test_elements():
+    """MindSpore 2.10 has no isin: each element is compared with every test element."""
+    functions = {"mindspore.ops.equal": np.equal,
+                 "mindspore.ops.any": lambda x, axis: np.any(x, axis=axis),
+                 "mindspore.ops.expand_dims": np.expand_dims,
+                 "mindspore.ops.reshape": np.reshape,
+                 "mindspore.ops.logical_not": np.logical_not}
+    elements, tests = np.array([[1, 5, 3], [2, 2, 9]]), np.array([[5], [2]])
+    mapping = load_mapping()
+    route = route_for(_call("torch.isin", (X, W)), "mindspore", mapping)
+    assert route.args == (X, W)
+    np.testing.assert_array_equal(route.make(Resolver(functions))(elements, tests),
+                                  np.isin(elements, tests))
+    inverted = route_for(_call("torch.isin", (X, W), (("invert", Lit(True)),)), "mindspore",
+                         mapping)
+    np.testing.assert_array_equal(inverted.make(Resolver(functions))(elements, tests),
+                                  np.isin(elements, tests, invert=True))
+    one = route_for(_call("torch.isin", (X, Lit(5))), "mindspore", mapping)
+    np.testing.assert_array_equal(one.make(Resolver(functions))(elements, 5), elements == 5)

@@ -144,6 +144,26 @@ def test_an_integer_outputs_observed_range_does_not_make_steps_differ():
     assert region.warmup == (0, 2) and region.steps == ((2, 4), (4, 6), (6, 8))
 
 
+def test_shuffled_sample_indices_do_not_make_a_data_loaders_steps_differ():
+    """Regression: a DataLoader over a TensorDataset indexes each tensor with shuffled
+    sample numbers (x[17], y[17], x[3], ...), a new order every batch; with those integers in
+    the key the steps never repeated. An integer index counts by its kind; an integer
+    argument of another call (a dim) still counts by its value."""
+    b = ProgramBuilder()
+    order = [[5, 2, 7], [1, 0, 3], [6, 4, 2], [3, 7, 0]]
+    row = ("tensor", (16,), "float32")
+    for batch in order:
+        rows = [b.add("torch.Tensor.__getitem__", Ext(0), Lit(i), outputs=row) for i in batch]
+        stacked = b.add("torch.stack", Seq("list", tuple(Ref(r) for r in rows)), Lit(0))
+        b.add("torch.relu", Ref(stacked))
+    region = find_region(b.program())
+    assert region.warmup == (0, 5) and region.steps == ((5, 10), (10, 15), (15, 20))
+    b = ProgramBuilder()
+    for dim in (0, 1, 0, 1):
+        b.add("torch.softmax", Ext(0), Lit(dim))
+    assert find_region(b.program()).steps == ((2, 4),)
+
+
 def test_no_repetition_is_an_error_with_the_users_three_ways_out():
     b = ProgramBuilder()
     b.set_up()

@@ -350,6 +350,36 @@ def _ms_embedding_bag(call: Call) -> Route | Unmapped:
                  (s.input, s.weight, s.offsets, s.per_sample_weights))
 
 
+def _ms_rnn_cell(kind: str) -> Callable[[Call], Route | Unmapped]:
+    """torch.lstm_cell(input, (hx, cx), w_ih, w_hh, b_ih, b_hh) and torch.gru_cell(input, hx,
+    ...) (nn.LSTMCell / nn.GRUCell's calls, stepped by a script's own loop: 24% of
+    lstmcell_teacher_forcing.py) as mindspore.nn.LSTMCell / GRUCell run them
+    (nn.layer.rnn_cells._lstm_cell / _gru_cell: MatMul with the weight transposed, Split,
+    Sigmoid, Tanh), on torch's weights: the same gate order (i, f, g, o; r, z, n) and the
+    same update (MindSpore 2.10's source; checked against torch on CPU,
+    tests/integration/test_model_cover_routes_real.py)."""
+    names = ["input", "hx", "w_ih", "w_hh", "b_ih", "b_hh"]
+
+    def rule(call: Call) -> Route | Unmapped:
+        v = bound(call, names)
+        if v.input is None or v.hx is None or v.w_ih is None or v.w_hh is None:
+            return Unmapped(f"torch.{kind}_cell without its input, state or weights")
+
+        def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+            from mindspore.nn.layer import rnn_cells
+            cell = getattr(rnn_cells, f"_{kind}_cell")
+
+            def step(x: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None,
+                     b_hh: Any = None) -> Any:
+                return cell(x, tuple(hx) if kind == "lstm" else hx, w_ih, w_hh, b_ih, b_hh)
+            return step
+        return Route(f"mindspore nn.layer.rnn_cells._{kind}_cell (as nn."
+                     f"{kind.upper()}Cell)", make,
+                     (v.input, v.hx, v.w_ih, v.w_hh, *(Lit(None) if b is None else b
+                                                     for b in (v.b_ih, v.b_hh))))
+    return rule
+
+
 OWN_FRAMEWORK_RULES: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.lstm": _torch_lstm,
     "torch.nn.functional.embedding_bag": _torch_embedding_bag,
@@ -359,6 +389,8 @@ OWN_FRAMEWORK_RULES: dict[str, Callable[[Call], Route | Unmapped]] = {
 LAYER_TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
     "torch.lstm": _ms_lstm,
     "torch.gru": _ms_gru,
+    "torch.lstm_cell": _ms_rnn_cell("lstm"),
+    "torch.gru_cell": _ms_rnn_cell("gru"),
     "torch.nn.functional.multi_head_attention_forward": _ms_multi_head_attention,
     "torch.nn.functional.embedding_bag": _ms_embedding_bag,
 }

@@ -1,5 +1,6 @@
 """Which captured calls draw random numbers: a training-mode dropout (F.dropout,
-attention's dropout_p, an LSTM's or GRU's dropout between layers). Both frameworks replay them with the same p, and their outputs, and
+attention's dropout_p, an LSTM's or GRU's dropout between layers) and a sampler (randn_like,
+rand, randint, ... whatever its arguments). Both frameworks replay them with the same p, and their outputs, and
 everything computed from them, cannot agree: the output check compares neither
 (impact/pipeline.py). Before, each was a MISMATCH, and so was what read it: 56 in
 hf_distilbert_training.py once its attention's dropout replayed (10 before), 3 in
@@ -10,6 +11,25 @@ from opbench.model.program import Call
 from opbench.model.replay.call_arguments import bound, literal
 
 __all__ = ["draws_random_numbers"]
+
+# Samplers: random whenever called. Each framework's generator draws other numbers from the
+# same seed, so a VAE's reparameterization (torch.randn_like) and everything computed from it
+# read 7 MISMATCHes in vae_mlp_bce_adam.py (values up to 2x apart), none of them a port's
+# error.
+_TORCH_SAMPLERS = ("rand", "rand_like", "randn", "randn_like", "randint", "randint_like",
+                   "randperm", "bernoulli", "multinomial", "normal", "poisson")
+_TORCH_IN_PLACE_SAMPLERS = ("normal_", "uniform_", "bernoulli_", "exponential_",
+                            "random_", "cauchy_", "log_normal_", "geometric_")
+_MINDSPORE_SAMPLERS = ("rand", "rand_like", "randn", "randn_like", "randint", "randint_like",
+                       "randperm", "bernoulli", "multinomial", "normal", "uniform",
+                       "standard_normal", "gamma", "poisson")
+SAMPLERS = frozenset(
+    [f"torch.{n}" for n in _TORCH_SAMPLERS]
+    + [f"torch.Tensor.{n}" for n in ("bernoulli", "multinomial", *_TORCH_IN_PLACE_SAMPLERS)]
+    + [f"torch.nn.init.{n}" for n in ("normal_", "uniform_", "kaiming_normal_",
+                                       "kaiming_uniform_", "xavier_normal_",
+                                       "xavier_uniform_", "trunc_normal_")]
+    + [f"mindspore.{ns}.{n}" for ns in ("ops", "mint") for n in _MINDSPORE_SAMPLERS])
 
 # the function and its parameters, as torch and MindSpore name them; `training` None: the
 # function is random whenever p > 0
@@ -41,6 +61,8 @@ DEFAULTS = {"torch.nn.functional.scaled_dot_product_attention": (0.0, True),
 
 def draws_random_numbers(call: Call) -> bool:
     api = call.replay_api or call.api
+    if api in SAMPLERS:
+        return True
     found = DROPOUTS.get(api)
     if found is None:
         return False

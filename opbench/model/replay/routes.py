@@ -114,6 +114,12 @@ def _float_scales(value: Any) -> Any:
     return value
 
 
+def _no_output_tensor(name: str, value: Any) -> bool:
+    """torch's `out=None`: the result in a new tensor, what every call does without `out`
+    (the capture keeps it where the signature cannot be read: torch.stack is a builtin)."""
+    return name == "out" and isinstance(value, Lit) and value.value is None
+
+
 def translate_torch_keywords(kwargs: tuple[tuple[str, Any], ...]
                              ) -> tuple[tuple[str, Any], ...]:
     """A torch call's keywords as MindSpore takes them: torch-private ones (a leading
@@ -121,9 +127,12 @@ def translate_torch_keywords(kwargs: tuple[tuple[str, Any], ...]
     `reduce` turned into the `reduction` they mean, an integer `scale_factor` made a float
     (torch takes F.interpolate(x, scale_factor=2); MindSpore 2.10's upsampling kernels take
     float scales only: "Failed calling UpsampleNearest2D with ... scales=Tuple<int, int>",
-    7.7% of unet_groupnorm_interpolate.py's traced time)."""
+    7.7% of unet_groupnorm_interpolate.py's traced time); `out=None` (a new tensor, torch's
+    default, spelled out by DataLoader's default_collate: torch.stack(batch, 0, out=None),
+    5.8% of dataloader_shuffle_training.py) dropped."""
     kept = [(k, _float_scales(v) if k == "scale_factor" else v) for k, v in kwargs
-            if not k.startswith("_") and k not in TORCH_PLACEMENT_KEYWORDS]
+            if not k.startswith("_") and k not in TORCH_PLACEMENT_KEYWORDS
+            and not _no_output_tensor(k, v)]
     legacy = {k: _lit(v) for k, v in kept if k in TORCH_LEGACY_REDUCTION}
     if not legacy:
         return tuple(kept)
@@ -668,7 +677,93 @@ def _ms_size(call: Call) -> Route | Unmapped:
                  (call.args[0], dim))
 
 
+# torch.full's dtype when the call names none: torch infers it from the fill value (a bool
+# -> bool, an int -> int64, a float -> the default float32); MindSpore 2.10's ops.full makes
+# Int64 whatever the value (checked here: ops.full((2,), 0.5) is [0, 0] in Int64), so the
+# CPU route is given torch's dtype.
+_FILL_DTYPES = ((bool, "bool"), (int, "int64"), (float, "float32"))
+
+
+def _fill_dtype(value: Any) -> Dtype | None:
+    for kind, name in _FILL_DTYPES:
+        if isinstance(value, kind):
+            return Dtype(name)
+    return None
+
+
+def _ms_full(call: Call) -> Route | Unmapped:
+    """torch.full(size, fill_value[, dtype=]): mint.full ("The kernel FillScalar
+    unregistered" on CPU: 0.8% of hf_gpt2_generate.py), then ops.full with the dtype torch
+    would give the tensor (_FILL_DTYPES)."""
+    v = _values(call, ["size", "fill_value"])
+    kwargs = dict(call.kwargs)
+    primary = _named("mindspore", "mindspore.mint.full", call.args, call.kwargs)
+    if "dtype" not in kwargs:
+        dtype = _fill_dtype(_lit(v.fill_value))
+        if dtype is None:
+            return primary
+        kwargs["dtype"] = dtype
+    return replace(primary, fallbacks=(
+        _named("mindspore", "mindspore.ops.full", (v.size, v.fill_value),
+               (("dtype", kwargs["dtype"]),)),))
+
+
+def _ms_normalize(call: Call) -> Route | Unmapped:
+    """F.normalize(x, p=2, dim=1, eps=1e-12) is x / max(||x||_p over dim, eps): mint's
+    (LinalgVectorNorm) has no CPU kernel in MindSpore 2.10 (5.8% of
+    contrastive_clip_loss.py); written out with ops.norm, ops.clamp and a division."""
+    v = _values(call, ["input", "p", "dim", "eps"])
+    given = [a for a in (v.p, v.dim, v.eps) if a is not None]
+    p, dim, eps = _lit(v.p, 2.0), _lit(v.dim, 1), _lit(v.eps, 1e-12)
+    if not all(isinstance(a, Lit) for a in given) or isinstance(dim, bool) or \
+            not all(isinstance(n, (int, float)) for n in (p, dim, eps)):
+        return Unmapped("F.normalize with p, dim or eps that are not numbers")
+    primary = _named("mindspore", "mindspore.mint.nn.functional.normalize", call.args,
+                     call.kwargs)
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        norm, clamp = resolve("mindspore.ops.norm"), resolve("mindspore.ops.clamp")
+
+        def normalize(x: Any) -> Any:
+            return x / clamp(norm(x, float(p), dim, keepdim=True), min=eps)
+        return normalize
+    return replace(primary, fallbacks=(
+        Route("mindspore.ops.norm, clamp and a division (as F.normalize)", make,
+              (v.input,)),))
+
+
+def _ms_isin(call: Call) -> Route | Unmapped:
+    """torch.isin(elements, test_elements[, invert=]) (transformers' generate checks each new
+    token against the stop tokens with it: 1.1% of hf_gpt2_generate.py): MindSpore 2.10 has
+    no isin in any namespace; written out as a port would, each element compared with every
+    test element (ops.equal broadcast over a new last axis) and ops.any over that axis."""
+    v = _values(call, ["elements", "test_elements", "assume_unique", "invert"])
+    if v.elements is None or v.test_elements is None:
+        return Unmapped("torch.isin without its elements or test elements")
+    if v.invert is not None and not isinstance(v.invert, Lit):
+        return Unmapped("torch.isin with an invert that is not a literal")
+    invert = bool(_lit(v.invert, False))
+
+    def make(resolve: Callable[[str], Any]) -> Callable[..., Any]:
+        equal, any_of = resolve("mindspore.ops.equal"), resolve("mindspore.ops.any")
+        expand_dims, reshape = resolve("mindspore.ops.expand_dims"), resolve(
+            "mindspore.ops.reshape")
+        logical_not = resolve("mindspore.ops.logical_not")
+
+        def isin(elements: Any, test_elements: Any) -> Any:
+            if hasattr(test_elements, "shape"):
+                test_elements = reshape(test_elements, (-1,))
+            found = any_of(equal(expand_dims(elements, -1), test_elements), -1)
+            return logical_not(found) if invert else found
+        return isin
+    return Route("mindspore.ops.equal + ops.any over the test elements (as torch.isin)", make,
+                 (v.elements, v.test_elements))
+
+
 TORCH_TO_MINDSPORE: dict[str, Callable[[Call], Route | Unmapped]] = {
+    "torch.isin": _ms_isin,
+    "torch.full": _ms_full,
+    "torch.nn.functional.normalize": _ms_normalize,
     "torch.nn.functional.layer_norm": _ms_layer_norm,
     "torch.nn.functional.embedding": _ms_embedding,
     "torch.nn.functional.gelu": _ms_gelu,
