@@ -7,4 +7,5 @@ costs the model.
   alone_cases      The heaviest signatures measured alone through the case flow
   alone_programs   ... and those whose route is not one API, through replay processes
   record           The frozen JSON object of the result (schema: model.schema.json)
+  alias_windows    Aliases whose traced window holds work no replay runs: not covered
 """
