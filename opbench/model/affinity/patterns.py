@@ -166,6 +166,12 @@ def _inputs_upstream(g: StepGraph, root: int, limit: int = MAX_FORMULA_CALLS) ->
     return values
 
 
+def _numbers(g: StepGraph, index: int) -> list[float]:
+    """The call's literal numbers (a bool is not one)."""
+    return [v for v in g.literals(index) if isinstance(v, (int, float))
+            and not isinstance(v, bool)]
+
+
 def _formula(g: StepGraph, root: int, allowed: frozenset[str],
              accept: Callable[[Counter, list[Any]], bool]) -> tuple[Value, list[int]] | None:
     """The largest region of a formula in one input ending at root that `accept` takes
@@ -176,8 +182,7 @@ def _formula(g: StepGraph, root: int, allowed: frozenset[str],
         if region is None or (best and len(region) <= len(best[1])):
             continue
         ops = Counter(g.ops[i] for i in region)
-        constants = [v for i in region for v in g.literals(i)
-                     if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        constants = [v for i in region for v in _numbers(g, i)]
         if accept(ops, constants):
             best = (x, region)
     return best
@@ -485,11 +490,6 @@ _MASKED_OUT_AT_MOST = -1e4
 # Calls between the softmax and the value matmul that compute nothing here: an eval-mode
 # dropout (a call with training=False or p=0) and a cast to the dtype it already has.
 _PASSING = frozenset({"dropout", "to", "type_as", "contiguous"})
-
-
-def _numbers(g: StepGraph, index: int) -> list[float]:
-    return [v for v in g.literals(index) if isinstance(v, (int, float))
-            and not isinstance(v, bool)]
 
 
 def _last_two_swapped(g: StepGraph, index: int, rank: int) -> bool:
