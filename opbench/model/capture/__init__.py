@@ -8,5 +8,6 @@
   sequence_lowering  nn.LSTM and nn.EmbeddingBag as torch.lstm and F.embedding_bag
   lowering_record    What a layer lowers to (Lowered)
   ms_backward  MindSpore's value_and_grad wrapped so each grad call adds a backward call
+  ms_grad_operation  ops.GradOperation (nn.TrainOneStepCell's) wrapped the same way
   torch_function  torch.autograd.Function.apply wrapped: a custom Function's output as a call
 """

@@ -286,7 +286,11 @@ def _ms_flatten(m: Any, args: tuple, kwargs: dict) -> Lowered:
 def _scalar(value: Any) -> float:
     """A hyperparameter MindSpore keeps as a Parameter or Tensor (learning rate, momentum,
     betas) or as a number."""
-    return float(value.asnumpy()) if hasattr(value, "asnumpy") else float(value)
+    if not hasattr(value, "asnumpy"):
+        return float(value)
+    host = value.asnumpy()
+    # nn.AdamWeightDecay keeps its betas and eps as 1-element Tensors of shape (1,)
+    return float(host.reshape(-1)[0]) if hasattr(host, "reshape") else float(host)
 
 
 def _ms_optimizer_common(m: Any, args: tuple, kwargs: dict) -> tuple[list, Any] | str:
@@ -367,6 +371,33 @@ def _ms_adam(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
                          ("eps", _scalar(m.eps))))
 
 
+def _ms_adam_weight_decay(m: Any, args: tuple, kwargs: dict) -> Lowered | str:
+    """nn.AdamWeightDecay(grads) (nn.TrainOneStepCell's optimizer in the model zoo; its
+    construct is @jit, so traced through it was no call at all): the weights, the gradients,
+    the hyperparameters and each weight's decay (its group's weight_decay where its decay flag
+    is set: without groups MindSpore skips the weights named beta or gamma, LayerNorm's). A
+    schedule, per-group learning rates or loss scaling are not replayed."""
+    if getattr(m, "dynamic_lr", False) or getattr(m, "is_group_lr", False) \
+            or getattr(m, "dynamic_weight_decay", False):
+        return "nn.AdamWeightDecay with a learning-rate or weight-decay schedule: not replayed"
+    if float(getattr(m, "loss_scale", 1.0)) != 1.0:
+        return "nn.AdamWeightDecay with loss scaling: not replayed"
+    weights = list(m.parameters)
+    decays = [_scalar(w) for w in _as_list(getattr(m, "weight_decay", 0.0))]
+    flags = list(getattr(m, "decay_flags", None) or [True] * len(weights))
+    if len(decays) == 1:
+        decays = decays * len(weights)
+    if len(decays) != len(weights) or len(flags) != len(weights):
+        return "nn.AdamWeightDecay whose weight decays do not match its weights: not replayed"
+    gradients = bind(("gradients",), args, kwargs).gradients
+    return Lowered("mindspore.nn.AdamWeightDecay", (weights, gradients),
+                   init=(("learning_rate", _scalar(m.learning_rate)),
+                         ("beta1", _scalar(m.beta1)), ("beta2", _scalar(m.beta2)),
+                         ("eps", _scalar(m.eps)),
+                         ("weight_decays", tuple(d if f else 0.0
+                                                 for d, f in zip(decays, flags)))))
+
+
 LOWERINGS: dict[str, Callable[[Any, tuple, dict], Lowered | str]] = {
     "torch.nn.Linear": _linear,
     "torch.nn.LayerNorm": _layer_norm,
@@ -428,6 +459,7 @@ LOWERINGS: dict[str, Callable[[Any, tuple, dict], Lowered | str]] = {
     "mindspore.nn.Flatten": _ms_flatten,
     "mindspore.nn.SGD": _ms_sgd,
     "mindspore.nn.Adam": _ms_adam,
+    "mindspore.nn.AdamWeightDecay": _ms_adam_weight_decay,
     "mindspore.nn.Momentum": _ms_momentum,
 }
 

@@ -22,6 +22,7 @@ from opbench.model.capture.light import LightTiming, light_pass
 from opbench.model.capture.lowering import traced_through
 from opbench.model.capture.observer import DEFAULT_MAX_CALLS, Capture
 from opbench.model.capture.ms_backward import MindSporeBackward
+from opbench.model.capture.ms_grad_operation import MindSporeGradOperation
 from opbench.model.capture.ms_jit import MindSporeJit
 from opbench.model.capture.torch_function import TorchFunctionApply
 from opbench.model.program import Program
@@ -130,6 +131,8 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
     ms_settings.install()
     ms_backward = MindSporeBackward(capture)
     ms_backward.install()
+    ms_grad_operation = MindSporeGradOperation(capture)
+    ms_grad_operation.install()
     ms_jit = MindSporeJit(capture)
     ms_jit.install()
     torch_function = TorchFunctionApply(capture)
@@ -162,6 +165,7 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
         markers.deactivate()
         ms_settings.uninstall()
         ms_backward.uninstall()
+        ms_grad_operation.uninstall()
         ms_jit.uninstall()
         torch_function.uninstall()
     calls = capture.calls(data.events)

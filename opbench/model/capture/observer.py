@@ -292,32 +292,40 @@ class Capture:
         return len(self._raw)
 
     def backward(self, loss: Any, weights: Any, grad_position: Any, result: Any, first: int,
-                 elapsed_ns: int) -> None:
-        """value_and_grad's grad function returned `result` ((loss, grads)) after
-        elapsed_ns; the calls captured from `first` on were its forward."""
+                 elapsed_ns: int, api: str = BACKWARD_API, problem: str | None = None) -> None:
+        """value_and_grad's grad function (or GradOperation's, `api`: ms_grad_operation.py)
+        returned `result` ((loss, grads)) after elapsed_ns; the calls captured from `first` on
+        were its forward. `problem`: why the wrapper already knows it is not replayed."""
         self._outside_tracer += 1
         try:
-            self._backward(loss, weights, grad_position, result, first, elapsed_ns)
+            self._backward(loss, weights, grad_position, result, first, elapsed_ns, api,
+                           problem)
         finally:
             self._outside_tracer -= 1
 
     def _backward(self, loss: Any, weights: Any, grad_position: Any, result: Any, first: int,
-                  elapsed_ns: int) -> None:
+                  elapsed_ns: int, api: str, problem: str | None) -> None:
         if len(self._raw) >= self.max_calls:
             self.dropped += 1
             return
         position = len(self._raw)
-        produced = self._produced.get(id(loss)) if loss is not None else None
+        produced = self._made_by(loss) if loss is not None else None
+        if produced is not None and id(loss) not in self._produced:
+            # found by memory: the object handed back reads as the call that made it too
+            # (the forward's output below, and the script's own reads of it)
+            self._note(loss, *produced)
         # a list, a tuple or MindSpore's ParameterTuple (a tuple)
         listed = list(weights) if isinstance(weights, (list, tuple)) else None
-        problem = None
-        if produced is None:
-            problem = "the loss value_and_grad differentiated was not made by a captured call"
+        name = api.rsplit(".", 1)[-1]
+        if problem is not None:
+            pass
+        elif produced is None:
+            problem = f"the loss {name} differentiated was not made by a captured call"
         elif listed is None or not listed:
-            problem = ("value_and_grad over the inputs (no weights): only gradients of "
-                       "Parameters are replayed")
+            problem = (f"{name} over the inputs (no weights): only gradients of "
+                       f"Parameters are replayed")
         elif len(listed) > MAX_SEQUENCE_ITEMS:
-            problem = (f"value_and_grad over {len(listed)} weights: at most "
+            problem = (f"{name} over {len(listed)} weights: at most "
                        f"{MAX_SEQUENCE_ITEMS} are replayed")
         args: tuple[Any, ...] = ()
         if produced is not None:
@@ -329,13 +337,37 @@ class Capture:
         # as the calls that made it, read before the result is noted as this call's: the
         # replay returns these values where the script's grad function returned them
         kwargs = (("forward_out", self._arg(out)),) if problem is None else ()
-        call = Call(index=position, framework="mindspore", api=BACKWARD_API, kind="function",
+        call = Call(index=position, framework="mindspore", api=api, kind="function",
                     replay_api=None if problem else BACKWARD_API, args=args, kwargs=kwargs,
                     outputs=self._outputs(canonical), duration_ns=0, start_ns=0,
                     problem=problem, backward=True, site=self._sites.find())
         self._raw.append((None, call))
         self._backward_spans[position] = (first, elapsed_ns)
         self._note_tree(canonical, position, ())
+
+    def _made_by(self, tensor: Any) -> tuple[int, tuple[int, ...]] | None:
+        """The captured call (and the path in its result) that made `tensor`: by identity,
+        else by memory, for a forward output MindSpore hands back as a new tensor object
+        over the same memory (GradOperation after the network already ran with grad on:
+        ms_grad_operation.py). Only a tensor of the same shape and dtype made since the
+        step's last backward is compared (the loss: a few candidates)."""
+        found = self._produced.get(id(tensor))
+        if found is not None or not self._tensors.is_tensor(tensor):
+            return found
+        pointer = _memory_of(tensor)
+        if pointer is None:
+            return None
+        since = max(self._backward_spans, default=-1)
+        described = self._tensors.shape_dtype(tensor)
+        for key, made in reversed(list(self._produced.items())):
+            if made[0] <= since:
+                continue
+            kept = self._keep.get(key)
+            other = kept.value if isinstance(kept, _Strong) else kept() if kept else None
+            if other is not None and self._tensors.shape_dtype(other) == described \
+                    and _memory_of(other) == pointer:
+                return made
+        return None
 
     def compiled(self, api: str, args: tuple, kwargs: dict, result: Any, problem: str,
                  first: int, elapsed_ns: int) -> None:
@@ -608,6 +640,19 @@ class Capture:
 
     def externals(self) -> list[ExternalTensor]:
         return list(self._externals)
+
+
+def _memory_of(tensor: Any) -> int | None:
+    """Where a MindSpore tensor's data lives (`_data_ptr`, private: the public `data_ptr` is
+    a traced Tensor method, which would be recorded as the script's call); None where the
+    tensor has no such method or no memory yet."""
+    read = getattr(tensor, "_data_ptr", None)
+    if read is None:
+        return None
+    try:
+        return int(read())
+    except Exception:
+        return None
 
 
 class _Strong:

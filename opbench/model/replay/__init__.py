@@ -10,6 +10,7 @@ replay of a step program, its output fingerprints and its timings.
   mindspore_to_torch  MindSpore calls in torch by rule: padding made explicit, ops/primitives
                    through the mapping's mint entries, ops.assign as copy_ under no_grad
   momentum_route   MindSpore's nn.Momentum (weight decay groups) as itself and as torch's SGD
+  adam_weight_decay_route  MindSpore's nn.AdamWeightDecay as itself and as torch's AdamW
   optimizer_fold   Per-weight optimizer updates folded into a port's fused kernel
   trainable        Which plain tensors are weights in a hand-written training step
   inplace_routes   In-place methods MindSpore's CPU lacks, as out-of-place calls written back

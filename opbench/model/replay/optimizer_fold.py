@@ -31,6 +31,7 @@ CNN's traced step left out, and every weight left unchanged).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -38,7 +39,7 @@ from opbench.model.bound_args import bind
 from opbench.model.program import Call, Lit, Ref, walk_args
 
 __all__ = ["MomentumFold", "AdamFold", "sgd_momentum_folds", "adam_folds", "FOLDED_INTO",
-           "adam_update_tolerances"]
+           "adam_update_tolerances", "adam_weight_decay_step_bound"]
 
 MUL, ADD = "torch.Tensor.mul_", "torch.Tensor.add_"
 LERP, ADDCMUL, SQRT, DIV, ADDCDIV = ("torch.Tensor.lerp_", "torch.Tensor.addcmul_",
@@ -227,7 +228,8 @@ def _decay(calls: Sequence[Call], update: Call, uses: dict[int, int]) -> Call | 
 
 
 def adam_update_tolerances(calls: Sequence[Call]) -> dict[int, float]:
-    """Per Adam update call (torch's folded addcdiv_, a MindSpore nn.Adam Cell's call), the
+    """Per Adam update call (torch's folded addcdiv_, a MindSpore nn.Adam or
+    nn.AdamWeightDecay Cell's call), the
     absolute difference its updated weights may show between two frameworks that both
     update right: Adam moves a weight by up to about its step size whatever the gradient's
     size, so a weight whose gradient is 0 up to rounding (a conv bias before a BatchNorm)
@@ -240,4 +242,24 @@ def adam_update_tolerances(calls: Sequence[Call]) -> dict[int, float]:
             rate = bind(("learning_rate",), (), call.init).learning_rate
             if isinstance(rate, (int, float)) and not isinstance(rate, bool):
                 found[call.index] = 2.0 * float(rate)
+        elif call.replay_api == "mindspore.nn.AdamWeightDecay":
+            step = adam_weight_decay_step_bound(dict(call.init))
+            if step is not None:
+                found[call.index] = 2.0 * step
     return found
+
+
+def adam_weight_decay_step_bound(settings: dict[str, Any]) -> float | None:
+    """How far one nn.AdamWeightDecay step moves a weight at most, decay aside (the decay
+    moves it alike in both frameworks): lr * |m| / sqrt(v). Without bias correction that
+    ratio is not at most 1 as Adam's is: m and v are sums of b1^k (1 - b1) g and
+    b2^k (1 - b2) g^2, and by Cauchy-Schwarz |m| / sqrt(v) <= (1 - b1) / sqrt((1 - b2)
+    (1 - b1^2 / b2)): 7.3 at the defaults (0.9, 0.999; a constant gradient reaches 6.6 at
+    step 12). None: settings that do not bound it (b1^2 >= b2)."""
+    try:
+        rate, beta1, beta2 = (float(settings[k]) for k in ("learning_rate", "beta1", "beta2"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not 0.0 <= beta1 < 1.0 or not 0.0 < beta2 < 1.0 or beta1 ** 2 >= beta2:
+        return None
+    return rate * (1.0 - beta1) / math.sqrt((1.0 - beta2) * (1.0 - beta1 ** 2 / beta2))

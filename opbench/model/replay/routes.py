@@ -32,6 +32,8 @@ from opbench.model.replay.inplace_routes import INPLACE_TORCH_TO_MINDSPORE
 from opbench.model.replay.layer_routes import LAYER_TORCH_TO_MINDSPORE, OWN_FRAMEWORK_RULES
 from opbench.model.replay.mindspore_to_torch import (MINDSPORE_TO_TORCH_RULES, ops_as_mint,
                                                      primitive_as_function)
+from opbench.model.replay.adam_weight_decay_route import (ADAM_WEIGHT_DECAY,
+                                                         adam_weight_decay_route)
 from opbench.model.replay.momentum_route import MOMENTUM, momentum_route
 from opbench.model.replay.optimizer_fold import AdamFold, MomentumFold
 from opbench.model.program import Call, Dtype, Lit, Seq
@@ -1122,6 +1124,8 @@ def _route_for(call: Call, target: str, mapping: ApiMapping) -> Route | Unmapped
         return optimizer_route(call, target)
     if call.replay_api == MOMENTUM:
         return momentum_route(call, target)
+    if call.replay_api == ADAM_WEIGHT_DECAY:
+        return adam_weight_decay_route(call, target)
     if call.replay_api == TORCH_SGD:
         return torch_sgd_route(call, target)
     if call.framework == target:
