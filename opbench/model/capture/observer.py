@@ -316,17 +316,7 @@ class Capture:
             self._note(loss, *produced)
         # a list, a tuple or MindSpore's ParameterTuple (a tuple)
         listed = list(weights) if isinstance(weights, (list, tuple)) else None
-        name = api.rsplit(".", 1)[-1]
-        if problem is not None:
-            pass
-        elif produced is None:
-            problem = f"the loss {name} differentiated was not made by a captured call"
-        elif listed is None or not listed:
-            problem = (f"{name} over the inputs (no weights): only gradients of "
-                       f"Parameters are replayed")
-        elif len(listed) > MAX_SEQUENCE_ITEMS:
-            problem = (f"{name} over {len(listed)} weights: at most "
-                       f"{MAX_SEQUENCE_ITEMS} are replayed")
+        problem = problem or _backward_problem(api.rsplit(".", 1)[-1], produced, listed)
         args: tuple[Any, ...] = ()
         if produced is not None:
             args = (Ref(*produced),)
@@ -349,8 +339,8 @@ class Capture:
         """The captured call (and the path in its result) that made `tensor`: by identity,
         else by memory, for a forward output MindSpore hands back as a new tensor object
         over the same memory (GradOperation after the network already ran with grad on:
-        ms_grad_operation.py). Only a tensor of the same shape and dtype made since the
-        step's last backward is compared (the loss: a few candidates)."""
+        ms_grad_operation.py). Only a tensor of the same shape and dtype made since the last
+        backward or compiled call is compared (the loss: a few candidates)."""
         found = self._produced.get(id(tensor))
         if found is not None or not self._tensors.is_tensor(tensor):
             return found
@@ -640,6 +630,18 @@ class Capture:
 
     def externals(self) -> list[ExternalTensor]:
         return list(self._externals)
+
+
+def _backward_problem(name: str, produced: Any, listed: list | None) -> str | None:
+    """Why a backward (value_and_grad's or GradOperation's grad function: `name`) is not
+    replayed: its loss made by no captured call, no weights, or too many of them."""
+    if produced is None:
+        return f"the loss {name} differentiated was not made by a captured call"
+    if not listed:
+        return f"{name} over the inputs (no weights): only gradients of Parameters are replayed"
+    if len(listed) > MAX_SEQUENCE_ITEMS:
+        return f"{name} over {len(listed)} weights: at most {MAX_SEQUENCE_ITEMS} are replayed"
+    return None
 
 
 def _memory_of(tensor: Any) -> int | None:
