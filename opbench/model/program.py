@@ -219,6 +219,9 @@ class Call:
     function: FunctionForward | None = json_field(key="fn",
                                                   codec=optional(row_of(FunctionForward)),
                                                   omit_default=True, default=None)
+    # made inside torch.utils.checkpoint.checkpoint: the backward after it runs this call
+    # again (activation checkpointing's recompute; model/recompute.py)
+    recompute: bool = json_field(key="rc", omit_default=True, default=False)
 
     @property
     def replayable(self) -> bool:

@@ -24,6 +24,7 @@ from opbench.model.capture.observer import DEFAULT_MAX_CALLS, Capture
 from opbench.model.capture.ms_backward import MindSporeBackward
 from opbench.model.capture.ms_grad_operation import MindSporeGradOperation
 from opbench.model.capture.ms_jit import MindSporeJit
+from opbench.model.capture.torch_checkpoint import TorchCheckpoint
 from opbench.model.capture.torch_function import TorchFunctionApply
 from opbench.model.program import Program
 from opbench.model.steady import DEFAULT_CAPTURE_STEPS
@@ -137,6 +138,8 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
     ms_jit.install()
     torch_function = TorchFunctionApply(capture)
     torch_function.install()
+    torch_checkpoint = TorchCheckpoint(capture)
+    torch_checkpoint.install()
     # the tracer keeps an event per call; the capture needs those of its calls only (a call
     # that raised has an event and no program call: twice as many is room enough)
     tracer = Tracer(nested=False, sync=SERIAL, framework="both", observer=capture,
@@ -168,6 +171,7 @@ def capture_program(words: list[str], max_calls: int = DEFAULT_MAX_CALLS,
         ms_grad_operation.uninstall()
         ms_jit.uninstall()
         torch_function.uninstall()
+        torch_checkpoint.uninstall()
     calls = capture.calls(data.events)
     imported = [n for n in ("torch", "mindspore") if n in sys.modules]
     framework = _traced_framework(calls, imported)

@@ -384,6 +384,21 @@ class Capture:
         self._backward_spans[position] = (first, elapsed_ns)
         self._note_tree(result, position, ())
 
+    # -- activation checkpointing (torch_checkpoint.py) ----------------------------------------
+    def checkpointed(self, first: int) -> None:
+        """torch.utils.checkpoint.checkpoint, entered with grad on, returned; the calls
+        captured from `first` on ran inside it. Marks them `recompute` (model/recompute.py)
+        and as made with grad on: the reentrant checkpoint runs its block under no_grad and
+        they were recorded so, but its recompute runs them with grad and the gradient reaches
+        the weights inside through them."""
+        if self._outside_tracer:
+            return
+        for position in range(first, len(self._raw)):
+            event, call = self._raw[position]
+            if call.api == FUNCTION_APPLY or call.backward:
+                continue
+            self._raw[position] = (event, replace(call, recompute=True, grad_enabled=True))
+
     # -- a custom torch.autograd.Function (torch_function.py) ---------------------------------
     def function_applied(self, name: str, args: tuple, kwargs: dict, result: Any,
                          first: int) -> None:

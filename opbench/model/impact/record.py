@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Mapping
 
 from opbench.model.autograd_function import straight_through_note
+from opbench.model.recompute import recompute_note
+from opbench.model.replay.trainable import is_differentiation
 from opbench.model.impact.mode_match import MODE_FACTOR
 from opbench.model.impact.project import modes_apart
 from opbench.model.json_records import (PLAIN, Codec, JsonRecordError, by_name, each,
@@ -158,7 +160,8 @@ def impact_json(impact: ModelImpact) -> dict[str, Any]:
                    "excluded_s": region.excluded_ns / 1e9,
                    "note": "; ".join(n for n in (region.note, program.ended_early,
                                                   _light_note(program),
-                                                  _function_note(step)) if n),
+                                                  _function_note(step),
+                                                  _recompute_note(step)) if n),
                    "traced_base": program.traced_base},
         "script": {"status": program.script_status, "error": program.script_error,
                    "captured_calls": len(program.calls),
@@ -185,6 +188,12 @@ def _function_note(step: Any) -> str | None:
     (model/autograd_function.py), or None."""
     return straight_through_note(c.function.name for c in step.calls
                                  if c.function is not None)
+
+
+def _recompute_note(step: Any) -> str | None:
+    """The checkpointed calls the step's backwards run again (model/recompute.py), or
+    None."""
+    return recompute_note(step.calls, is_differentiation)
 
 
 def _light_note(program: Program) -> str:

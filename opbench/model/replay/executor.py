@@ -37,6 +37,7 @@ from opbench.frameworks.apimap import ApiMapping
 from opbench.model.bound_args import bind
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque, Ref, Seq,
                                    SliceOf, exts_in, refs_in)
+from opbench.model.recompute import recomputed_before
 from opbench.model.replay.compiled_step import (CompiledStep, StepCall, compile_step,
                                                 is_constant)
 from opbench.model.replay.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
@@ -239,6 +240,8 @@ class Replayer:
         # pass still times them one by one, and each backward call is its block's time less
         # theirs.
         self._blocks: list[Differentiated] = []
+        # per backward, the checkpointed calls it runs again first (_plan_recompute)
+        self._recomputed: dict[int, tuple[int, ...]] = {}
         self.status: list[CallStatus] = []
         # torch's SGD and Adam updates as a port's fused kernels (optimizer_fold.py): the other
         # framework only, so the traced one replays exactly what the script ran
@@ -373,9 +376,39 @@ class Replayer:
                           and not status.stand_in and not call.backward
                           and call.index not in self._folded else None)
         self.adapter.sync()
+        self._plan_recompute()
         self._plan_grad_modes()
         self._plan_releases()
         return prints
+
+    def _plan_recompute(self) -> None:
+        """Activation checkpointing's recompute (model/recompute.py), in the backward's
+        window: each backward after checkpointed calls runs those that have a plan entry
+        once more, then differentiates (torch: the backward call; MindSpore: its
+        value_and_grad block). The backward reads what they read, so a timed run keeps it
+        until then."""
+        self._recomputed = {}
+        if not self.training:
+            return
+        for backward, marked in recomputed_before(self.step.calls, is_differentiation).items():
+            region = tuple(i for i in marked
+                           if self._plan[i] is not None and self._plan[i][0] is not _identity)
+            if not region:
+                continue
+            rerun = rerunning(region, self._plan, self._results)
+            inside = frozenset(region)
+            reads = frozenset().union(*(self._reads[i] for i in region)) - inside
+            block = next((b for b in self._blocks if b.backward == backward), None)
+            if block is not None:
+                block.run = after(rerun, block.run)
+                block.outside_reads = block.outside_reads | reads
+            elif self._plan[backward] is not None:
+                fn, get_args, get_kwargs = self._plan[backward]
+                self._plan[backward] = (after(rerun, fn, first=True), get_args, get_kwargs)
+                self._reads[backward] = (self._reads[backward] or frozenset()) | reads
+            else:
+                continue
+            self._recomputed[backward] = region
 
     def _plan_grad_modes(self) -> None:
         """Where the timed runs switch torch's grad mode: before each call whose mode differs
@@ -437,7 +470,8 @@ class Replayer:
         every result it reads would have to be written back there first, and a block's
         ~ms cost dwarfs the loop's ~1 us a call); the loop runs every block of the step."""
         self._compiled = None
-        if self._blocks:
+        if self._blocks or self._recomputed:
+            # a recompute reruns plan entries through getters reading self._results
             return
         calls = []
         for i, entry in enumerate(self._plan):
@@ -800,6 +834,39 @@ def clearing_grads(fn: Callable[..., Any], weights: Sequence[Any]) -> Callable[.
 
 
 DIFFERENTIATED = "value_and_grad over the replayed forward, less the forward"
+
+
+def rerunning(region: Sequence[int], plan: Sequence[Any],
+              results: list[Any]) -> Callable[[], None]:
+    """The checkpointed calls `region` run once more in program order (model/recompute.py),
+    each reading its arguments as in the step (the region's own results as just remade);
+    what the results held before is put back, so the rerun keeps nothing alive."""
+    def rerun() -> None:
+        saved = [results[i] for i in region]
+        for i in region:
+            fn, get_args, get_kwargs = plan[i]
+            results[i] = fn(*get_args(), **get_kwargs())
+        for i, value in zip(region, saved):
+            results[i] = value
+    return rerun
+
+
+def after(rerun: Callable[[], None], fn: Callable[..., Any],
+          first: bool = False) -> Callable[..., Any]:
+    """`fn` with the recompute run in its window: before it (`first`: a torch backward,
+    whose recompute precedes the gradients it feeds) or after it (a MindSpore
+    value_and_grad block, whose forward wrote the results the rerun reads)."""
+    if first:
+        def recomputed_first(*args: Any, **kwargs: Any) -> Any:
+            rerun()
+            return fn(*args, **kwargs)
+        return recomputed_first
+
+    def recomputed_after(*args: Any, **kwargs: Any) -> Any:
+        value = fn(*args, **kwargs)
+        rerun()
+        return value
+    return recomputed_after
 
 
 def make_trainable(framework: str, tensor: Any, name: str) -> Any:
