@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 from opbench.model.affinity.graph import StepGraph, Value
 from opbench.model.affinity.optimizer_loop import update_loop
-from opbench.model.program import Lit, Ref, Seq, Site
+from opbench.model.program import Ext, Lit, Ref, Seq, Site
 from opbench.model.replay.training_routes import TORCH_SGD
 from opbench.model.steady import StepProgram
 
@@ -394,17 +394,7 @@ def _transposed(g: StepGraph, value: Value, user: int) -> Value | None:
     operands = g.tensors(p)
     if len(operands) != 1 or len(g.shape(operands[0]) or ()) != 2:
         return None
-    if g.ops[p] == "t":
-        return operands[0]
-    if g.ops[p] in ("transpose", "permute"):
-        numbers = [v for v in g.literals(p) if isinstance(v, int)]
-        call = g.call(p)
-        seqs = [a for a in call.args if isinstance(a, Seq)]
-        if seqs:
-            numbers = [a.value for a in seqs[0].items if isinstance(a, Lit)]
-        if sorted(n % 2 for n in numbers) == [0, 1] and numbers != [0, 1]:
-            return operands[0]
-    return None
+    return operands[0] if _last_two_swapped(g, p, 2) else None
 
 
 def _linear(g: StepGraph, root: int, framework: str) -> _Match | None:
@@ -482,6 +472,38 @@ def _masked_where(g: StepGraph, root: int, framework: str) -> _Match | None:
                   f"{api}(x, cond, 0.0)")
 
 
+def _masked_write_index(g: StepGraph, root: int, framework: str) -> _Match | None:
+    """`x[cond] = v`: a boolean mask of x's own shape and a number, written as one masked
+    fill. The capture records the write as `Tensor.__setitem__(x, cond, v)`. torch's returns
+    nothing and the step reads x on (its producer's Ref): the swap is the in-place
+    `x.masked_fill_(cond, v)` on the same tensor. MindSpore's returns the written tensor and
+    the capture reads it from there on: the swap is `x = ops.masked_fill(x, cond, v)` standing
+    for that output (mindspore.Tensor.masked_fill_ has no CPU kernel in 2.10:
+    "InplaceMaskedFillScalar unregistered", replay/inplace_routes.py), refused where a later
+    call reads x itself, which the out-of-place fill would leave unwritten."""
+    call = g.call(root)
+    if g.ops[root] != "__setitem__" or len(call.args) != 3 or call.kwargs:
+        return None
+    x, cond, value = call.args
+    if not isinstance(x, (Ref, Ext)) or not isinstance(cond, (Ref, Ext)) \
+            or not isinstance(value, Lit) or isinstance(value.value, bool) \
+            or not isinstance(value.value, (int, float)):
+        return None
+    if g.dtype(cond) != "bool" or g.shape(cond) is None or g.shape(cond) != g.shape(x):
+        return None
+    shown = repr(value.value)
+    if framework == "torch":
+        api = "torch.Tensor.masked_fill_"
+        new = NewCall(api, (x, cond, value), kind="tensor_method")
+        return _Match("masked_write_index", Swap((root,), root, (new,)), api,
+                      f"x.masked_fill_(cond, {shown})")
+    if any(x in g.tensors(i) for i in range(root + 1, len(g.ops))):
+        return None
+    api = "mindspore.ops.masked_fill"
+    return _Match("masked_write_index", Swap((root,), root, (NewCall(api, (x, cond, value)),)),
+                  api, f"x = {api}(x, cond, {shown})")
+
+
 # -- attention composed: softmax(q @ k^T * scale (+ mask)) @ v -----------------------------
 _SDPA = "torch.nn.functional.scaled_dot_product_attention"
 # A masked_fill value that removes a position as sdpa's boolean mask does: -inf, or a
@@ -493,15 +515,32 @@ _PASSING = frozenset({"dropout", "to", "type_as", "contiguous"})
 
 
 def _last_two_swapped(g: StepGraph, index: int, rank: int) -> bool:
-    """A transpose of the last two dimensions (k.transpose(-2, -1), k.transpose(2, 3) of a
-    4-D k, k.mT): .T of a tensor above 2-D reverses every dimension and is not one."""
+    """Call `index` transposes the last two dimensions of its rank-`rank` operand: the one
+    rule of the linear, transpose-matmul and attention matchers.
+
+    - `.t()`, `.T` of a 2-D tensor, `.mT` of any (`.T` above 2-D reverses every dimension);
+    - a swap of two dimensions (torch's `transpose(d0, d1)`, `swapaxes`, MindSpore's
+      `Tensor.transpose(d0, d1)`): d0 and d1 are the last two, either order, negative or
+      not (`w.transpose(0, 1)` of a 2-D weight is one);
+    - a permutation (`permute(1, 0)`, `permute((1, 0))`, MindSpore's `ops.transpose(w, (1,
+      0))`: a tuple, or three or more dimensions): every dimension in place but the last
+      two, swapped. The identity permutation (`permute(0, 1)`) is no transpose."""
     call = g.call(index)
+    if rank < 2:
+        return False
     if g.ops[index] == "t":
         return call.api.endswith(".mT") or rank == 2
-    if g.ops[index] != "transpose":
+    if g.ops[index] not in ("transpose", "permute"):
         return False
-    dims = [int(d) % rank for d in _numbers(g, index)]
-    return sorted(dims) == [rank - 2, rank - 1]
+    seqs = [a for a in call.args if isinstance(a, Seq)]
+    dims = ([a.value for a in seqs[0].items if isinstance(a, Lit)] if seqs
+            else _numbers(g, index))
+    if not all(isinstance(d, int) for d in dims):
+        return False
+    dims = [d % rank for d in dims]
+    if g.ops[index] == "transpose" and not seqs and len(dims) == 2:
+        return sorted(dims) == [rank - 2, rank - 1]
+    return dims == [*range(rank - 2), rank - 1, rank - 2]
 
 
 def _passing(g: StepGraph, index: int) -> bool:
@@ -669,7 +708,7 @@ def _optimizer_loop(g: StepGraph, root: int, framework: str) -> _Match | None:
 
 
 _MATCHERS = (_optimizer_loop, _attention, _linear, _transpose_matmul, _masked_where,
-             _unary, _host_sync)
+             _masked_write_index, _unary, _host_sync)
 
 
 def _matches(step: StepProgram) -> Iterator[_Match]:
