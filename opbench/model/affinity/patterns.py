@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from opbench.model.affinity.graph import StepGraph, Value
-from opbench.model.affinity.optimizer_loop import update_loop
+from opbench.model.affinity.optimizer_loop import steps_an_optimizer, update_loop
 from opbench.model.program import Ext, Lit, Ref, Seq, Site
 from opbench.model.replay.training_routes import TORCH_SGD
 from opbench.model.steady import StepProgram
@@ -692,10 +692,17 @@ def _optimizer_loop(g: StepGraph, root: int, framework: str) -> _Match | None:
         new = NewCall(api, (weights,), kind="module",
                       init=(("lr", loop.lr), ("foreach", True)), returns=last,
                       checked_args=(weights, grads))
+        if steps_an_optimizer(g.call(root).site):
+            # the script's own torch.optim.SGD, stepping weight by weight (CPU's default)
+            replacement = (f"pass foreach=True to the script's {api}: {api}(params, "
+                           f"lr={loop.lr!r}, foreach=True) (without it, its step updates "
+                           f"the {len(loop.updates)} weights one by one)")
+        else:
+            replacement = (f"optimizer = {api}(params, lr={loop.lr!r}, foreach=True) (once, "
+                           f"before the step; params: the {len(loop.updates)} weights the "
+                           f"loop updates); optimizer.step(); optimizer.zero_grad()")
         return _Match("optimizer_loop", Swap(loop.calls, root, (new,), stands_for), api,
-                      f"optimizer = {api}(params, lr={loop.lr!r}, foreach=True) (once, "
-                      f"before the step; params: the {len(loop.updates)} weights the loop "
-                      f"updates); optimizer.step(); optimizer.zero_grad()")
+                      replacement)
     api = "mindspore.nn.SGD"
     new = NewCall(api, (weights, grads), kind="module",
                   init=(("learning_rate", loop.lr), ("momentum", 0.0), ("dampening", 0.0),
