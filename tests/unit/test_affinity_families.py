@@ -9,7 +9,7 @@ import pytest
 from opbench.model.affinity.patterns import NewCall
 from opbench.model.affinity.run import candidates_of
 from opbench.model.affinity.swap import swapped_step
-from opbench.model.program import Ext, ExternalTensor, Lit, Ref, Seq
+from opbench.model.program import Dtype, Ext, ExternalTensor, Lit, Ref, Seq
 
 from test_model_suggest import B, MASK, W, WT, X, StepBuilder, T, F, families, tensor
 
@@ -149,3 +149,97 @@ def test_the_transpose_matmul_and_attention_matchers_share_the_rule():
     t = s2(T + "transpose", WT, Lit(0), Lit(1), out=tensor((8, 6)))
     s2("torch.matmul", X, t, out=tensor((4, 6)))
     assert families(s2.step()) == [("torch.transpose_matmul", 2)]
+
+
+# -- tensor_creation_in_loop: a tensor made from constants every step --------------------------
+def _reading(s, created, line):
+    return s(T + "__mul__", X, created, line=line)
+
+
+def test_tensors_made_from_constants_each_step_are_made_once_with_their_values():
+    s = StepBuilder()
+    _reading(s, s("torch.tensor", Seq("list", (Lit(0.5), Lit(2.0))), out=tensor((2,)),
+                  line=20), 20)
+    _reading(s, s("torch.arange", Lit(2), Lit(10), out=tensor((8,), "int64"), line=21), 21)
+    _reading(s, s("torch.ones", Lit(4), Lit(8), kwargs=(("dtype", Dtype("float32")),),
+                  line=22), 22)
+    _reading(s, s("torch.full", Seq("tuple", (Lit(2),)), Lit(0.25), out=tensor((2,)),
+                  line=23), 23)
+    found = candidates_of(s.step())
+    assert [(c.family, c.calls, c.site.first_line) for c in found] == [
+        ("torch.tensor_creation_in_loop", 1, line) for line in (20, 21, 22, 23)]
+    made = [c.swaps[0].made_once for c in found]
+    assert [(m.shape, m.dtype) for m in made] == [((2,), "float32"), ((8,), "int64"),
+                                                  ((4, 8), "float32"), ((2,), "float32")]
+    assert made[0].values == (0.5, 2.0) and made[1].values == tuple(range(2, 10))
+    assert made[2].values == (1.0,) * 32 and made[3].values == (0.25, 0.25)
+    assert all(c.swaps[0].new_calls == () for c in found)
+    assert found[0].affinity_api == "(create once before the loop, or on the device)"
+    assert found[0].replacement.startswith(
+        "create it once before the loop: t = torch.tensor([0.5, 2.0])")
+    assert "torch.ones(4, 8, dtype=torch.float32)" in found[2].replacement
+
+
+def test_the_swapped_step_reads_the_tensor_made_once_as_an_external():
+    s = StepBuilder()
+    for _ in range(2):                      # one line inside a layer loop: two occurrences
+        made = s("torch.arange", Lit(8), out=tensor((8,), "int64"), line=30)
+        _reading(s, made, 31)
+    step = s.step()
+    [found] = candidates_of(step)
+    assert found.calls == 2 and len(found.swaps) == 2
+    swapped = swapped_step(step, found)
+    assert [c.api for c in swapped.step.calls] == [T + "__mul__"] * 2
+    # one external for the one tensor the fixed script makes, with its values
+    [ext] = swapped.step.externals[len(step.externals):]
+    assert (ext.id, ext.shape, ext.dtype, ext.values) == (
+        len(step.externals), (8,), "int64", tuple(range(8)))
+    assert [c.args for c in swapped.step.calls] == [(X, Ext(ext.id))] * 2
+    assert swapped.roots == {0: None, 2: None}
+
+
+@pytest.mark.parametrize("build", [
+    lambda s: s("torch.zeros_like", X),                               # reads a step value
+    lambda s: s("torch.ones", Lit(4), Lit(8), kwargs=(("requires_grad", Lit(True)),)),
+    lambda s: s("torch.randn", Lit(4), Lit(8)),                       # not the same each step
+    lambda s: s("torch.zeros", Lit(512), Lit(512), out=tensor((512, 512))),   # too large
+])
+def test_a_creation_that_reads_a_tensor_draws_takes_a_gradient_or_is_large_is_left_alone(build):
+    s = StepBuilder()
+    _reading(s, build(s), 40)
+    assert "torch.tensor_creation_in_loop" not in [f for f, _ in families(s.step())]
+
+
+@pytest.mark.parametrize("write", [T + "add_", T + "__setitem__"])
+def test_a_created_tensor_written_in_the_step_is_left_alone(write):
+    # a buffer filled each step is not the same tensor every step
+    s = StepBuilder()
+    buffer = s("torch.zeros", Lit(4), Lit(8))
+    s(write, buffer, MASK, Lit(1.0), out=("none",))
+    _reading(s, buffer, 41)
+    assert "torch.tensor_creation_in_loop" not in [f for f, _ in families(s.step())]
+
+
+def test_mindspore_creations_from_constants_are_made_once():
+    s = StepBuilder("mindspore")
+    shape = Seq("tuple", (Lit(4), Lit(8)))
+    s("mindspore.Tensor.__mul__", X, s("mindspore.ops.fill", Dtype("float32"), shape,
+                                       Lit(1.5), line=50), line=50)
+    s("mindspore.Tensor.__add__", X, s("mindspore.mint.ones", shape, line=51), line=51)
+    s("mindspore.Tensor.__add__", X, s("mindspore.ops.arange", Lit(0), Lit(8), Lit(2),
+                                       out=tensor((4,), "int64"), line=52), line=52)
+    found = [c for c in candidates_of(s.step())
+             if c.family == "mindspore.tensor_creation_in_loop"]
+    assert [c.swaps[0].made_once.values for c in found] == [(1.5,) * 32, (1.0,) * 32,
+                                                           (0, 2, 4, 6)]
+    assert found[0].affinity_api == "(create once before the loop)"
+    assert "mindspore.ops.fill(mindspore.float32, (4, 8), 1.5)" in found[0].replacement
+
+
+def test_the_replay_makes_a_float_external_with_the_values_it_holds():
+    from opbench.model.replay.executor import external_array
+    made = external_array(ExternalTensor(9, (2, 2), "float32", "input", values=(0.5, 2.0,
+                                                                                 -1.0, 3.0)))
+    assert made.tolist() == [[0.5, 2.0], [-1.0, 3.0]]
+    drawn = external_array(ExternalTensor(9, (2, 2), "float32", "input"))
+    assert drawn.tolist() != made.tolist()

@@ -41,6 +41,7 @@ FAMILY_PATTERNS = {
     "masked_write_index": [r"\w+\[[^\]]*<[^\]]*\]\s*=\s*0\.0"],
     "optimizer_loop": [r"for \w+(, \w+)? in ", r"-=|assign\("],
     "host_sync_in_loop": [r"\.item\(\)|\.asnumpy\(\)"],
+    "tensor_creation_in_loop": [r"(torch\.tensor|ops\.fill)\([A-Z_]*[,)]|ops\.fill\("],
     "attention_composed": [r"@\s*k\.transpose\(", r"softmax\(", r"\)\s*@\s*v\b"],
 }
 SCRIPT_FUNCTIONS = {"set_up", "make_state", "step", "finish", "checksum", "main"}

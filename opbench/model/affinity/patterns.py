@@ -21,12 +21,13 @@ from typing import Any, Callable, Iterator
 
 from opbench.model.affinity.graph import StepGraph, Value
 from opbench.model.affinity.optimizer_loop import steps_an_optimizer, update_loop
-from opbench.model.program import Ext, Lit, Ref, Seq, Site
+from opbench.model.program import Dtype, Ext, Lit, Ref, Seq, Site
+from opbench.model.replay.trainable import is_in_place
 from opbench.model.replay.training_routes import TORCH_SGD
 from opbench.model.steady import StepProgram
 
-__all__ = ["New", "NewCall", "Swap", "Candidate", "find_candidates", "ROUTE_FAMILY",
-           "MS_ROUTE_ALTERNATIVES", "MAX_FORMULA_CALLS"]
+__all__ = ["New", "NewCall", "Swap", "MadeOnce", "Candidate", "find_candidates",
+           "ROUTE_FAMILY", "MS_ROUTE_ALTERNATIVES", "MAX_FORMULA_CALLS", "MAX_MADE_ONCE_VALUES"]
 
 # A formula written by hand is a handful of calls (GELU's tanh form: 8); a larger region
 # is a model, not an activation.
@@ -48,6 +49,13 @@ MS_ROUTE_ALTERNATIVES.update({v: k for k, v in list(MS_ROUTE_ALTERNATIVES.items(
                               and v.rsplit(".", 1)[-1] not in ("sigmoid", "tanh",
                                                                "softmax")})
 _HOST_SYNCS = frozenset({"item", "asnumpy", "tolist", "numpy"})
+# A tensor made from constants each step and hoisted: its values travel in the replay
+# request (ExternalTensor.values), so a large one is left alone: 65,536 values (a 256x256
+# mask) are ~0.4 MB of JSON per request.
+MAX_MADE_ONCE_VALUES = 65_536
+# Calls that write into their first operand (a hoisted tensor written each step is not the
+# same tensor every step): in-place methods (replay/trainable.is_in_place) and these.
+_WRITES_INTO = frozenset({"__setitem__", "assign", "assign_sub", "assign_add", "copy_"})
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,17 @@ class Swap:
     # result. The output check replays the swap with the whole result and compares each
     # (swap.py, whole_results); the timed swap returns the root's element alone.
     stands_for: tuple[tuple[int, int], ...] = ()
+    # The root's output made once, before the step (a tensor the step made from constants):
+    # the swapped program reads it as an external with these values (swap.py); no new calls.
+    made_once: MadeOnce | None = None
+
+
+@dataclass(frozen=True)
+class MadeOnce:
+    """A tensor made once before the step: what the creation call it replaces returned."""
+    shape: tuple[int, ...]
+    dtype: str
+    values: tuple[float | int, ...]          # row-major; 0/1 for bool
 
 
 @dataclass(frozen=True)
@@ -656,6 +675,124 @@ def _attention(g: StepGraph, root: int, framework: str) -> _Match | None:
                   _SDPA, f"{_SDPA}({shown})")
 
 
+def _constant(arg: Any) -> bool:
+    """An argument that reads no tensor: a literal, a dtype, a sequence of them."""
+    if isinstance(arg, Seq):
+        return all(_constant(a) for a in arg.items)
+    return isinstance(arg, (Lit, Dtype))
+
+
+def _flat_numbers(arg: Any) -> list[Any] | None:
+    """torch.tensor's data: a number or nested sequences of numbers, row-major."""
+    if isinstance(arg, Seq):
+        out: list[Any] = []
+        for item in arg.items:
+            found = _flat_numbers(item)
+            if found is None:
+                return None
+            out += found
+        return out
+    if isinstance(arg, Lit) and isinstance(arg.value, (bool, int, float)):
+        return [arg.value]
+    return None
+
+
+def _argument(call: Any, position: int, name: str) -> Any:
+    """A call's argument by keyword or position (None: not given)."""
+    for key, value in call.kwargs:
+        if key == name:
+            return value
+    args = call.args
+    return args[position] if position < len(args) else None
+
+
+def _created_values(g: StepGraph, index: int, n: int) -> list[Any] | None:
+    """The n values a creation call from constants makes, row-major (None: not one this
+    knows). The shape and dtype are the recorded output's; the values follow from the
+    arguments: ones and zeros, full(size, fill_value) (MindSpore's fill(type, shape,
+    value)), arange([start,] end[, step]) and tensor(data)."""
+    call, op = g.call(index), g.ops[index]
+    if op in ("ones", "zeros"):
+        return [1 if op == "ones" else 0] * n
+    if op in ("full", "fill"):
+        fill = _argument(call, 2, "value") if op == "fill" else \
+            _argument(call, 1, "fill_value")
+        if not isinstance(fill, Lit) or not isinstance(fill.value, (bool, int, float)):
+            return None
+        return [fill.value] * n
+    if op == "arange":
+        numbers = [a.value for a in call.args if isinstance(a, Lit)
+                   and isinstance(a.value, (int, float)) and not isinstance(a.value, bool)]
+        named = {k: v.value for k, v in call.kwargs if k in ("start", "end", "step")
+                 and isinstance(v, Lit)}
+        if len(numbers) == 1 and "end" not in named:
+            named["end"] = numbers[0]
+        elif numbers:
+            named.update(zip(("start", "end", "step"), numbers))
+        start, step = named.get("start", 0), named.get("step", 1)
+        if "end" not in named or not step or math.ceil((named["end"] - start) / step) != n:
+            return None
+        return [start + k * step for k in range(n)]
+    if op in ("tensor", "as_tensor") and call.args:
+        found = _flat_numbers(call.args[0])
+        return found if found is not None and len(found) == n else None
+    return None
+
+
+def _tensor_creation(g: StepGraph, root: int, framework: str) -> _Match | None:
+    """A tensor the step makes from constants every step (`torch.tensor([...])`,
+    `torch.arange(n)`, `ops.ones((h,))`: every argument a literal, none a tensor), that no
+    call writes into and that takes no gradient: the same tensor each step, made once
+    before the loop in the fixed script. The swap removes the call and the step reads the
+    tensor as an external made once with those values (Swap.made_once)."""
+    call = g.call(root)
+    if call.kind != "function" or not call.api.startswith(("torch.", "mindspore.")) \
+            or not all(_constant(a) for a in (*call.args, *(v for _, v in call.kwargs))):
+        return None
+    requires_grad = g.kwarg(root, "requires_grad")
+    if requires_grad or not g.consumers[root]:
+        return None
+    shape, dtype = g.shape(Ref(root)), g.dtype(Ref(root))
+    if shape is None or dtype is None:
+        return None
+    n = math.prod(shape)
+    if n > MAX_MADE_ONCE_VALUES:
+        return None
+    for user in g.consumers[root]:
+        written = g.call(user).args[:1] == (Ref(root),)
+        if written and (is_in_place(g.call(user).api) or g.ops[user] in _WRITES_INTO):
+            return None
+    values = _created_values(g, root, n)
+    if values is None:
+        return None
+    if dtype == "bool":
+        values = [1 if v else 0 for v in values]
+    elif dtype.startswith(("int", "uint")):
+        if any(float(v) != int(v) for v in values):
+            return None
+        values = [int(v) for v in values]
+    else:
+        values = [float(v) for v in values]
+    made = MadeOnce(tuple(shape), dtype, tuple(values))
+    return _Match("tensor_creation_in_loop", Swap((root,), root, (), made_once=made), "",
+                  f"create it once before the loop: t = {call.api}({_shown(call)}), then "
+                  f"read t in the step (the same {dtype} tensor of shape {list(shape)} "
+                  f"every step)")
+
+
+def _shown(call: Any) -> str:
+    """A constant call's arguments as code."""
+    def one(arg: Any) -> str:
+        if isinstance(arg, Seq):
+            inner = ", ".join(one(a) for a in arg.items)
+            return f"[{inner}]" if arg.kind == "list" else \
+                f"({inner}{',' if len(arg.items) == 1 else ''})"
+        if isinstance(arg, Dtype):
+            return f"{call.framework}.{arg.name}"
+        return repr(arg.value)
+    return ", ".join([one(a) for a in call.args] + [f"{k}={one(v)}" for k, v in call.kwargs])
+
+
 def _host_sync(g: StepGraph, root: int, framework: str) -> _Match | None:
     if g.ops[root] not in _HOST_SYNCS or g.consumers[root]:
         return None
@@ -715,7 +852,7 @@ def _optimizer_loop(g: StepGraph, root: int, framework: str) -> _Match | None:
 
 
 _MATCHERS = (_optimizer_loop, _attention, _linear, _transpose_matmul, _masked_where,
-             _masked_write_index, _unary, _host_sync)
+             _masked_write_index, _unary, _host_sync, _tensor_creation)
 
 
 def _matches(step: StepProgram) -> Iterator[_Match]:
