@@ -23,8 +23,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-BATCH, HIDDEN, LAYERS = 256, 256, 8
-CHANNEL_GAINS = [0.5, 1.0, 1.5, 2.0] * (HIDDEN // 4)     # per channel, a Python list
+BATCH, HIDDEN, LAYERS = 256, 64, 8
+CHANNEL_GAINS = [0.5, 1.0, 1.5, 2.0] * (HIDDEN // 4)   # 64 gains, a Python list
 
 
 def set_up(threads: int = 1) -> None:
