@@ -108,12 +108,15 @@ class ExternalTensor:
     # tensor of this shape, and the replay expands one as the script did. dim_order: a
     # permuted dense view (a transposed weight), its dims from the largest stride to the
     # smallest. values: a small bool or integer tensor's values (0/1 for bool), row-major,
-    # of expanded_from's shape where set. true_fraction: a larger bool tensor's share of
-    # true values, which the replay draws with.
+    # of expanded_from's shape where set; a float tensor's only where an affinity swap made
+    # it once before the step (model/affinity/swap.py: its creation call's values).
+    # true_fraction: a larger bool tensor's share of true values, which the replay draws
+    # with.
     expanded_from: tuple[int, ...] | None = json_field(codec=optional(tuple_of()),
                                                        default=None)
     dim_order: tuple[int, ...] | None = json_field(codec=optional(tuple_of()), default=None)
-    values: tuple[int, ...] | None = json_field(codec=optional(tuple_of()), default=None)
+    values: tuple[int | float, ...] | None = json_field(codec=optional(tuple_of()),
+                                                        default=None)
     true_fraction: float | None = None
 
     @property

@@ -11,6 +11,7 @@ is why every hit is a suggestion to measure, never a verdict.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -24,6 +25,13 @@ EXPAND_DEPTH = 5
 _CREATION = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy",
                        "mindspore.Tensor", "mindspore.tensor", "mindspore.common.tensor.Tensor",
                        "mindspore.Tensor.from_numpy"})
+# Tensors made from constants: the same tensor every iteration when every argument is one
+# (_constant_argument); `torch.zeros(x.shape)` reads a step value and is not listed.
+_CONSTANT_CREATION = frozenset({
+    "torch.arange", "torch.ones", "torch.zeros", "torch.full",
+    "mindspore.ops.arange", "mindspore.ops.ones", "mindspore.ops.zeros", "mindspore.ops.fill",
+    "mindspore.ops.full", "mindspore.mint.ones", "mindspore.mint.zeros", "mindspore.mint.full"})
+_DTYPE_NAME = re.compile(r"^(u?int\d+|float\d+|bfloat16|bool_?|complex\d+|half|float|double|long)$")
 _HOST_SYNC_METHODS = frozenset({"item", "cpu", "numpy", "asnumpy"})
 _MASK_FUNCS = frozenset({"isnan", "isinf", "eq", "ne", "gt", "lt", "ge", "le", "logical_not",
                          "logical_and", "logical_or", "isclose", "isfinite"})
@@ -613,7 +621,8 @@ class _FileMatcher:
         if not isinstance(node, ast.Call):
             return
         path = self.ctx.path(node.func)
-        if path in _CREATION:
+        if path in _CREATION or (path in _CONSTANT_CREATION and all(
+                _constant_argument(a) for a in [*node.args, *(k.value for k in node.keywords)])):
             self._add("tensor_creation_in_loop", framework_of(path), stmt.lineno, stmt,
                       "function", node)
             return
@@ -624,6 +633,23 @@ class _FileMatcher:
                 return    # np.exp(a).item(): numpy's, not a device sync
             framework = "mindspore" if func.attr == "asnumpy" else self._framework()
             self._add("host_sync_in_loop", framework, stmt.lineno, stmt, "method", node)
+
+
+def _constant_argument(node: ast.AST) -> bool:
+    """An argument that is the same every iteration: a literal, a module constant by its
+    ALL_CAPS name (HIDDEN), a dtype (torch.float32, ms.float32), or tuples, lists and
+    arithmetic of them. A heuristic: the measured swap checks the values."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_constant_argument(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return _constant_argument(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _constant_argument(node.left) and _constant_argument(node.right)
+    if isinstance(node, ast.Name):
+        return node.id.isupper()
+    return isinstance(node, ast.Attribute) and bool(_DTYPE_NAME.match(node.attr))
 
 
 def _header_expressions(stmt: ast.stmt) -> list[ast.expr]:

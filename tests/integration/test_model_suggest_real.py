@@ -284,3 +284,42 @@ def test_composed_attention_is_one_sdpa_call_with_equal_outputs(tmp_path):
             assert row["outputs_equal"] is True, row
             assert row["affinity_api"] == "torch.nn.functional.scaled_dot_product_attention"
     assert len(rows_csv) == len(rows)
+
+
+TORCH_OPTIM_SGD = """
+import torch
+torch.manual_seed(0)
+torch.set_num_threads(1)
+x, y = torch.randn(32, 64), torch.randn(32, 48)
+model = torch.nn.Linear(64, 48)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+for _ in range(12):
+    optimizer.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    optimizer.step()                                               # LINE update
+"""
+
+
+def test_a_script_stepping_torch_optim_sgd_is_told_to_pass_foreach(tmp_path):
+    # SGD without foreach on CPU steps weight by weight: the loop is its optimizer.step()
+    rows, _ = _suggest(tmp_path, "train_sgd.py", TORCH_OPTIM_SGD)
+    row = _optimizer_row(rows, "torch", "torch.optim.SGD")
+    line = _lines(textwrap.dedent(TORCH_OPTIM_SGD))["update"]
+    assert (row["start_line"], row["end_line"]) == (line, line)
+    assert row["replacement"].startswith("pass foreach=True to the script's torch.optim.SGD")
+
+
+@pytest.mark.parametrize("pair, family, lines", [
+    ("torch/masked_write_index", "torch.masked_write_index", (49, 49)),
+    ("mindspore/masked_write_index", "mindspore.masked_write_index", (52, 52)),
+    ("torch/tensor_creation_in_loop", "torch.tensor_creation_in_loop", (51, 51)),
+    ("mindspore/tensor_creation_in_loop", "mindspore.tensor_creation_in_loop", (54, 54)),
+])
+def test_the_new_families_pairs_are_found_at_their_lines_with_outputs_equal(
+        tmp_path, pair, family, lines):
+    # examples/affinity/manifest.yaml's planted lines; 8 layers: 8 calls a step
+    (row,) = [r for r in _suggest_pair(tmp_path, pair) if r["family"] == family]
+    assert (row["start_line"], row["end_line"]) == lines and row["file"].endswith("naive.py")
+    assert row["outputs_equal"] is True and row["saving_s"] is not None, row
+    assert row["calls"] == 8

@@ -38,8 +38,10 @@ FAMILY_PATTERNS = {
     "layer_norm_composed": [r"mean\(", r"var\(", r"sqrt\(", r"- mean"],
     "rms_norm_composed": [r"rsqrt\(", r"mean\(", r"pow\(2\)|\*\*\s*2"],
     "masked_write_where": [r"where\(", r"zeros_like\("],
+    "masked_write_index": [r"\w+\[[^\]]*<[^\]]*\]\s*=\s*0\.0"],
     "optimizer_loop": [r"for \w+(, \w+)? in ", r"-=|assign\("],
     "host_sync_in_loop": [r"\.item\(\)|\.asnumpy\(\)"],
+    "tensor_creation_in_loop": [r"(torch\.tensor|ops\.fill)\([A-Z_]*[,)]|ops\.fill\("],
     "attention_composed": [r"@\s*k\.transpose\(", r"softmax\(", r"\)\s*@\s*v\b"],
 }
 SCRIPT_FUNCTIONS = {"set_up", "make_state", "step", "finish", "checksum", "main"}

@@ -8,6 +8,7 @@ checked on the loop's own gradients and timed on the backward's `.grad`; its rep
 (replay/training_routes.py, torch faked) and the weights it trains (replay/trainable.py)."""
 from __future__ import annotations
 
+import dataclasses
 import sys
 import types
 
@@ -302,3 +303,28 @@ def test_a_weight_without_a_gradient_is_an_error_not_a_weight_left_out(fake_sgd)
 
 def test_the_torch_sgd_route_is_torch_only():
     assert isinstance(torch_sgd_route(_sgd_call(), "mindspore"), Unmapped)
+
+
+def test_a_script_already_stepping_torch_optim_sgd_is_told_to_pass_foreach(tmp_path):
+    # torch.optim.SGD without foreach on CPU steps each weight with `param.add_(grad,
+    # alpha=-lr)`, the calls' site the script's `optimizer.step()` line: the suggestion is
+    # the keyword, not an optimizer to make
+    script = tmp_path / "train.py"
+    script.write_text("import torch\n" * 59 + "    optimizer.step()\n")
+    s = TorchStep()
+    for weight, grad in ((W, GW), (B, GB)):
+        index = len(s.calls)
+        s(T + "add_", weight, grad, kwargs=(("alpha", Lit(-LR)),), out=tensor(SHAPES[weight]),
+          line=60, grad_enabled=False)
+        s.calls[index] = dataclasses.replace(s.calls[index], site=Site(str(script), 60, 60))
+    (found,) = loops(s.step())
+    assert found.replacement.startswith("pass foreach=True to the script's torch.optim.SGD")
+    assert "torch.optim.SGD(params, lr=0.01, foreach=True)" in found.replacement
+    assert "optimizer = " not in found.replacement
+    # the same updates written as a loop in the script: an optimizer to make
+    script.write_text("import torch\n" * 59 + "        p.add_(p.grad, alpha=-LR)\n")
+    import linecache
+    linecache.checkcache(str(script))
+    (found,) = loops(s.step())
+    assert found.replacement.startswith("optimizer = torch.optim.SGD(params, lr=0.01, "
+                                        "foreach=True) (once, before the step")

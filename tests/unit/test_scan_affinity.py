@@ -65,6 +65,12 @@ TORCH_PAIRS = [
      "total = sum(loss(x) for step in range(9)).item()", (2, 2), ""),
     ("torch.tensor_creation_in_loop", "for s in range(9):\n    y = x * torch.tensor(2.0)",
      "two = torch.tensor(2.0)\nfor s in range(9):\n    y = x * two", (2, 2), ""),
+    # made from constants (literals, ALL_CAPS module constants, dtypes): measured since
+    # 2026-11-28 as a tensor made once (model/affinity/patterns.py)
+    ("torch.tensor_creation_in_loop",
+     "for s in range(9):\n    y = x + torch.arange(HIDDEN, dtype=torch.float32)",
+     "ramp = torch.arange(HIDDEN, dtype=torch.float32)\nfor s in range(9):\n    y = x + ramp",
+     (2, 2), ""),
 ]
 
 MS_PAIRS = [
@@ -113,6 +119,10 @@ MS_PAIRS = [
     ("mindspore.tensor_creation_in_loop",
      "for step in range(9):\n    y = x * ms.Tensor(np.ones(3))",
      "ones = ms.Tensor(np.ones(3))\nfor step in range(9):\n    y = x * ones", (2, 2), ""),
+    ("mindspore.tensor_creation_in_loop",
+     "for step in range(9):\n    y = x * ops.fill(ms.float32, (HIDDEN,), 1.5)",
+     "gain = ops.fill(ms.float32, (HIDDEN,), 1.5)\nfor step in range(9):\n    y = x * gain",
+     (2, 2), ""),
 ]
 
 
@@ -171,6 +181,7 @@ def test_hit_is_frozen():
     "y = torch.where(x > 0, torch.zeros_like(w), x)",   # zeros of another shape
     "y = torch.matmul(q, k.transpose(1, 2))",      # a strided view in torch: nothing to fuse
     "x[idx] = 0.0",                                # an index, not a mask: cannot tell
+    "for i in range(3):\n    y = x + torch.zeros(x.shape)",   # reads a step value
     "for name, p in params.items():\n    p.copy_(loaded[name])",   # weight loading
     "y = x + torch.matmul(x, w) * 2",              # a scaled product: no GEMM epilogue
     "y = x @ w + 1.0",                             # a scalar offset, not a bias vector

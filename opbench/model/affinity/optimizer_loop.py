@@ -38,12 +38,15 @@ for it: such an update is left out of the loop.
 """
 from __future__ import annotations
 
+import linecache
+import re
 from dataclasses import dataclass
 
 from opbench.model.affinity.graph import StepGraph, Value
-from opbench.model.program import Ext, Lit, Ref, Seq
+from opbench.model.program import Ext, Lit, Ref, Seq, Site
 
-__all__ = ["WeightUpdate", "UpdateLoop", "weight_update", "update_loop", "WRITE_BACKS"]
+__all__ = ["WeightUpdate", "UpdateLoop", "weight_update", "update_loop", "WRITE_BACKS",
+           "steps_an_optimizer"]
 
 # The operations (graph.op_of) that write a value back into a weight, per framework:
 # MindSpore's by whether the value is the new weight ("assign") or what is taken off it
@@ -51,6 +54,10 @@ __all__ = ["WeightUpdate", "UpdateLoop", "weight_update", "update_loop", "WRITE_
 # "add_": add_ of the gradient with alpha=-lr).
 WRITE_BACKS = {"mindspore": frozenset({"assign", "assign_sub"}),
                "torch": frozenset({"sub_", "add_"})}
+
+
+# An optimizer's step call in the script's source: `optimizer.step()`, `opt.step()`.
+_STEP_CALL = re.compile(r"\.step\(\s*\)")
 
 
 @dataclass(frozen=True)
@@ -203,3 +210,16 @@ def update_loop(g: StepGraph, root: int) -> UpdateLoop | None:
             and not any(u.weight in g.tensors(i)
                         for i in range(u.calls[-1] + 1, root) if i not in inside)]
     return UpdateLoop(last.backward, last.lr, tuple(kept))
+
+
+def steps_an_optimizer(site: Site | None) -> bool:
+    """The loop's write-backs are the script's `optimizer.step()`: their site (the first
+    frame outside torch) is a line calling `.step()`, not a loop the script wrote. torch's
+    SGD without foreach on CPU steps weight by weight (`param.add_(grad, alpha=-lr)` each,
+    recorded as the updates a hand-written loop makes: nothing in the calls tells the two
+    apart), so the script's own line says which it is. Read through linecache: the file
+    the capture named, as it is now."""
+    if site is None:
+        return False
+    lines = (linecache.getline(site.file, n) for n in range(site.first_line, site.last_line + 1))
+    return any(_STEP_CALL.search(line) for line in lines)

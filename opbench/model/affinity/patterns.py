@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from opbench.model.affinity.graph import StepGraph, Value
-from opbench.model.affinity.optimizer_loop import update_loop
-from opbench.model.program import Lit, Ref, Seq, Site
+from opbench.model.affinity.optimizer_loop import steps_an_optimizer, update_loop
+from opbench.model.program import Dtype, Ext, Lit, Ref, Seq, Site
+from opbench.model.replay.trainable import is_in_place
 from opbench.model.replay.training_routes import TORCH_SGD
 from opbench.model.steady import StepProgram
 
-__all__ = ["New", "NewCall", "Swap", "Candidate", "find_candidates", "ROUTE_FAMILY",
-           "MS_ROUTE_ALTERNATIVES", "MAX_FORMULA_CALLS"]
+__all__ = ["New", "NewCall", "Swap", "MadeOnce", "Candidate", "find_candidates",
+           "ROUTE_FAMILY", "MS_ROUTE_ALTERNATIVES", "MAX_FORMULA_CALLS", "MAX_MADE_ONCE_VALUES"]
 
 # A formula written by hand is a handful of calls (GELU's tanh form: 8); a larger region
 # is a model, not an activation.
@@ -48,6 +49,13 @@ MS_ROUTE_ALTERNATIVES.update({v: k for k, v in list(MS_ROUTE_ALTERNATIVES.items(
                               and v.rsplit(".", 1)[-1] not in ("sigmoid", "tanh",
                                                                "softmax")})
 _HOST_SYNCS = frozenset({"item", "asnumpy", "tolist", "numpy"})
+# A tensor made from constants each step and hoisted: its values travel in the replay
+# request (ExternalTensor.values), so a large one is left alone: 65,536 values (a 256x256
+# mask) are ~0.4 MB of JSON per request.
+MAX_MADE_ONCE_VALUES = 65_536
+# Calls that write into their first operand (a hoisted tensor written each step is not the
+# same tensor every step): in-place methods (replay/trainable.is_in_place) and these.
+_WRITES_INTO = frozenset({"__setitem__", "assign", "assign_sub", "assign_add", "copy_"})
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,17 @@ class Swap:
     # result. The output check replays the swap with the whole result and compares each
     # (swap.py, whole_results); the timed swap returns the root's element alone.
     stands_for: tuple[tuple[int, int], ...] = ()
+    # The root's output made once, before the step (a tensor the step made from constants):
+    # the swapped program reads it as an external with these values (swap.py); no new calls.
+    made_once: MadeOnce | None = None
+
+
+@dataclass(frozen=True)
+class MadeOnce:
+    """A tensor made once before the step: what the creation call it replaces returned."""
+    shape: tuple[int, ...]
+    dtype: str
+    values: tuple[float | int, ...]          # row-major; 0/1 for bool
 
 
 @dataclass(frozen=True)
@@ -394,17 +413,7 @@ def _transposed(g: StepGraph, value: Value, user: int) -> Value | None:
     operands = g.tensors(p)
     if len(operands) != 1 or len(g.shape(operands[0]) or ()) != 2:
         return None
-    if g.ops[p] == "t":
-        return operands[0]
-    if g.ops[p] in ("transpose", "permute"):
-        numbers = [v for v in g.literals(p) if isinstance(v, int)]
-        call = g.call(p)
-        seqs = [a for a in call.args if isinstance(a, Seq)]
-        if seqs:
-            numbers = [a.value for a in seqs[0].items if isinstance(a, Lit)]
-        if sorted(n % 2 for n in numbers) == [0, 1] and numbers != [0, 1]:
-            return operands[0]
-    return None
+    return operands[0] if _last_two_swapped(g, p, 2) else None
 
 
 def _linear(g: StepGraph, root: int, framework: str) -> _Match | None:
@@ -482,6 +491,38 @@ def _masked_where(g: StepGraph, root: int, framework: str) -> _Match | None:
                   f"{api}(x, cond, 0.0)")
 
 
+def _masked_write_index(g: StepGraph, root: int, framework: str) -> _Match | None:
+    """`x[cond] = v`: a boolean mask of x's own shape and a number, written as one masked
+    fill. The capture records the write as `Tensor.__setitem__(x, cond, v)`. torch's returns
+    nothing and the step reads x on (its producer's Ref): the swap is the in-place
+    `x.masked_fill_(cond, v)` on the same tensor. MindSpore's returns the written tensor and
+    the capture reads it from there on: the swap is `x = ops.masked_fill(x, cond, v)` standing
+    for that output (mindspore.Tensor.masked_fill_ has no CPU kernel in 2.10:
+    "InplaceMaskedFillScalar unregistered", replay/inplace_routes.py), refused where a later
+    call reads x itself, which the out-of-place fill would leave unwritten."""
+    call = g.call(root)
+    if g.ops[root] != "__setitem__" or len(call.args) != 3 or call.kwargs:
+        return None
+    x, cond, value = call.args
+    if not isinstance(x, (Ref, Ext)) or not isinstance(cond, (Ref, Ext)) \
+            or not isinstance(value, Lit) or isinstance(value.value, bool) \
+            or not isinstance(value.value, (int, float)):
+        return None
+    if g.dtype(cond) != "bool" or g.shape(cond) is None or g.shape(cond) != g.shape(x):
+        return None
+    shown = repr(value.value)
+    if framework == "torch":
+        api = "torch.Tensor.masked_fill_"
+        new = NewCall(api, (x, cond, value), kind="tensor_method")
+        return _Match("masked_write_index", Swap((root,), root, (new,)), api,
+                      f"x.masked_fill_(cond, {shown})")
+    if any(x in g.tensors(i) for i in range(root + 1, len(g.ops))):
+        return None
+    api = "mindspore.ops.masked_fill"
+    return _Match("masked_write_index", Swap((root,), root, (NewCall(api, (x, cond, value)),)),
+                  api, f"x = {api}(x, cond, {shown})")
+
+
 # -- attention composed: softmax(q @ k^T * scale (+ mask)) @ v -----------------------------
 _SDPA = "torch.nn.functional.scaled_dot_product_attention"
 # A masked_fill value that removes a position as sdpa's boolean mask does: -inf, or a
@@ -493,15 +534,32 @@ _PASSING = frozenset({"dropout", "to", "type_as", "contiguous"})
 
 
 def _last_two_swapped(g: StepGraph, index: int, rank: int) -> bool:
-    """A transpose of the last two dimensions (k.transpose(-2, -1), k.transpose(2, 3) of a
-    4-D k, k.mT): .T of a tensor above 2-D reverses every dimension and is not one."""
+    """Call `index` transposes the last two dimensions of its rank-`rank` operand: the one
+    rule of the linear, transpose-matmul and attention matchers.
+
+    - `.t()`, `.T` of a 2-D tensor, `.mT` of any (`.T` above 2-D reverses every dimension);
+    - a swap of two dimensions (torch's `transpose(d0, d1)`, `swapaxes`, MindSpore's
+      `Tensor.transpose(d0, d1)`): d0 and d1 are the last two, either order, negative or
+      not (`w.transpose(0, 1)` of a 2-D weight is one);
+    - a permutation (`permute(1, 0)`, `permute((1, 0))`, MindSpore's `ops.transpose(w, (1,
+      0))`: a tuple, or three or more dimensions): every dimension in place but the last
+      two, swapped. The identity permutation (`permute(0, 1)`) is no transpose."""
     call = g.call(index)
+    if rank < 2:
+        return False
     if g.ops[index] == "t":
         return call.api.endswith(".mT") or rank == 2
-    if g.ops[index] != "transpose":
+    if g.ops[index] not in ("transpose", "permute"):
         return False
-    dims = [int(d) % rank for d in _numbers(g, index)]
-    return sorted(dims) == [rank - 2, rank - 1]
+    seqs = [a for a in call.args if isinstance(a, Seq)]
+    dims = ([a.value for a in seqs[0].items if isinstance(a, Lit)] if seqs
+            else _numbers(g, index))
+    if not all(isinstance(d, int) for d in dims):
+        return False
+    dims = [d % rank for d in dims]
+    if g.ops[index] == "transpose" and not seqs and len(dims) == 2:
+        return sorted(dims) == [rank - 2, rank - 1]
+    return dims == [*range(rank - 2), rank - 1, rank - 2]
 
 
 def _passing(g: StepGraph, index: int) -> bool:
@@ -617,6 +675,124 @@ def _attention(g: StepGraph, root: int, framework: str) -> _Match | None:
                   _SDPA, f"{_SDPA}({shown})")
 
 
+def _constant(arg: Any) -> bool:
+    """An argument that reads no tensor: a literal, a dtype, a sequence of them."""
+    if isinstance(arg, Seq):
+        return all(_constant(a) for a in arg.items)
+    return isinstance(arg, (Lit, Dtype))
+
+
+def _flat_numbers(arg: Any) -> list[Any] | None:
+    """torch.tensor's data: a number or nested sequences of numbers, row-major."""
+    if isinstance(arg, Seq):
+        out: list[Any] = []
+        for item in arg.items:
+            found = _flat_numbers(item)
+            if found is None:
+                return None
+            out += found
+        return out
+    if isinstance(arg, Lit) and isinstance(arg.value, (bool, int, float)):
+        return [arg.value]
+    return None
+
+
+def _argument(call: Any, position: int, name: str) -> Any:
+    """A call's argument by keyword or position (None: not given)."""
+    for key, value in call.kwargs:
+        if key == name:
+            return value
+    args = call.args
+    return args[position] if position < len(args) else None
+
+
+def _created_values(g: StepGraph, index: int, n: int) -> list[Any] | None:
+    """The n values a creation call from constants makes, row-major (None: not one this
+    knows). The shape and dtype are the recorded output's; the values follow from the
+    arguments: ones and zeros, full(size, fill_value) (MindSpore's fill(type, shape,
+    value)), arange([start,] end[, step]) and tensor(data)."""
+    call, op = g.call(index), g.ops[index]
+    if op in ("ones", "zeros"):
+        return [1 if op == "ones" else 0] * n
+    if op in ("full", "fill"):
+        fill = _argument(call, 2, "value") if op == "fill" else \
+            _argument(call, 1, "fill_value")
+        if not isinstance(fill, Lit) or not isinstance(fill.value, (bool, int, float)):
+            return None
+        return [fill.value] * n
+    if op == "arange":
+        numbers = [a.value for a in call.args if isinstance(a, Lit)
+                   and isinstance(a.value, (int, float)) and not isinstance(a.value, bool)]
+        named = {k: v.value for k, v in call.kwargs if k in ("start", "end", "step")
+                 and isinstance(v, Lit)}
+        if len(numbers) == 1 and "end" not in named:
+            named["end"] = numbers[0]
+        elif numbers:
+            named.update(zip(("start", "end", "step"), numbers))
+        start, step = named.get("start", 0), named.get("step", 1)
+        if "end" not in named or not step or math.ceil((named["end"] - start) / step) != n:
+            return None
+        return [start + k * step for k in range(n)]
+    if op in ("tensor", "as_tensor") and call.args:
+        found = _flat_numbers(call.args[0])
+        return found if found is not None and len(found) == n else None
+    return None
+
+
+def _tensor_creation(g: StepGraph, root: int, framework: str) -> _Match | None:
+    """A tensor the step makes from constants every step (`torch.tensor([...])`,
+    `torch.arange(n)`, `ops.ones((h,))`: every argument a literal, none a tensor), that no
+    call writes into and that takes no gradient: the same tensor each step, made once
+    before the loop in the fixed script. The swap removes the call and the step reads the
+    tensor as an external made once with those values (Swap.made_once)."""
+    call = g.call(root)
+    if call.kind != "function" or not call.api.startswith(("torch.", "mindspore.")) \
+            or not all(_constant(a) for a in (*call.args, *(v for _, v in call.kwargs))):
+        return None
+    requires_grad = g.kwarg(root, "requires_grad")
+    if requires_grad or not g.consumers[root]:
+        return None
+    shape, dtype = g.shape(Ref(root)), g.dtype(Ref(root))
+    if shape is None or dtype is None:
+        return None
+    n = math.prod(shape)
+    if n > MAX_MADE_ONCE_VALUES:
+        return None
+    for user in g.consumers[root]:
+        written = g.call(user).args[:1] == (Ref(root),)
+        if written and (is_in_place(g.call(user).api) or g.ops[user] in _WRITES_INTO):
+            return None
+    values = _created_values(g, root, n)
+    if values is None:
+        return None
+    if dtype == "bool":
+        values = [1 if v else 0 for v in values]
+    elif dtype.startswith(("int", "uint")):
+        if any(float(v) != int(v) for v in values):
+            return None
+        values = [int(v) for v in values]
+    else:
+        values = [float(v) for v in values]
+    made = MadeOnce(tuple(shape), dtype, tuple(values))
+    return _Match("tensor_creation_in_loop", Swap((root,), root, (), made_once=made), "",
+                  f"create it once before the loop: t = {call.api}({_shown(call)}), then "
+                  f"read t in the step (the same {dtype} tensor of shape {list(shape)} "
+                  f"every step)")
+
+
+def _shown(call: Any) -> str:
+    """A constant call's arguments as code."""
+    def one(arg: Any) -> str:
+        if isinstance(arg, Seq):
+            inner = ", ".join(one(a) for a in arg.items)
+            return f"[{inner}]" if arg.kind == "list" else \
+                f"({inner}{',' if len(arg.items) == 1 else ''})"
+        if isinstance(arg, Dtype):
+            return f"{call.framework}.{arg.name}"
+        return repr(arg.value)
+    return ", ".join([one(a) for a in call.args] + [f"{k}={one(v)}" for k, v in call.kwargs])
+
+
 def _host_sync(g: StepGraph, root: int, framework: str) -> _Match | None:
     if g.ops[root] not in _HOST_SYNCS or g.consumers[root]:
         return None
@@ -653,10 +829,17 @@ def _optimizer_loop(g: StepGraph, root: int, framework: str) -> _Match | None:
         new = NewCall(api, (weights,), kind="module",
                       init=(("lr", loop.lr), ("foreach", True)), returns=last,
                       checked_args=(weights, grads))
+        if steps_an_optimizer(g.call(root).site):
+            # the script's own torch.optim.SGD, stepping weight by weight (CPU's default)
+            replacement = (f"pass foreach=True to the script's {api}: {api}(params, "
+                           f"lr={loop.lr!r}, foreach=True) (without it, its step updates "
+                           f"the {len(loop.updates)} weights one by one)")
+        else:
+            replacement = (f"optimizer = {api}(params, lr={loop.lr!r}, foreach=True) (once, "
+                           f"before the step; params: the {len(loop.updates)} weights the "
+                           f"loop updates); optimizer.step(); optimizer.zero_grad()")
         return _Match("optimizer_loop", Swap(loop.calls, root, (new,), stands_for), api,
-                      f"optimizer = {api}(params, lr={loop.lr!r}, foreach=True) (once, "
-                      f"before the step; params: the {len(loop.updates)} weights the loop "
-                      f"updates); optimizer.step(); optimizer.zero_grad()")
+                      replacement)
     api = "mindspore.nn.SGD"
     new = NewCall(api, (weights, grads), kind="module",
                   init=(("learning_rate", loop.lr), ("momentum", 0.0), ("dampening", 0.0),
@@ -669,7 +852,7 @@ def _optimizer_loop(g: StepGraph, root: int, framework: str) -> _Match | None:
 
 
 _MATCHERS = (_optimizer_loop, _attention, _linear, _transpose_matmul, _masked_where,
-             _unary, _host_sync)
+             _masked_write_index, _unary, _host_sync, _tensor_creation)
 
 
 def _matches(step: StepProgram) -> Iterator[_Match]:

@@ -1,13 +1,16 @@
 """A candidate applied to the step: a new program with the swapped calls removed and the
 replacement calls put where the pattern's output call was; every later read of that
-output reads the replacement's (Refs rewired), every other call renumbered."""
+output reads the replacement's (Refs rewired), every other call renumbered. A tensor made
+once (Swap.made_once: a creation from constants hoisted out of the step) becomes an
+external of the swapped program holding the values the removed call made; every read of
+its output reads that external (one per distinct tensor: the fixed script makes it once)."""
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
 
-from opbench.model.affinity.patterns import Candidate, New, NewCall, Swap
-from opbench.model.program import Call, Ref, map_refs
+from opbench.model.affinity.patterns import Candidate, MadeOnce, New, NewCall, Swap
+from opbench.model.program import Call, Ext, ExternalTensor, Ref, map_refs
 from opbench.model.steady import StepProgram
 
 __all__ = ["swapped_step", "SwappedStep"]
@@ -59,9 +62,19 @@ def swapped_step(step: StepProgram, candidate: Candidate,
     traced: list[int] = []
     source: list[int] = []
     roots: dict[int, int | None] = {}
+    externals = list(step.externals)
+    hoisted: dict[int, Ext] = {}              # old call -> the external made once for it
+    made_once: dict[MadeOnce, Ext] = {}
+    for swap in candidate.swaps:
+        if swap.made_once is not None:
+            if swap.made_once not in made_once:
+                made_once[swap.made_once] = _made_once_external(swap.made_once, externals)
+            hoisted[swap.root] = made_once[swap.made_once]
 
     def remap(value: Any, made: list[int]) -> Any:
-        def one(ref: Ref) -> Ref:
+        def one(ref: Ref) -> Ref | Ext:
+            if ref.call in hoisted:
+                return hoisted[ref.call]
             return Ref(renumber[ref.call], picks.get(ref.call, ()) + ref.path)
         if isinstance(value, New):
             return Ref(made[value.k])
@@ -110,10 +123,19 @@ def swapped_step(step: StepProgram, candidate: Candidate,
                              else None))
         traced.append(step.traced_ns[old])
         source.append(step.source_index[old])
-    new_step = StepProgram(step.framework, tuple(calls), step.externals, step.steps,
+    new_step = StepProgram(step.framework, tuple(calls), tuple(externals), step.steps,
                            tuple(traced), step.step_traced_ns, tuple(source))
     kept = {old: new for old, new in renumber.items() if old not in removed}
     return SwappedStep(new_step, roots, kept, picks)
+
+
+def _made_once_external(made: MadeOnce, externals: list[ExternalTensor]) -> Ext:
+    """A new external of the swapped program holding a hoisted tensor's values (the replay
+    makes it once, with them: replay/executor.external_array)."""
+    ext = ExternalTensor(len(externals), tuple(made.shape), made.dtype, "input",
+                         "made once before the step", values=tuple(made.values))
+    externals.append(ext)
+    return Ext(ext.id)
 
 
 def _dtype(call: Call) -> str:

@@ -82,13 +82,17 @@ def external_array(ext: ExternalTensor) -> np.ndarray:
 
 
 def _kept_values(ext: ExternalTensor) -> np.ndarray | None:
-    """The script's values of a small bool or integer external; None where the program
-    holds none (or not as many as the shape needs: drawn then, never a failed set-up)."""
-    if ext.values is None or ext.dtype in FLOAT_DTYPES or ext.dtype in COMPLEX_DTYPES:
+    """The script's values of a small bool or integer external, or of a float one the
+    program holds them for (a tensor an affinity swap makes once before the step: affinity/
+    swap.py); None where the program holds none (or not as many as the shape needs: drawn
+    then, never a failed set-up)."""
+    if ext.values is None or ext.dtype in COMPLEX_DTYPES:
         return None
     shape = ext.base_shape
     if len(ext.values) != int(np.prod(shape, dtype=np.int64)):
         return None
+    if ext.dtype in FLOAT_DTYPES:
+        return np.asarray(ext.values, dtype=np.float64).reshape(shape)
     values = np.asarray(ext.values, dtype=np.int64).reshape(shape)
     return values != 0 if ext.dtype == "bool" else values
 

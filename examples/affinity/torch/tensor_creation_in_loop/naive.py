@@ -1,0 +1,84 @@
+"""Affinity pair torch/tensor_creation_in_loop: naive.py and fixed.py.
+
+An MLP of eight layers, inference, each layer's output scaled per channel by gains the
+script keeps as a Python list (CHANNEL_GAINS).
+
+    python naive.py --steps 10
+    python fixed.py --steps 10
+
+naive.py makes the gains' tensor inside the layer loop, `torch.tensor(CHANNEL_GAINS)`, a
+new tensor from the same constants every layer of every step; fixed.py is the same script
+with the tensor made once in make_state and read from the state on that line
+(examples/affinity/manifest.yaml names both). Seeded numpy weights and inputs, CPU, one
+kernel thread. Each prints a checksum of its last output, so the two can be compared;
+tools/affinity_pairs.py imports both and alternates their step() to measure what the
+replacement saves.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+BATCH, HIDDEN, LAYERS = 256, 64, 8
+CHANNEL_GAINS = [0.5, 1.0, 1.5, 2.0] * (HIDDEN // 4)   # 64 gains, a Python list
+
+
+def set_up(threads: int = 1) -> None:
+    torch.set_num_threads(threads)
+
+
+def randn(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
+    return torch.from_numpy((rng.standard_normal(shape) * scale).astype(np.float32))
+
+
+def make_state(seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    layers = [(randn(rng, HIDDEN, HIDDEN, scale=HIDDEN ** -0.5), randn(rng, HIDDEN, scale=0.1))
+              for _ in range(LAYERS)]
+    return {"x": randn(rng, BATCH, HIDDEN), "layers": layers,
+            "seed": seed}
+
+
+def step(state: dict) -> torch.Tensor:
+    h = state["x"]
+    with torch.no_grad():
+        for w, b in state["layers"]:
+            h = torch.tanh(F.linear(h, w, b))
+            h = h * torch.tensor(CHANNEL_GAINS)
+    return h
+
+
+def finish(result: torch.Tensor) -> np.ndarray:
+    """The step's result on the host: where a timed step ends."""
+    return result.detach().numpy()
+
+
+def checksum(state: dict, result: torch.Tensor) -> tuple[float, float]:
+    """Sum and sum of magnitudes (float64) of the result and of the trained weights."""
+    arrays = [finish(result)] + [p.detach().numpy() for p in state.get("params", ())]
+    return (float(sum(a.sum(dtype=np.float64) for a in arrays)),
+            float(sum(np.abs(a).sum(dtype=np.float64) for a in arrays)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=10, help="steps to run (default 10)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of weights and inputs")
+    parser.add_argument("--threads", type=int, default=1, help="kernel threads (default 1)")
+    args = parser.parse_args()
+    if args.steps < 1 or args.threads < 1:
+        parser.error("--steps and --threads take a whole number >= 1")
+    set_up(args.threads)
+    state = make_state(args.seed)
+    for _ in range(args.steps):
+        result = step(state)
+    total, magnitude = checksum(state, result)
+    print(f"checksum {total:.6f} abs {magnitude:.6f}")
+
+
+if __name__ == "__main__":
+    main()
