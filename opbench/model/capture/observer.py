@@ -19,7 +19,7 @@ from typing import Any, Callable
 from opbench.config.vocabulary import FLOAT_DTYPES, INTEGER_DTYPES, MODEL_DTYPES
 from opbench.model.autograd_function import FUNCTION_APPLY
 from opbench.model.capture.float_range import float_range
-from opbench.model.capture.layout import ValueKeeper, layout_of
+from opbench.model.capture.layout import ValueKeeper, dim_order, layout_of
 from opbench.model.capture.lowering import (Lowered, lower, lower_pass_through,
                                             primitive_init)
 from opbench.model.capture.ms_backward import BACKWARD_API
@@ -267,7 +267,8 @@ class Capture:
         # work whether written or not, so the program keeps only the others, by the rule the
         # trace's signatures use.
         call_kwargs = self._kwargs(without_default_memory_format(
-            site.api, without_defaults(kwargs, site.defaults) if site.defaults else kwargs))
+            site.api, args[site.skip:],
+            without_defaults(kwargs, site.defaults) if site.defaults else kwargs))
         problem = _unrebuildable(call_args, call_kwargs) or _unreplayable_output(outputs)
         backward = site.api.endswith(".backward")
         return Call(replay_api=None if problem else site.api, args=call_args,
@@ -636,23 +637,39 @@ CONTIGUOUS_FORMAT_DEFAULT = frozenset({"torch.empty", "torch.Tensor.contiguous",
                                        "torch.Tensor.is_contiguous"})
 
 
-def without_default_memory_format(api: str, kwargs: dict) -> dict:
-    """The keywords without a `memory_format` equal to the call's default, which does the
-    same work written or not: transformers' generate writes
-    `input_ids.clone(memory_format=torch.preserve_format)`, and the memory format object,
-    an argument no replay could rebuild, left the clone unreplayable in both frameworks
-    (1.1% of hf_gpt2_generate.py's region; MindSpore has no memory formats). Tensor.clone is
-    a builtin whose defaults the trace's signatures cannot read. Any other memory format
-    (channels_last: a layout change) stays, and the call is not covered."""
+def without_default_memory_format(api: str, args: tuple, kwargs: dict) -> dict:
+    """The keywords without a `memory_format` that gives the layout the call's default
+    gives, which is the same work written or not: the default itself, or contiguous_format
+    where the default is preserve_format and the input is not a permuted dense view
+    (preserve_format keeps a dense input's strides and makes any other input contiguous).
+    transformers' generate writes `input_ids.clone(memory_format=torch.contiguous_format)`,
+    and the memory format object, an argument no replay could rebuild, left the clone
+    unreplayable in both frameworks (1.1% of hf_gpt2_generate.py's region; MindSpore has no
+    memory formats). Tensor.clone is a builtin whose defaults the trace's signatures cannot
+    read. Any other memory format (channels_last, a permuted input made contiguous: a
+    layout change) stays, and the call is not covered."""
     torch = sys.modules.get("torch")
     value = kwargs.get("memory_format")
     if torch is None or value is None or not api.startswith("torch."):
         return kwargs
-    default = (getattr(torch, "contiguous_format", None) if api in CONTIGUOUS_FORMAT_DEFAULT
-               else getattr(torch, "preserve_format", None))
-    if default is None or value is not default:
+    preserve = getattr(torch, "preserve_format", None)
+    contiguous = getattr(torch, "contiguous_format", None)
+    default = contiguous if api in CONTIGUOUS_FORMAT_DEFAULT else preserve
+    same = value is default or (default is preserve and value is contiguous
+                                and _not_permuted_dense(args[0] if args else None))
+    if default is None or not same:
         return kwargs
     return {k: v for k, v in kwargs.items() if k != "memory_format"}
+
+
+def _not_permuted_dense(tensor: Any) -> bool:
+    """Whether preserve_format lays a copy of this tensor out contiguously (layout.py)."""
+    try:
+        shape = tuple(int(d) for d in tensor.shape)
+        strides = tuple(int(s) for s in tensor.stride())
+    except Exception:       # not a tensor, or one without strides
+        return False
+    return len(strides) == len(shape) and dim_order(shape, strides) is None
 
 
 def _unrebuildable(args: tuple, kwargs: tuple[tuple[str, Any], ...]) -> str | None:
