@@ -254,7 +254,10 @@ CPU_ROUTES: dict[str, str] = {
     "mindspore.mint.nn.functional.log_softmax": "mindspore.ops.log_softmax (`axis`)",
     "mindspore.mint.median": "mindspore.ops.median (`axis`; no float16 kernel)",
     "mindspore.mint.stack": "mindspore.ops.stack (`axis`)",
-    "mindspore.mint.roll": "none (no CPU roll kernel in any namespace)",
+    # no Roll kernel in any namespace; a port concatenates two slices, as opbench's replay
+    # does (model/replay/routes.py)
+    "mindspore.mint.roll": "written out as mint.cat of two mint.narrow slices (no CPU roll "
+                           "kernel in any namespace)",
     "mindspore.mint.tril": "mindspore.ops.tril",
     "mindspore.mint.index_select": "mindspore.ops.index_select",
     "mindspore.mint.scatter_add":
@@ -284,7 +287,11 @@ CPU_ROUTES: dict[str, str] = {
     "mindspore.mint.nn.functional.layer_norm":
         "the nn.LayerNorm Cell, or mint.nn.functional.group_norm(x2d, 1, weight, bias) on "
         "[tokens, hidden] rows (ops.layer_norm fails the same way)",
-    "mindspore.mint.nn.functional.normalize": "none functional (LinalgVectorNorm missing)",
+    # no functional form runs (LinalgVectorNorm missing); a port divides by the clamped
+    # norm, as opbench's replay does (model/replay/routes.py)
+    "mindspore.mint.nn.functional.normalize": "written out as x / clamp(ops.norm(x, p, dim, "
+                                              "keepdim=True), min=eps) (no functional form "
+                                              "runs: LinalgVectorNorm missing)",
     "mindspore.mint.nn.functional.cross_entropy": "mindspore.ops.cross_entropy",
     "mindspore.mint.nn.functional.mse_loss": "mindspore.ops.mse_loss",
     "mindspore.mint.nn.functional.l1_loss": "mindspore.ops.l1_loss",
