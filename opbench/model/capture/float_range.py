@@ -25,7 +25,10 @@ __all__ = ["RANGE_SAMPLE", "float_range", "sample_index"]
 
 # The most elements one range reads. Measured here (torch 2.13 CPU, one thread, median of 200,
 # min and max of a float32 tensor): 126 us whole against 9 us sampled for 768 x 768, 656 us
-# against 22 us for 8 x 512 x 768; up to 8,192 elements a whole read takes under 5 us.
+# against 22 us for 8 x 512 x 768; up to 8,192 elements a whole read takes under 5 us. The
+# whole capture of tests/conformance/hf_gpt2_generate.py (1,192 calls a step) took 6.8 / 7.3 s
+# against 7.2 / 7.6 s before the ranges (runs alternated under the CPU lock: no cost within
+# the noise), and its program file 2.87 MB against 2.69 MB.
 RANGE_SAMPLE = 8192
 
 
