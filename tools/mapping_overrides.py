@@ -63,6 +63,15 @@ OVERRIDES: dict[str, dict] = {
         "mindspore": None, "status": "none",
         "note": "use Tensor.asnumpy() to read values on the host, or Tensor.move_to('CPU')"},
 
+    # mint and ops have no isin; mindspore.numpy's runs on CPU (checked: 2 x 3 int64 against
+    # two stop tokens, invert both ways), written out as ops.equal over an added axis and a
+    # sum, as opbench's replay writes torch.isin (model/replay/routes.py). The note by hand:
+    # the signatures' note mixed torch's three overloads (elements/test_element/element)
+    "torch.isin": {
+        "mindspore": "mindspore.numpy.isin", "status": "differs",
+        "note": "argument names differ: torch (elements) vs MindSpore (element); MindSpore "
+                "lacks torch argument(s): assume_unique"},
+
     # ---- semantics that differ under the same name (checked by calling both)
     "torch.Tensor.median": {
         "mindspore": "mindspore.Tensor.median", "status": "differs",
@@ -245,7 +254,10 @@ CPU_ROUTES: dict[str, str] = {
     "mindspore.mint.nn.functional.log_softmax": "mindspore.ops.log_softmax (`axis`)",
     "mindspore.mint.median": "mindspore.ops.median (`axis`; no float16 kernel)",
     "mindspore.mint.stack": "mindspore.ops.stack (`axis`)",
-    "mindspore.mint.roll": "none (no CPU roll kernel in any namespace)",
+    # no Roll kernel in any namespace; a port concatenates two slices, as opbench's replay
+    # does (model/replay/routes.py)
+    "mindspore.mint.roll": "written out as mint.cat of two mint.narrow slices (no CPU roll "
+                           "kernel in any namespace)",
     "mindspore.mint.tril": "mindspore.ops.tril",
     "mindspore.mint.index_select": "mindspore.ops.index_select",
     "mindspore.mint.scatter_add":
@@ -256,7 +268,10 @@ CPU_ROUTES: dict[str, str] = {
     "mindspore.mint.nn.functional.pad": "mindspore.ops.pad",
     "mindspore.mint.index_add": "mindspore.ops.index_add(x, int32 indices, y, axis)",
     "mindspore.mint.addmm": "mindspore.ops.addmm",
-    "mindspore.mint.einsum": "none (ops.einsum has no CPU kernel either)",
+    # "einsum only supports Ascend" (mint), "Unsupported op [Einsum] on CPU" (ops): no
+    # einsum runs on CPU; a port writes it out, as opbench's replay does (einsum_route.py)
+    "mindspore.mint.einsum": "written out as sums, permutes, reshapes and a bmm, matmul or "
+                             "broadcast multiply in mint (ops.einsum has no CPU kernel either)",
     "mindspore.mint.baddbmm": "mindspore.ops.baddbmm",
     "mindspore.mint.nn.functional.conv1d": "mindspore.ops.conv1d (pad_mode='pad' to pad)",
     "mindspore.mint.nn.functional.conv2d": "mindspore.ops.conv2d (pad_mode='pad' to pad)",
@@ -272,7 +287,11 @@ CPU_ROUTES: dict[str, str] = {
     "mindspore.mint.nn.functional.layer_norm":
         "the nn.LayerNorm Cell, or mint.nn.functional.group_norm(x2d, 1, weight, bias) on "
         "[tokens, hidden] rows (ops.layer_norm fails the same way)",
-    "mindspore.mint.nn.functional.normalize": "none functional (LinalgVectorNorm missing)",
+    # no functional form runs (LinalgVectorNorm missing); a port divides by the clamped
+    # norm, as opbench's replay does (model/replay/routes.py)
+    "mindspore.mint.nn.functional.normalize": "written out as x / clamp(ops.norm(x, p, dim, "
+                                              "keepdim=True), min=eps) (no functional form "
+                                              "runs: LinalgVectorNorm missing)",
     "mindspore.mint.nn.functional.cross_entropy": "mindspore.ops.cross_entropy",
     "mindspore.mint.nn.functional.mse_loss": "mindspore.ops.mse_loss",
     "mindspore.mint.nn.functional.l1_loss": "mindspore.ops.l1_loss",

@@ -35,7 +35,9 @@ __all__ = ["Arg", "Call", "FunctionForward", "Site", "Dtype", "Ext", "ExternalTe
 #      later, without a bump (an older file reads the defaults): an external's layout and
 #      small values (ExternalTensor's last four fields; a described tensor output's sixth
 #      item, (name, value) pairs of the same fields); a call standing for a custom
-#      torch.autograd.Function's output (Call.function: absent, None, in an older file)
+#      torch.autograd.Function's output (Call.function: absent, None, in an older file);
+#      a float tensor's low and high (an external's, a described output's fourth and fifth
+#      items: None, or absent, in an older file, which the replay draws as before them)
 PROGRAM_FORMAT = 2
 
 # Program.traced_base: which run's durations the traced times are
@@ -92,15 +94,18 @@ Arg = Union[Ref, Ext, Lit, Dtype, SliceOf, Seq, Opaque]
 
 @dataclass(frozen=True)
 class ExternalTensor:
-    """A tensor the program reads but did not make. Integer tensors keep their observed
-    range, so a replay draws indices that stay in bounds (an embedding's token ids)."""
+    """A tensor the program reads but did not make. It keeps its observed range, so a
+    replay draws indices that stay in bounds (an embedding's token ids) and floats within
+    the script's (a binary cross-entropy's target in [0, 1])."""
     id: int
     shape: tuple[int, ...] = json_field(codec=tuple_of())
     dtype: str
     role: str                      # "parameter" | "state" (a Parameter without gradient)
                                    # | "input"
     name: str = ""                 # a parameter's or buffer's name where known
-    low: float | None = None       # observed min and max (integer and bool tensors)
+    # observed min and max: an integer or bool tensor's; a float tensor's, sampled where
+    # large (capture/float_range.py; None: an infinite bound, or a file before them)
+    low: float | None = None
     high: float | None = None
     # The layout and values where they change the work (model/capture/layout.py; all None
     # in a file written before them: contiguous, values drawn). expanded_from: a view with

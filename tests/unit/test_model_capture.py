@@ -42,13 +42,24 @@ class _Scalar:
 
 
 class FakeTensor:
-    """What the capture reads of a tensor: shape, dtype, numel, min/max(). Weakly
+    """What the capture reads of a tensor: shape, dtype, numel, min/max(), stride(), detach()
+    and a basic index (a float range's sample). Weakly
     referenceable, as torch tensors are."""
 
-    def __init__(self, shape, dtype=FLOAT32, values=None):
+    def __init__(self, shape, dtype=FLOAT32, values=None, strides=None):
         self.shape = tuple(shape)
         self.dtype = dtype
         self.values = np.zeros(self.shape) if values is None else np.asarray(values)
+        self.strides = strides
+
+    def stride(self):
+        if self.strides is not None:
+            return self.strides
+        out, size = [], 1                          # contiguous
+        for dim in reversed(self.shape):
+            out.insert(0, size)
+            size *= dim
+        return tuple(out)
 
     def numel(self) -> int:
         return int(np.prod(self.shape))
@@ -58,6 +69,14 @@ class FakeTensor:
 
     def max(self):
         return _Scalar(self.values.max())
+
+    def detach(self):
+        return self
+
+    def __getitem__(self, index):
+        # the range's sample (capture/float_range.py): a view of the values it keeps
+        part = self.values[index]
+        return FakeTensor(part.shape, self.dtype, values=part)
 
 
 class FakeParameter(FakeTensor):
@@ -132,7 +151,7 @@ def test_produced_tensors_become_refs_and_the_rest_externals(torch):
     assert calls[0].args == (Ext(0), Ext(1))
     assert calls[1].args == (Ref(0),)
     assert calls[2].args == (Ref(1), Ref(0)) and calls[2].kwargs == (("alpha", Lit(2.0)),)
-    assert calls[0].outputs == ("tensor", (4, 8), "float32")
+    assert calls[0].outputs == ("tensor", (4, 8), "float32", 0.0, 0.0)    # zeros
     inp, weight = feed.capture.externals()
     assert (inp.shape, inp.dtype, inp.role) == ((4, 16), "float32", "input")
     assert (weight.shape, weight.role) == ((8, 16), "parameter")
@@ -154,8 +173,8 @@ def test_tuple_results_are_followed_with_paths(torch):
     feed.function("torch.weird", (FakeTensor((4, 8)),), result=((a, b), c))
     feed.function("torch.add", (b, c), result=_hidden(2, 8))
     calls = feed.calls()
-    assert calls[0].outputs == ("seq", (("seq", (("tensor", (2, 8), "float32"),) * 2),
-                                        ("tensor", (1,), "float32")))
+    assert calls[0].outputs == ("seq", (("seq", (("tensor", (2, 8), "float32", 0.0, 0.0),) * 2),
+                                        ("tensor", (1,), "float32", 0.0, 0.0)))
     assert calls[1].args == (Ref(0, (0, 1)), Ref(0, (1,)))
 
 
@@ -186,7 +205,31 @@ def test_integer_externals_and_outputs_keep_their_observed_range(torch):
     (ext_ids, _, _) = feed.capture.externals()
     assert (ext_ids.dtype, ext_ids.low, ext_ids.high) == ("int64", 2.0, 9.0)
     assert feed.calls()[1].outputs == ("tensor", (3,), "int64", 0.0, 4.0)
-    assert feed.capture.externals()[1].low is None       # a float weight: no range
+    weight = feed.capture.externals()[1]
+    assert (weight.low, weight.high) == (0.0, 0.0)       # a float weight: its range too
+
+
+def test_float_externals_and_outputs_keep_their_observed_range(torch):
+    """A BCE's target made by torch.rand in [0, 1] (vae_mlp_bce_adam.py): its range goes to
+    the external and to the output a step made before it reads."""
+    feed = Feeder(Capture())
+    target = FakeTensor((2, 3), values=[[0.25, 0.5, 0.0], [1.0, 0.75, 0.5]])
+    made = feed.function("torch.rand", (2, 3), result=FakeTensor(
+        (2, 3), values=[[0.1, 0.9, 0.5], [0.2, 0.3, 0.4]]))
+    feed.function(F + "binary_cross_entropy", (made, target), result=_hidden(1))
+    assert feed.calls()[0].outputs == ("tensor", (2, 3), "float32", 0.1, 0.9)
+    ext = feed.capture.externals()[0]
+    assert (ext.low, ext.high) == (0.0, 1.0)
+
+
+def test_an_infinite_bound_is_unset_and_a_nan_leaves_no_range(torch):
+    feed = Feeder(Capture())
+    mask = FakeTensor((2, 2), values=[[0.0, -np.inf], [0.0, 0.0]])
+    broken = FakeTensor((2, 2), values=[[0.0, np.nan], [1.0, 2.0]])
+    feed.function("torch.add", (mask, broken), result=_hidden(2, 2))
+    first, second = feed.capture.externals()
+    assert (first.low, first.high) == (None, 0.0)
+    assert (second.low, second.high) == (None, None)
 
 
 def test_an_empty_integer_tensor_has_no_range(torch):
@@ -988,3 +1031,57 @@ def test_a_layer_with_no_function_form_is_traced_through_and_one_with_a_rule_is_
     # a layer with a rule stays one call, also one whose rule then refuses it (its reason)
     for api in ("torch.nn.Linear", "torch.nn.LSTM", "torch.nn.Embedding", "mindspore.nn.Dense"):
         assert not traced_through(site(api), object(), (), {})
+
+
+# -- memory formats ---------------------------------------------------------------------------
+
+class FakeMemoryFormat:
+    def __init__(self, name: str):
+        self.name = name
+
+
+@pytest.fixture
+def formats(torch):
+    torch.preserve_format = FakeMemoryFormat("preserve_format")
+    torch.contiguous_format = FakeMemoryFormat("contiguous_format")
+    torch.channels_last = FakeMemoryFormat("channels_last")
+    return torch
+
+
+def test_a_memory_format_giving_the_calls_default_layout_is_dropped(formats):
+    """transformers' generate: input_ids.clone(memory_format=torch.contiguous_format) on a
+    contiguous tensor or a slice with gaps (what preserve_format, clone's default, makes
+    contiguous too), a builtin whose defaults the signatures cannot read
+    (hf_gpt2_generate.py, 1.1%)."""
+    feed = Feeder(Capture())
+    ids = FakeTensor((1, 8), INT64, values=np.arange(8).reshape(1, 8))
+    window = FakeTensor((2, 4), INT64, values=np.arange(8).reshape(2, 4), strides=(8, 1))
+    for tensor, memory_format in ((ids, formats.contiguous_format),
+                                  (window, formats.contiguous_format),
+                                  (ids, formats.preserve_format)):
+        feed.function("torch.Tensor.clone", (tensor,), {"memory_format": memory_format},
+                      result=FakeTensor(tensor.shape, INT64, values=tensor.values),
+                      kind=TENSOR_METHOD)
+    feed.function("torch.Tensor.contiguous", (_hidden(),),
+                  {"memory_format": formats.contiguous_format}, result=_hidden(),
+                  kind=TENSOR_METHOD)
+    calls = feed.calls()
+    assert [(c.kwargs, c.replayable) for c in calls] == [((), True)] * 4
+    assert calls[0].args == (Ext(0),) and calls[1].args == (Ext(1),)
+
+
+@pytest.mark.parametrize("api, memory_format, strides", [
+    ("torch.Tensor.clone", "channels_last", None),           # a layout change
+    ("torch.Tensor.clone", "contiguous_format", (1, 3)),     # a transposed input made
+                                                             # contiguous: preserve keeps it
+    ("torch.Tensor.contiguous", "preserve_format", None),    # not its default
+])
+def test_any_other_memory_format_leaves_the_call_uncovered(formats, api, memory_format,
+                                                           strides):
+    feed = Feeder(Capture())
+    feed.function(api, (FakeTensor((3, 4), strides=strides),),
+                  {"memory_format": getattr(formats, memory_format)},
+                  result=_hidden(3, 4), kind=TENSOR_METHOD)
+    (call,) = feed.calls()
+    assert not call.replayable
+    assert call.problem == "an argument a replay cannot rebuild (FakeMemoryFormat)"

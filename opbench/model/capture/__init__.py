@@ -3,6 +3,7 @@
 
   observer     The tracer's observer that records each call's data flow (capture.py before)
   layout       An external tensor's layout (expanded, permuted) and small bool/integer values
+  float_range  A float tensor's observed min and max (sampled where large), for the replay's draw
   main         `python -m opbench.model.capture.main`: runs the script under it, bounded steps
   lowering     Framework layers turned into the functions (or primitives) they perform
   sequence_lowering  nn.LSTM and nn.EmbeddingBag as torch.lstm and F.embedding_bag

@@ -4,10 +4,10 @@ arguments say where they came from.
 
 A tensor a recorded call returned is a Ref to that call (and the position in its result);
 any other tensor (a parameter, a buffer, the script's data) becomes an external tensor,
-described once however often it is used, with its observed range when it holds integers
-(token ids, labels), so a replay draws values that stay in bounds. A framework layer's call
-is lowered to the function it performs (lowering.py). Tensors are followed by identity with
-weak references: nothing the script drops is kept alive.
+described once however often it is used, with its observed range (token ids, labels, a
+float target in [0, 1]: float_range.py), so a replay draws values that stay in bounds. A
+framework layer's call is lowered to the function it performs (lowering.py). Tensors are
+followed by identity with weak references: nothing the script drops is kept alive.
 """
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ import weakref
 from dataclasses import replace
 from typing import Any, Callable
 
-from opbench.config.vocabulary import INTEGER_DTYPES, MODEL_DTYPES
+from opbench.config.vocabulary import FLOAT_DTYPES, INTEGER_DTYPES, MODEL_DTYPES
 from opbench.model.autograd_function import FUNCTION_APPLY
-from opbench.model.capture.layout import ValueKeeper, layout_of
+from opbench.model.capture.float_range import float_range
+from opbench.model.capture.layout import ValueKeeper, dim_order, layout_of
 from opbench.model.capture.lowering import (Lowered, lower, lower_pass_through,
                                             primitive_init)
 from opbench.model.capture.ms_backward import BACKWARD_API
@@ -265,8 +266,9 @@ class Capture:
         # 'size_average'"). A keyword equal to its signature's literal default does the same
         # work whether written or not, so the program keeps only the others, by the rule the
         # trace's signatures use.
-        call_kwargs = self._kwargs(without_defaults(kwargs, site.defaults)
-                                   if site.defaults else kwargs)
+        call_kwargs = self._kwargs(without_default_memory_format(
+            site.api, args[site.skip:],
+            without_defaults(kwargs, site.defaults) if site.defaults else kwargs))
         problem = _unrebuildable(call_args, call_kwargs) or _unreplayable_output(outputs)
         backward = site.api.endswith(".backward")
         return Call(replay_api=None if problem else site.api, args=call_args,
@@ -506,9 +508,7 @@ class Capture:
         if found is not None:
             return found
         shape, dtype = self._tensors.shape_dtype(tensor)
-        low = high = None
-        if dtype in _INTEGER_DTYPES:
-            low, high = self._tensors.value_range(tensor)
+        low, high = self._range(tensor, shape, dtype)
         role = "input"
         if self._tensors.is_parameter(tensor):
             # a Parameter that takes no gradient (MindSpore's BatchNorm moving statistics,
@@ -520,6 +520,16 @@ class Capture:
         self._external_of[key] = ext.id
         self._watch(tensor, key)
         return ext.id
+
+    def _range(self, tensor: Any, shape: tuple[int, ...], dtype: str
+               ) -> tuple[float | None, float | None]:
+        """An integer or bool tensor's min and max; a float one's (sampled where large:
+        float_range.py), not read while outside the tracer's guard (see _outside_tracer)."""
+        if dtype in _INTEGER_DTYPES:
+            return self._tensors.value_range(tensor)
+        if dtype in FLOAT_DTYPES and not self._outside_tracer:
+            return float_range(tensor, shape)
+        return None, None
 
     def _extras(self, tensor: Any, shape: tuple[int, ...], dtype: str) -> dict[str, Any]:
         """The layout and small values of a tensor (layout.py), as ExternalTensor's fields."""
@@ -536,17 +546,15 @@ class Capture:
             shape, dtype = self._tensors.shape_dtype(result)
             if dtype not in REPLAYABLE_DTYPES:
                 return ("other", f"{dtype} tensor")
-            low = high = None
-            if dtype in _INTEGER_DTYPES:
-                # a replay that starts after this call draws such a tensor from its range
-                low, high = self._tensors.value_range(result)
+            # a replay that starts after this call draws such a tensor from its range
+            low, high = self._range(result, shape, dtype)
             extras = self._extras(result, shape, dtype)
             if extras:
                 # a step reading this output from before the step reads it as an external
                 # (steady.external_from_output) with the layout and values the script had
                 # (pairs, not an object: a described output stays hashable)
                 return ("tensor", shape, dtype, low, high, tuple(extras.items()))
-            if dtype in _INTEGER_DTYPES:
+            if dtype in _INTEGER_DTYPES or low is not None or high is not None:
                 return ("tensor", shape, dtype, low, high)
             return ("tensor", shape, dtype)
         if isinstance(result, (tuple, list)) and depth < 2 and len(result) <= MAX_SEQUENCE_ITEMS:
@@ -682,6 +690,48 @@ def _all_tensors(arg: Any) -> bool:
     if isinstance(arg, Seq):
         return bool(arg.items) and all(_all_tensors(item) for item in arg.items)
     return isinstance(arg, (Ref, Ext))
+
+
+# torch's calls that take a memory_format and default it to contiguous_format; every other
+# (Tensor.clone, Tensor.to, the *_like creations, Tensor.float and the other conversions)
+# defaults it to preserve_format (torch's docs, "torch.memory_format").
+CONTIGUOUS_FORMAT_DEFAULT = frozenset({"torch.empty", "torch.Tensor.contiguous",
+                                       "torch.Tensor.is_contiguous"})
+
+
+def without_default_memory_format(api: str, args: tuple, kwargs: dict) -> dict:
+    """The keywords without a `memory_format` that gives the layout the call's default
+    gives, which is the same work written or not: the default itself, or contiguous_format
+    where the default is preserve_format and the input is not a permuted dense view
+    (preserve_format keeps a dense input's strides and makes any other input contiguous).
+    transformers' generate writes `input_ids.clone(memory_format=torch.contiguous_format)`,
+    and the memory format object, an argument no replay could rebuild, left the clone
+    unreplayable in both frameworks (1.1% of hf_gpt2_generate.py's region; MindSpore has no
+    memory formats). Tensor.clone is a builtin whose defaults the trace's signatures cannot
+    read. Any other memory format (channels_last, a permuted input made contiguous: a
+    layout change) stays, and the call is not covered."""
+    torch = sys.modules.get("torch")
+    value = kwargs.get("memory_format")
+    if torch is None or value is None or not api.startswith("torch."):
+        return kwargs
+    preserve = getattr(torch, "preserve_format", None)
+    contiguous = getattr(torch, "contiguous_format", None)
+    default = contiguous if api in CONTIGUOUS_FORMAT_DEFAULT else preserve
+    same = value is default or (default is preserve and value is contiguous
+                                and _not_permuted_dense(args[0] if args else None))
+    if default is None or not same:
+        return kwargs
+    return {k: v for k, v in kwargs.items() if k != "memory_format"}
+
+
+def _not_permuted_dense(tensor: Any) -> bool:
+    """Whether preserve_format lays a copy of this tensor out contiguously (layout.py)."""
+    try:
+        shape = tuple(int(d) for d in tensor.shape)
+        strides = tuple(int(s) for s in tensor.stride())
+    except Exception:       # not a tensor, or one without strides
+        return False
+    return len(strides) == len(shape) and dim_order(shape, strides) is None
 
 
 def _unrebuildable(args: tuple, kwargs: tuple[tuple[str, Any], ...]) -> str | None:

@@ -22,4 +22,5 @@ replay of a step program, its output fingerprints and its timings.
   einsum_plan      An einsum as sums, permutes, reshapes and matrix products, by rule (pure)
   einsum_route     torch.einsum in MindSpore: mint.einsum, then the plan in mint calls
   function_routes  A custom autograd.Function's output as its straight-through stand-in
+  float_draw       The interval a float external is drawn in: the default within its observed range
 """

@@ -40,6 +40,7 @@ from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, Lit, Opaque
 from opbench.model.recompute import recomputed_before
 from opbench.model.replay.compiled_step import (CompiledStep, StepCall, compile_step,
                                                 is_constant)
+from opbench.model.replay.float_draw import drawn_interval
 from opbench.model.replay.optimizer_fold import FOLDED_INTO, adam_folds, sgd_momentum_folds
 from opbench.model.replay.release import (FORWARD, GRADIENTS, Block, per_call_order,
                                           read_before_written, refs_read, releases,
@@ -104,12 +105,22 @@ def _drawn_array(ext: ExternalTensor, shape: tuple[int, ...]) -> np.ndarray:
         if len(shape) <= 1:
             # a norm's scale or shift, a running variance, a bias: positive and moderate, so
             # a variance's sqrt or a log stays finite
+            low, high = 0.5, 1.5
+        else:
+            # a weight scaled by its fan-in, as initialisers do: activations keep their size
+            # through many layers instead of overflowing (inf and NaN time differently)
+            scale = (np.sqrt(max(1, int(np.prod(shape[1:])))) if ext.role == "parameter"
+                     else 1.0)
+            low, high = -1.0 / scale, 1.0 / scale
+        # within the script's observed range where it is narrower (float_draw.py)
+        narrowed = drawn_interval(low, high, ext.low, ext.high)
+        if narrowed is not None:
+            return rng.uniform(*narrowed, size=shape).astype(np.float32)
+        if len(shape) <= 1:
             return rng.uniform(0.5, 1.5, size=shape).astype(np.float32)
         values = rng.uniform(-1.0, 1.0, size=shape)
         if ext.role == "parameter":
-            # a weight scaled by its fan-in, as initialisers do: activations keep their size
-            # through many layers instead of overflowing (inf and NaN time differently)
-            values /= np.sqrt(max(1, int(np.prod(shape[1:]))))
+            values /= scale
         return values.astype(np.float32)
     if ext.dtype in COMPLEX_DTYPES:
         # a spectrum, a complex weight: real and imaginary parts drawn alike, one after the
