@@ -794,6 +794,12 @@ def _shown(call: Any) -> str:
 
 
 def _host_sync(g: StepGraph, root: int, framework: str) -> _Match | None:
+    # The swap removes the sync alone: a later call still takes the script's read-back
+    # value as a literal (`h / peak`), where a fixed script passes the tensor (`h / t`).
+    # The capture keeps no value of a Python result, so which literal came from the sync
+    # is not known here. In torch that division is what the fix saves (`h / float` 6.5 us,
+    # `h / tensor` 4.8 us, `.item()` 0.19 us, 128 x 256, one thread); the claim is within
+    # its run-to-run spread all the same (docs/model.md, "Why the host-sync claims moved").
     if g.ops[root] not in _HOST_SYNCS or g.consumers[root]:
         return None
     return _Match("host_sync_in_loop", Swap((root,), root, ()), "", "")
