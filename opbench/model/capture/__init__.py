@@ -8,7 +8,10 @@
   lowering     Framework layers turned into the functions (or primitives) they perform
   sequence_lowering  nn.LSTM and nn.EmbeddingBag as torch.lstm and F.embedding_bag
   lowering_record    What a layer lowers to (Lowered)
+  import_patch  The wrappers' shared install on a framework's import, and their uninstall
   ms_backward  MindSpore's value_and_grad wrapped so each grad call adds a backward call
   ms_grad_operation  ops.GradOperation (nn.TrainOneStepCell's) wrapped the same way
+  ms_jit       mindspore.jit wrapped: each call of a compiled function one call, timed
   torch_function  torch.autograd.Function.apply wrapped: a custom Function's output as a call
+  torch_checkpoint  torch.utils.checkpoint wrapped: the calls inside marked as recomputed
 """

@@ -25,50 +25,31 @@ import sys
 import time
 from typing import Any, Callable
 
-from opbench.trace.import_hook import PostImportHook
+from opbench.model.capture.import_patch import ImportPatch, MindSporeSync
 
 __all__ = ["BACKWARD_API", "MindSporeBackward"]
 
 BACKWARD_API = "mindspore.value_and_grad"
 
 
-class MindSporeBackward:
+class MindSporeBackward(ImportPatch):
     """Installs the wrapper when mindspore is imported; `capture` receives each backward."""
 
+    module = "mindspore"
+
     def __init__(self, capture: Any, sync: Callable[[], None] | None = None):
-        self._capture = capture
-        self._sync = sync
-        self._hook = PostImportHook(("mindspore",), self._on_import)
-        self._patched: list[tuple[Any, str, Any]] = []
-
-    def install(self) -> None:
-        self._hook.install()
-        if "mindspore" in sys.modules:          # imported before the capture started
-            self._on_import("mindspore")
-
-    def uninstall(self) -> None:
-        self._hook.uninstall()
-        for owner, name, original in reversed(self._patched):
-            setattr(owner, name, original)
-        self._patched.clear()
+        super().__init__(capture)
+        self._synced = MindSporeSync(sync)
 
     def _on_import(self, name: str) -> None:
         ms = sys.modules.get("mindspore")
         original = getattr(ms, "value_and_grad", None)
-        if original is None or self._patched:
+        if original is None or self.patched:
             return
         wrapped = self._wrap(original)
         for owner in (ms, getattr(ms, "ops", None)):
             if owner is not None and getattr(owner, "value_and_grad", None) is original:
-                self._patched.append((owner, "value_and_grad", original))
-                setattr(owner, "value_and_grad", wrapped)
-
-    def _synced(self) -> None:
-        if self._sync is None:
-            from opbench.frameworks.mindspore_adapter import find_pynative_executor
-            executor, _ = find_pynative_executor()
-            self._sync = executor.sync
-        self._sync()
+                self._patch(owner, "value_and_grad", wrapped)
 
     def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
         capture = self._capture

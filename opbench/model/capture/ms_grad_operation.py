@@ -34,7 +34,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from opbench.trace.import_hook import PostImportHook
+from opbench.model.capture.import_patch import ImportPatch, MindSporeSync
 
 __all__ = ["GRAD_OPERATION_API", "MindSporeGradOperation", "grad_operation_problem",
            "as_value_and_grad"]
@@ -62,50 +62,28 @@ def as_value_and_grad(out: Any, grads: Any, get_all: bool) -> tuple[tuple[Any, A
     return (out, grads), (0 if get_all else None)
 
 
-class MindSporeGradOperation:
+class MindSporeGradOperation(ImportPatch):
     """Installs the wrappers when mindspore is imported; `capture` receives each backward."""
 
+    module = "mindspore"
+
     def __init__(self, capture: Any, sync: Callable[[], None] | None = None):
-        self._capture = capture
-        self._sync = sync
-        self._hook = PostImportHook(("mindspore",), self._on_import)
-        self._patched: list[tuple[Any, str, Any]] = []
+        super().__init__(capture)
+        self._synced = MindSporeSync(sync)
         self._depth = 0                 # > 0 inside a wrapped grad function
         self._forward_out: list[Any] = []
-
-    def install(self) -> None:
-        self._hook.install()
-        if "mindspore" in sys.modules:          # imported before the capture started
-            self._on_import("mindspore")
-
-    def uninstall(self) -> None:
-        self._hook.uninstall()
-        for owner, name, original in reversed(self._patched):
-            setattr(owner, name, original)
-        self._patched.clear()
 
     def _on_import(self, name: str) -> None:
         ms = sys.modules.get("mindspore")
         grad_operation = getattr(getattr(ms, "ops", None), "GradOperation", None)
-        if grad_operation is None or self._patched:
+        if grad_operation is None or self.patched:
             return
+        # the class's own attribute (GradOperation defines __call__), restored on uninstall
         self._patch(grad_operation, "__call__", self._wrap_call(grad_operation.__call__))
         base = sys.modules.get(_BASE)
         forward = getattr(base, _FORWARD, None)
         if forward is not None:
             self._patch(base, _FORWARD, self._wrap_forward(forward))
-
-    def _patch(self, owner: Any, name: str, value: Any) -> None:
-        # the class's own attribute (GradOperation defines __call__), restored on uninstall
-        self._patched.append((owner, name, getattr(owner, name)))
-        setattr(owner, name, value)
-
-    def _synced(self) -> None:
-        if self._sync is None:
-            from opbench.frameworks.mindspore_adapter import find_pynative_executor
-            executor, _ = find_pynative_executor()
-            self._sync = executor.sync
-        self._sync()
 
     def _wrap_forward(self, original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)

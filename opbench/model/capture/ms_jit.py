@@ -28,7 +28,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from opbench.trace.import_hook import PostImportHook
+from opbench.model.capture.import_patch import ImportPatch, MindSporeSync
 
 __all__ = ["JIT_API", "jit_problem", "MindSporeJit"]
 
@@ -43,31 +43,20 @@ def jit_problem(name: str) -> str:
             f"its calls as PyNative runs them")
 
 
-class MindSporeJit:
+class MindSporeJit(ImportPatch):
     """Installs the wrapper when mindspore is imported; `capture` receives each call."""
 
+    module = "mindspore"
+
     def __init__(self, capture: Any, sync: Callable[[], None] | None = None):
-        self._capture = capture
-        self._sync = sync
-        self._hook = PostImportHook(("mindspore",), self._on_import)
-        self._patched: list[tuple[Any, str, Any]] = []
+        super().__init__(capture)
+        self._synced = MindSporeSync(sync)
         self._depth = 0
-
-    def install(self) -> None:
-        self._hook.install()
-        if "mindspore" in sys.modules:          # imported before the capture started
-            self._on_import("mindspore")
-
-    def uninstall(self) -> None:
-        self._hook.uninstall()
-        for owner, name, original in reversed(self._patched):
-            setattr(owner, name, original)
-        self._patched.clear()
 
     def _on_import(self, name: str) -> None:
         ms = sys.modules.get("mindspore")
         original = getattr(ms, "jit", None)
-        if original is None or self._patched or os.environ.get("MS_JIT") == "0":
+        if original is None or self.patched or os.environ.get("MS_JIT") == "0":
             # MS_JIT=0: MindSpore runs a compiled function call by call, each captured
             return
         wrapped = self._wrap(original)
@@ -76,15 +65,7 @@ class MindSporeJit:
         for owner in (ms, *(sys.modules.get(m) for m in ("mindspore.graph.api",
                                                           "mindspore.common.api"))):
             if owner is not None and getattr(owner, "jit", None) is original:
-                self._patched.append((owner, "jit", original))
-                setattr(owner, "jit", wrapped)
-
-    def _synced(self) -> None:
-        if self._sync is None:
-            from opbench.frameworks.mindspore_adapter import find_pynative_executor
-            executor, _ = find_pynative_executor()
-            self._sync = executor.sync
-        self._sync()
+                self._patch(owner, "jit", wrapped)
 
     def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)

@@ -14,33 +14,19 @@ import functools
 import sys
 from typing import Any
 
-from opbench.trace.import_hook import PostImportHook
+from opbench.model.capture.import_patch import ImportPatch
 
 __all__ = ["TorchCheckpoint"]
 
 
-class TorchCheckpoint:
+class TorchCheckpoint(ImportPatch):
     """Installs the wrapper when torch is imported; `capture` receives each checkpoint."""
 
-    def __init__(self, capture: Any):
-        self._capture = capture
-        self._hook = PostImportHook(("torch",), self._on_import)
-        self._patched: list[tuple[Any, Any]] = []       # (module, its own checkpoint)
-
-    def install(self) -> None:
-        self._hook.install()
-        if "torch" in sys.modules:          # imported before the capture started
-            self._on_import("torch")
-
-    def uninstall(self) -> None:
-        self._hook.uninstall()
-        for module, original in reversed(self._patched):
-            module.checkpoint = original
-        self._patched.clear()
+    module = "torch"
 
     def _on_import(self, name: str) -> None:
         torch = sys.modules.get("torch")
-        if torch is None or self._patched:
+        if torch is None or self.patched:
             return
         try:
             import torch.utils.checkpoint as module
@@ -49,8 +35,7 @@ class TorchCheckpoint:
         original = getattr(module, "checkpoint", None)
         if not callable(original):
             return
-        self._patched.append((module, original))
-        module.checkpoint = self._wrap(original, torch)
+        self._patch(module, "checkpoint", self._wrap(original, torch))
 
     def _wrap(self, checkpoint: Any, torch: Any) -> Any:
         capture = self._capture

@@ -17,39 +17,25 @@ import functools
 import sys
 from typing import Any
 
-from opbench.trace.import_hook import PostImportHook
+from opbench.model.capture.import_patch import ImportPatch
 
 __all__ = ["TorchFunctionApply"]
 
 
-class TorchFunctionApply:
+class TorchFunctionApply(ImportPatch):
     """Installs the wrapper when torch is imported; `capture` receives each apply."""
 
-    def __init__(self, capture: Any):
-        self._capture = capture
-        self._hook = PostImportHook(("torch",), self._on_import)
-        self._patched: list[tuple[Any, Any]] = []       # (Function, its own apply)
-
-    def install(self) -> None:
-        self._hook.install()
-        if "torch" in sys.modules:          # imported before the capture started
-            self._on_import("torch")
-
-    def uninstall(self) -> None:
-        self._hook.uninstall()
-        for owner, original in reversed(self._patched):
-            setattr(owner, "apply", original)
-        self._patched.clear()
+    module = "torch"
 
     def _on_import(self, name: str) -> None:
         torch = sys.modules.get("torch")
         function = getattr(getattr(getattr(torch, "autograd", None), "function", None),
                            "Function", None)
         original = vars(function).get("apply") if function is not None else None
-        if not isinstance(original, classmethod) or self._patched:
+        if not isinstance(original, classmethod) or self.patched:
             return
-        self._patched.append((function, original))
-        function.apply = classmethod(self._wrap(original.__func__))
+        # restored as the class's own classmethod (getattr would read it bound)
+        self._patch(function, "apply", classmethod(self._wrap(original.__func__)), original)
 
     def _wrap(self, apply: Any) -> Any:
         capture = self._capture
