@@ -737,8 +737,9 @@ def _ms_normalize(call: Call) -> Route | Unmapped:
 def _ms_isin(call: Call) -> Route | Unmapped:
     """torch.isin(elements, test_elements[, invert=]) (transformers' generate checks each new
     token against the stop tokens with it: 1.1% of hf_gpt2_generate.py): MindSpore 2.10 has
-    no isin in any namespace; written out as a port would, each element compared with every
-    test element (ops.equal broadcast over a new last axis) and ops.any over that axis."""
+    no isin in mint or ops (mindspore.numpy.isin, the mapping's entry, is Python over ops
+    too: in1d, then a reshape); written out as a port would, each element compared with
+    every test element (ops.equal broadcast over a new last axis) and ops.any over it."""
     v = _values(call, ["elements", "test_elements", "assume_unique", "invert"])
     if v.elements is None or v.test_elements is None:
         return Unmapped("torch.isin without its elements or test elements")
