@@ -132,3 +132,30 @@ def test_a_mismatch_alone_says_the_outputs_differ():
     assert why == "MISMATCH: the frameworks' outputs differ alone (max abs error 0.5)"
     *_, why = _measured(SimpleNamespace(instances=[]), "i1", "torch", "mindspore")
     assert "did not run it" in why
+
+
+def test_a_case_draws_a_one_signed_float_input_in_the_script_s_range():
+    """A float input whose observed range lies on one side of zero (a binary cross-entropy's
+    target in [0, 1]) is drawn uniformly in it; a range across zero, an unknown or constant
+    one keeps the case's normal draw; integers keep their randint range."""
+    from types import SimpleNamespace
+
+    from opbench.model.impact.alone_cases import _CaseBuilder
+    from opbench.model.program import ExternalTensor, Lit
+    externals = [ExternalTensor(0, (8,), "float32", "input", low=0.0, high=1.0),
+                 ExternalTensor(1, (8,), "float32", "input", low=-3.0, high=2.0),
+                 ExternalTensor(2, (8,), "float32", "input"),
+                 ExternalTensor(3, (8,), "float32", "parameter", low=1.0, high=1.0),
+                 ExternalTensor(4, (8,), "float32", "input", low=-5.0, high=-0.5),
+                 ExternalTensor(5, (8,), "int64", "input", low=0, high=9)]
+    builder = _CaseBuilder(SimpleNamespace(externals=externals, calls=()))
+    call = builder.call("torch.f", [Ext(i) for i in range(6)], [("reduction", Lit("sum"))])
+    assert call["args"] == [f"$x{i}" for i in range(6)]
+    assert call["kwargs"] == {"reduction": "sum"}
+    inputs = builder.inputs
+    assert inputs["x0"] == {"shape": [8], "dtype": "float32", "dist": "uniform", "low": 0.0,
+                            "high": 1.0}
+    assert all("dist" not in inputs[f"x{i}"] for i in (1, 2, 3))
+    assert inputs["x4"]["dist"] == "uniform" and inputs["x4"]["high"] == -0.5
+    assert inputs["x5"] == {"shape": [8], "dtype": "int64", "dist": "randint", "low": 0,
+                            "high": 10}

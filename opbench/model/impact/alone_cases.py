@@ -94,6 +94,16 @@ def _spec(node: Any) -> tuple[tuple[int, ...], str, Any, Any] | None:
     return None
 
 
+def _one_signed(low: Any, high: Any) -> bool:
+    """A float tensor's observed range (capture/float_range.py) is finite, not one value,
+    and on one side of zero."""
+    if low is None or high is None:
+        return False
+    low, high = float(low), float(high)
+    return math.isfinite(low) and math.isfinite(high) and low < high \
+        and (low >= 0.0 or high <= 0.0)
+
+
 class _CaseBuilder:
     """Program arguments -> case-file arguments, with one input per tensor."""
 
@@ -122,6 +132,11 @@ class _CaseBuilder:
                                  high=int(high or 0) + 1)
                 elif dtype == "bool":
                     entry["dist"] = "mask"
+                elif _one_signed(low, high):
+                    # a probability target, a variance: the case's normal draw would put
+                    # half its values where the call refuses or NaNs them (a binary
+                    # cross-entropy's target outside [0, 1]); drawn in the script's range
+                    entry.update(dist="uniform", low=float(low), high=float(high))
                 self.inputs[name] = entry
                 self._names[arg] = name
             return f"${self._names[arg]}"
