@@ -5,22 +5,17 @@ both replays give the layers before it a gradient through the straight-through s
 no gradient in either framework)."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("mindspore")
 
-from test_model_real import REPO, _projected, _script  # noqa: E402
+from test_model_real import _captured, _projected, _script  # noqa: E402
 
 from opbench.frameworks import get_adapter  # noqa: E402
 from opbench.frameworks.apimap import load_mapping  # noqa: E402
 from opbench.model.autograd_function import FUNCTION_APPLY, STRAIGHT_THROUGH_RULE  # noqa: E402
-from opbench.model.program import Program  # noqa: E402
 from opbench.model.replay.executor import Replayer  # noqa: E402
 from opbench.model.steady import find_region, step_program  # noqa: E402
 
@@ -56,19 +51,10 @@ print(float(loss))
 """
 
 
-def _captured(tmp_path) -> Program:
-    script = _script(tmp_path, "round.py", SCRIPT)
-    out = tmp_path / "program.json"
-    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "opbench.model.capture.main", "--out",
-                           str(out), "--", sys.executable, str(script)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    return Program.from_json(json.loads(out.read_text()))
 
 
 def test_the_torch_replay_gives_the_layer_before_the_function_a_gradient(tmp_path):
-    program = _captured(tmp_path)
+    program = _captured(tmp_path, "round.py", SCRIPT)
     step = step_program(program, find_region(program))
     (function,) = [c for c in step.calls if c.function is not None]
     assert function.api == FUNCTION_APPLY and function.function.name == "Round"

@@ -5,10 +5,6 @@ target in [-1, 1] and torch refused it ("all elements of target should be betwee
 the BCE, 13% of tests/conformance/vae_mlp_bce_adam.py's region, replayed in neither."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,12 +12,11 @@ import pytest
 torch = pytest.importorskip("torch")
 ms = pytest.importorskip("mindspore")
 
-from test_model_real import REPO, _script  # noqa: E402
+from test_model_real import _captured  # noqa: E402
 
 from opbench.frameworks import get_adapter  # noqa: E402
 from opbench.frameworks.apimap import load_mapping  # noqa: E402
 from opbench.model.capture.float_range import float_range  # noqa: E402
-from opbench.model.program import Program  # noqa: E402
 from opbench.model.replay.executor import Replayer  # noqa: E402
 from opbench.model.steady import find_region, step_program  # noqa: E402
 
@@ -56,19 +51,10 @@ def test_real_tensors_ranges_are_read_in_both_frameworks():
     assert float_range(torch.tensor([0.0, float("-inf")]), (2,)) == (None, 0.0)
 
 
-def _captured(tmp_path) -> Program:
-    script = _script(tmp_path, "bce.py", SCRIPT)
-    out = tmp_path / "program.json"
-    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "opbench.model.capture.main", "--out",
-                           str(out), "--", sys.executable, str(script)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    return Program.from_json(json.loads(out.read_text()))
 
 
 def test_a_bce_over_a_target_made_before_the_step_replays_in_both_frameworks(tmp_path):
-    program = _captured(tmp_path)
+    program = _captured(tmp_path, "bce.py", SCRIPT)
     step = step_program(program, find_region(program))
     (bce,) = [c for c in step.calls if c.api == BCE]
     target = step.externals[bce.args[1].id]

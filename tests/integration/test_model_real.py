@@ -146,6 +146,20 @@ def _script(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
+def _captured(tmp_path: Path, name: str, text: str):
+    """The program the capture alone (`python -m opbench.model.capture.main`) records of a
+    script of this text."""
+    from opbench.model.program import Program
+    script = _script(tmp_path, name, text)
+    out = tmp_path / "program.json"
+    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "opbench.model.capture.main", "--out",
+                           str(out), "--", sys.executable, str(script)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return Program.from_json(json.loads(out.read_text()))
+
+
 def _model(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "GLOG_v": "3",
            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH"))

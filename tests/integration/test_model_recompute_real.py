@@ -4,21 +4,16 @@ replays run them once more in the backward's window, and the reentrant checkpoin
 block ran under no_grad) replays with its gradient chain whole."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("mindspore")
 
-from test_model_real import REPO, _projected, _script  # noqa: E402
+from test_model_real import _captured, _projected, _script  # noqa: E402
 
 from opbench.frameworks import get_adapter  # noqa: E402
 from opbench.frameworks.apimap import load_mapping  # noqa: E402
-from opbench.model.program import Program  # noqa: E402
 from opbench.model.replay.executor import Replayer  # noqa: E402
 from opbench.model.steady import find_region, step_program  # noqa: E402
 
@@ -54,22 +49,13 @@ def _source(reentrant: bool) -> str:
     return SCRIPT.replace("REENTRANT", str(reentrant))
 
 
-def _captured(tmp_path, reentrant: bool) -> Program:
-    script = _script(tmp_path, "checkpointed.py", _source(reentrant))
-    out = tmp_path / "program.json"
-    env = {**os.environ, "GLOG_v": "3", "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "opbench.model.capture.main", "--out",
-                           str(out), "--", sys.executable, str(script)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    return Program.from_json(json.loads(out.read_text()))
 
 
 @pytest.mark.parametrize("reentrant", [False, True])
 @pytest.mark.parametrize("framework", ["torch", "mindspore"])
 def test_both_replays_recompute_the_block_and_train_the_layer_inside(tmp_path, reentrant,
                                                                       framework):
-    program = _captured(tmp_path, reentrant)
+    program = _captured(tmp_path, "checkpointed.py", _source(reentrant))
     step = step_program(program, find_region(program))
     marked = [c for c in step.calls if c.recompute]
     # fc1, relu, fc2, relu: the block's four calls, with grad (the reentrant one ran
