@@ -22,6 +22,9 @@ processes, and the ratio naive/fixed with opbench's paired-ratio interval (verdi
 the process as the group). A fix whose interval lies above zero is "faster"; below, "slower";
 otherwise "no measurable difference". Written as JSON and Markdown into --out.
 
+With --suggest, each pair's processes run around its `opbench suggest` run instead (half
+before, half after: bracketed()), so both see the machine in the same state.
+
 --lock holds a flock around each process (and each `opbench model` run), not between them.
 """
 from __future__ import annotations
@@ -457,6 +460,30 @@ def rotated(names: Sequence[str], k: int) -> list[str]:
     return list(names[k:]) + list(names[:k])
 
 
+def bracketed(pair: Pair, args: argparse.Namespace
+              ) -> tuple[list[PairSamples], tuple[list[dict] | None, str]]:
+    """A pair's ground truth measured around its `opbench suggest` run: half its processes
+    just before, the rest just after, so the machine's drift between them hits the claim and
+    the truth alike. Measured all first, the truth read 0.090 ms [0.089, 0.092] a step for
+    torch/tensor_creation_in_loop where the claim minutes later read 0.148 [0.066, 0.230];
+    three brackets of 3 + 3 processes on 2026-12-02 read 0.116/0.121, 0.098/0.125 and
+    0.108/0.131 (truth/claim), where one truth run alone read 0.115."""
+    got: list[PairSamples] = []
+    before = (args.processes + 1) // 2
+    suggestion: tuple[list[dict] | None, str] | None = None
+    for k in range(args.processes):
+        if k == before:
+            suggestion = run_suggest(pair, args.out, args.lock)
+        start = time.perf_counter()
+        got.extend(run_process(pair.framework, [pair.name], args.seconds, args.threads,
+                               args.lock))
+        print(f"{pair.name} process {k + 1}/{args.processes}: "
+              f"{time.perf_counter() - start:.0f} s", file=sys.stderr)
+    if suggestion is None:          # one process: the suggestion after it
+        suggestion = run_suggest(pair, args.out, args.lock)
+    return got, suggestion
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f}"
 
@@ -543,17 +570,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     command = "python tools/affinity_pairs.py " + " ".join(argv if argv is not None
                                                            else sys.argv[1:])
     samples: dict[str, list[PairSamples]] = {p.name: [] for p in chosen}
-    for k in range(args.processes):
-        for framework in FRAMEWORKS:
-            names = [p.name for p in chosen if p.framework == framework]
-            if not names:
-                continue
-            start = time.perf_counter()
-            for found in run_process(framework, rotated(names, k), args.seconds, args.threads,
-                                     args.lock):
-                samples[found.pair].append(found)
-            print(f"{framework} process {k + 1}/{args.processes}: "
-                  f"{time.perf_counter() - start:.0f} s", file=sys.stderr)
+    suggested: dict[str, tuple[list[dict] | None, str]] = {}
+    if args.suggest:
+        for pair in chosen:
+            samples[pair.name], suggested[pair.name] = bracketed(pair, args)
+    else:
+        for k in range(args.processes):
+            for framework in FRAMEWORKS:
+                names = [p.name for p in chosen if p.framework == framework]
+                if not names:
+                    continue
+                start = time.perf_counter()
+                for found in run_process(framework, rotated(names, k), args.seconds,
+                                         args.threads, args.lock):
+                    samples[found.pair].append(found)
+                print(f"{framework} process {k + 1}/{args.processes}: "
+                      f"{time.perf_counter() - start:.0f} s", file=sys.stderr)
     rows = []
     for pair in chosen:
         got = samples[pair.name]
@@ -567,7 +599,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                "rounds_per_process": [len(s.naive_s) for s in got],
                "difference": {**asdict(measured), "share": measured.share}}
         if args.suggest:
-            rows_found, note = run_suggest(pair, args.out, args.lock)
+            rows_found, note = suggested[pair.name]
             check = (SuggestCheck(False, note) if rows_found is None
                      else compare_suggestions(pair, rows_found, measured))
             row["suggest"] = asdict(check)

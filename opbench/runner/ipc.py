@@ -305,10 +305,14 @@ class ReplayPaired(Request):
     threads: int | None = None
     cpus: tuple[int, ...] = ()
     launch: str | None = None
-    rounds: int = 0                  # 0: only the probe (status and fingerprints)
+    rounds: int = 0                  # at least these rounds (0: only the probe)
     samples: int = 5                 # step samples per program per round
     warmup_runs: int = 3
     warmup_s: float = 0.2
+    # and more rounds, an even count, until the timed rounds have taken this long (at most
+    # max_rounds): a small step gets as many samples as a large one's time
+    min_timed_s: float = 0.0
+    max_rounds: int = 1000
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,13 @@ DID_NOT_RUN = "did not run"
 # one: --suggest-processes raises it where a saving is small against the step).
 DEFAULT_SUGGEST_PROCESSES = 3
 
+# Rounds a replay process times past the first six, until they have taken this long (as
+# tools/affinity_pairs.py times the script pairs 1.5 s a process): a small step's swap was
+# measured on 30 samples a program, a few milliseconds of timing, and its claims spread
+# more than the savings (torch/tensor_creation_in_loop: 0.148 ms [0.066, 0.230] claimed,
+# 0.090 [0.089, 0.092] measured). A step of 20 ms or more takes this long in six rounds.
+TIMED_SECONDS_PER_PROCESS = 1.0
+
 # a replay of one paired request: its result, or why it failed
 Replay = Callable[["ipc.ReplayPaired"], "ipc.PairedResult | str"]
 
@@ -47,8 +54,9 @@ class SuggestSettings:
     threads: int | None = None
     cpus: tuple[int, ...] = ()
     processes: int = DEFAULT_SUGGEST_PROCESSES
-    rounds: int = 6                # alternating rounds per process (A B, B A, ...)
+    rounds: int = 6                # alternating rounds per process (A B, B A, ...), at least
     samples: int = 5               # step samples per round
+    seconds: float = TIMED_SECONDS_PER_PROCESS   # and more rounds until they took this long
 
 
 def _picked(fingerprint: Any, path: tuple[int, ...]) -> Any:
@@ -108,7 +116,8 @@ def _request(settings: SuggestSettings, steps: list[StepProgram], fingerprints: 
     return ipc.ReplayPaired(framework=settings.framework, programs=tuple(steps),
                             fingerprints=fingerprints, device=settings.device,
                             threads=settings.threads, cpus=tuple(settings.cpus),
-                            launch=settings.launch, rounds=rounds, samples=settings.samples)
+                            launch=settings.launch, rounds=rounds, samples=settings.samples,
+                            min_timed_s=settings.seconds if rounds else 0.0)
 
 
 def measure_one(step: StepProgram, candidate: Candidate, settings: SuggestSettings,

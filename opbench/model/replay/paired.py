@@ -2,14 +2,18 @@
 step and a swapped one (opbench/model/affinity/: `opbench model --suggest`). Each round times
 a few step samples of one, then of the other, in the order A B B A A B ...: both see the
 same process, the same mode of the framework (MindSpore's speed changes between processes
-by up to 3x here, more than most swaps save) and the same drift. With `fingerprints`, each
+by up to 3x here, more than most swaps save) and the same drift. Past its `rounds`, a
+process goes on timing rounds until they have taken `min_timed_s`: a step of 0.7 ms got 30
+samples a program in 6 rounds of 5, and a swap saving 0.09 ms of it read anywhere in 0.07-0.23
+ms over 6 processes (docs/model.md, "The boolean-mask write and the tensor made once"). With `fingerprints`, each
 program's outputs are fingerprinted first (the output check). In a queued launch
 (MindSpore's) each sample ends as the script's step does, with its result read back
 (executor.time_step_to_host), not with the framework's sync."""
 from __future__ import annotations
 
 import os
-from typing import Any
+import time
+from typing import Any, Callable
 
 from opbench.runner import ipc
 
@@ -23,7 +27,19 @@ __all__ = ["serve_paired", "PROBE_SEED"]
 PROBE_SEED = 0
 
 
-def serve_paired(request: ipc.ReplayPaired, adapter: Any, mapping: Any) -> ipc.PairedResult:
+def _more_rounds(request: ipc.ReplayPaired, done: int, timed_s: float) -> bool:
+    """Whether to time another round: until `rounds` are done and, beyond them, until the
+    rounds have taken `min_timed_s` (at most `max_rounds`), stopping on an even count so
+    each program came first as often as second."""
+    if done < request.rounds:
+        return True
+    if done >= max(request.max_rounds, request.rounds) or request.rounds <= 0:
+        return False
+    return done % 2 == 1 or timed_s < request.min_timed_s
+
+
+def serve_paired(request: ipc.ReplayPaired, adapter: Any, mapping: Any,
+                 clock: Callable[[], float] = time.perf_counter) -> ipc.PairedResult:
     from opbench.model.replay.executor import Replayer
 
     players = [Replayer(step, request.framework, adapter, mapping)
@@ -41,8 +57,10 @@ def serve_paired(request: ipc.ReplayPaired, adapter: Any, mapping: Any) -> ipc.P
     for player in players:
         player.warm_up(request.warmup_runs, request.warmup_s)
     samples: list[list[tuple[float, ...]]] = [[] for _ in players]   # per program, per round
-    for r in range(request.rounds):
+    began, r = clock(), 0
+    while _more_rounds(request, r, clock() - began):
         order = range(len(players)) if r % 2 == 0 else reversed(range(len(players)))
         for i in order:
             samples[i].append(tuple(players[i].time_script_steps(request.samples)))
+        r += 1
     return ipc.PairedResult(**facts, samples_s=tuple(tuple(s) for s in samples))
