@@ -5,6 +5,7 @@ and suggestion comparison say what they should. Framework-free: no pair's script
 (tests/integration/test_affinity_pairs_real.py runs them)."""
 from __future__ import annotations
 
+import argparse
 import ast
 import difflib
 import os
@@ -356,3 +357,31 @@ def test_a_suggestion_on_other_lines_is_listed_but_not_summed_into_the_claim():
         pair, [_row(line, line, 0.0009), _row(line + 2, line + 2, 0.004)], _measured(0.001))
     assert check.claimed_saving_s == pytest.approx(0.0009) and check.within_tolerance
     assert check.elsewhere == 1 and check.claimed_elsewhere_s == pytest.approx(0.004)
+
+
+def test_suggest_runs_between_the_halves_of_its_pair_s_ground_truth(monkeypatch):
+    """--suggest: the pair's processes run half before its `opbench suggest`, half after, so
+    drift on the machine between them reaches the claim and the truth alike."""
+    pair = PAIRS[0]
+    events: list[str] = []
+
+    def fake_process(framework, names, seconds, threads, lock):
+        events.append("truth")
+        return [f"samples of {names[0]}"]
+
+    def fake_suggest(pair_, out_dir, lock):
+        events.append("suggest")
+        return [], "exit 0"
+
+    monkeypatch.setattr(affinity_pairs, "run_process", fake_process)
+    monkeypatch.setattr(affinity_pairs, "run_suggest", fake_suggest)
+    for processes, expected in ((6, ["truth"] * 3 + ["suggest"] + ["truth"] * 3),
+                                (5, ["truth"] * 3 + ["suggest"] + ["truth"] * 2),
+                                (1, ["truth", "suggest"])):
+        events.clear()
+        args = argparse.Namespace(processes=processes, seconds=1.5, threads=1, lock=None,
+                                  out=Path("/nonexistent"))
+        got, suggestion = affinity_pairs.bracketed(pair, args)
+        assert events == expected
+        assert got == [f"samples of {pair.name}"] * processes
+        assert suggestion == ([], "exit 0")

@@ -186,6 +186,41 @@ def test_a_transposing_property_of_a_3d_tensor_is_not_taken_for_a_transpose():
     assert families(s.step()) == []
 
 
+def test_a_read_back_float_a_later_call_reads_is_swapped_for_its_tensor():
+    """`h = h / h.abs().max().item()`: the capture linked the division's float to the
+    `.item()` (capture/synced_float.py); the swap removes the sync and the division reads the
+    tensor it read back, as the fixed script's `h / h.abs().max()`."""
+    s = StepBuilder()
+    h = s("torch.relu", X, line=1)
+    peak = s(T + "max", s(T + "abs", h, line=2), out=tensor(()), line=2)
+    value = s(T + "item", peak, out=("other", "float"), line=2)
+    s(T + "__truediv__", h, value, line=3)
+    found = candidates_of(s.step())
+    assert [(c.family, c.calls) for c in found] == [("torch.host_sync_in_loop", 1)]
+    swap = found[0].swaps[0]
+    assert swap.removed == (3,) and swap.new_calls == () and swap.reads_instead == peak
+    assert "pass the tensor" in found[0].replacement
+    swapped = swapped_step(s.step(), found[0]).step
+    assert [c.api for c in swapped.calls] == ["torch.relu", T + "abs", T + "max",
+                                              T + "__truediv__"]
+    assert swapped.calls[3].args == (Ref(0), Ref(2))      # the tensor, renumbered
+
+
+def test_a_read_back_of_an_external_goes_to_the_external_and_asnumpy_is_not_rewired():
+    s = StepBuilder()
+    value = s(T + "item", X, out=("other", "float"), line=1)
+    s(T + "__mul__", X, value, line=2)
+    found = candidates_of(s.step())
+    assert found[0].swaps[0].reads_instead == X
+    assert swapped_step(s.step(), found[0]).step.calls[0].args == (X, X)
+    # a numpy array read back and used (MindSpore's float(t.asnumpy()) is made outside any
+    # call; a call reading the array itself would take an array, not the tensor)
+    m = StepBuilder("mindspore")
+    array = m("mindspore.Tensor.asnumpy", X, out=("other", "ndarray"), line=1)
+    m("mindspore.Tensor.__mul__", X, array, line=2)
+    assert [c.family for c in candidates_of(m.step())] == []
+
+
 def test_masked_write_where_and_a_host_sync_are_found():
     s = StepBuilder()
     z = s("torch.zeros_like", X, line=1)
@@ -315,6 +350,9 @@ def test_a_faster_swap_is_timed_in_every_process_interleaved_and_called_faster()
     assert all(isinstance(r, ipc.ReplayPaired) and r.launch == "blocking"
                for r in replay.requests)
     assert replay.requests[0].fingerprints and not replay.requests[1].fingerprints
+    # every timed process goes on past its rounds until they took the settings' seconds
+    assert all(r.rounds == 4 and r.min_timed_s == SETTINGS.seconds > 0
+               for r in replay.requests)
     assert row.verdict == FASTER and row.outputs_equal is True
     assert row.saving_s["estimate"] == pytest.approx(0.002, rel=0.01)
     assert row.saving_s["ci_low"] > 0

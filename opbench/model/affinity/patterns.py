@@ -105,6 +105,9 @@ class Swap:
     # The root's output made once, before the step (a tensor the step made from constants):
     # the swapped program reads it as an external with these values (swap.py); no new calls.
     made_once: MadeOnce | None = None
+    # Where the removed root's readers read instead (a Ref or Ext of the original step): a
+    # host sync removed, its readers take the tensor it read back. None: nothing reads it.
+    reads_instead: Any = None
 
 
 @dataclass(frozen=True)
@@ -794,15 +797,21 @@ def _shown(call: Any) -> str:
 
 
 def _host_sync(g: StepGraph, root: int, framework: str) -> _Match | None:
-    # The swap removes the sync alone: a later call still takes the script's read-back
-    # value as a literal (`h / peak`), where a fixed script passes the tensor (`h / t`).
-    # The capture keeps no value of a Python result, so which literal came from the sync
-    # is not known here. In torch that division is what the fix saves (`h / float` 6.5 us,
-    # `h / tensor` 4.8 us, `.item()` 0.19 us, 128 x 256, one thread); the claim is within
-    # its run-to-run spread all the same (docs/model.md, "Why the host-sync claims moved").
-    if g.ops[root] not in _HOST_SYNCS or g.consumers[root]:
+    """A read-back in the step. Nothing reading it: the swap removes it. Read by later calls
+    (a float from `.item()` the capture linked to them: capture/synced_float.py, as in
+    `h = h / h.abs().max().item()`): the swap removes it and those calls read the tensor it
+    was read from (Swap.reads_instead), as the fixed script divides by the tensor. The output
+    check compares the result (a float read where a 0-d tensor now goes, or a sync read as an
+    int, that changes the outputs or does not run, is listed as such, not timed)."""
+    if g.ops[root] not in _HOST_SYNCS:
         return None
-    return _Match("host_sync_in_loop", Swap((root,), root, ()), "", "")
+    if not g.consumers[root]:
+        return _Match("host_sync_in_loop", Swap((root,), root, ()), "", "")
+    call = g.call(root)
+    if g.ops[root] != "item" or not call.args or not isinstance(call.args[0], (Ref, Ext)):
+        return None
+    return _Match("host_sync_in_loop", Swap((root,), root, (), reads_instead=call.args[0]),
+                  "", "pass the tensor where its .item() went: no read-back in the step")
 
 
 def _route(g: StepGraph, root: int, framework: str) -> _Match | None:

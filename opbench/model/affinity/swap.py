@@ -71,10 +71,16 @@ def swapped_step(step: StepProgram, candidate: Candidate,
                 made_once[swap.made_once] = _made_once_external(swap.made_once, externals)
             hoisted[swap.root] = made_once[swap.made_once]
 
+    instead = {s.root: s.reads_instead for s in candidate.swaps
+               if s.reads_instead is not None}
+
     def remap(value: Any, made: list[int]) -> Any:
         def one(ref: Ref) -> Ref | Ext:
             if ref.call in hoisted:
                 return hoisted[ref.call]
+            if ref.call in instead:
+                read = instead[ref.call]
+                return read if isinstance(read, Ext) else one(read)
             return Ref(renumber[ref.call], picks.get(ref.call, ()) + ref.path)
         if isinstance(value, New):
             return Ref(made[value.k])

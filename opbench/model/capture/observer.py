@@ -24,6 +24,7 @@ from opbench.model.capture.lowering import (Lowered, lower, lower_pass_through,
                                             primitive_init)
 from opbench.model.capture.ms_backward import BACKWARD_API
 from opbench.model.capture.sites import SiteFinder
+from opbench.model.capture.synced_float import SyncedFloats
 from opbench.model.program import (Call, Dtype, Ext, ExternalTensor, FunctionForward, Lit,
                                    Marker, Opaque, Ref, Seq, SliceOf, output_at, walk_args)
 from opbench.model.steady import call_key, repeated_tail
@@ -176,6 +177,9 @@ class Capture:
         self._external_of: dict[int, int] = {}                        # id -> external id
         self._externals: list[ExternalTensor] = []
         self._keep: dict[int, Any] = {}      # weakrefs that clear the maps on collection
+        # id -> (call, the float): what a host sync (`.item()`) returned, held so that its id
+        # names it while a later call may read it (synced_float.py)
+        self._synced = SyncedFloats()
         self._raw: list[tuple[int | None, Call]] = []    # (tracer event index, call)
         self.dropped = 0
         self.markers: list[Marker] = []
@@ -467,7 +471,7 @@ class Capture:
 
     def _arg(self, value: Any, depth: int = 0) -> Any:
         if value is None or isinstance(value, (bool, int, float, str)):
-            return Lit(value)
+            return self._synced.ref(value) or Lit(value)
         if self._tensors.is_tensor(value):
             found = self._produced.get(id(value))
             if found is not None:
@@ -564,6 +568,7 @@ class Capture:
         return ("other", type(result).__name__)
 
     def _remember_outputs(self, position: int, call: Call, result: Any) -> None:
+        self._synced.note(call.api, position, result)
         if call.alias_of is not None:
             # the layer returned its input: later uses of the output are uses of the input
             self._note_alias(result, call.alias_of)

@@ -4,9 +4,9 @@ a few step samples of one, then of the other, in the order A B B A A B ...: both
 same process, the same mode of the framework (MindSpore's speed changes between processes
 by up to 3x here, more than most swaps save) and the same drift. Past its `rounds`, a
 process goes on timing rounds until they have taken `min_timed_s`: a step of 0.7 ms got 30
-samples a program in 6 rounds of 5, and a swap saving 0.09 ms of it read anywhere in 0.07-0.23
-ms over 6 processes (docs/model.md, "The boolean-mask write and the tensor made once"). With `fingerprints`, each
-program's outputs are fingerprinted first (the output check). In a queued launch
+samples a program in 6 rounds of 5, and a swap saving 0.09 ms of it read anywhere in
+0.07-0.23 ms over 6 processes (docs/model.md, "Timed for a second a process"). With
+`fingerprints`, each program's outputs are fingerprinted first (the output check). In a queued launch
 (MindSpore's) each sample ends as the script's step does, with its result read back
 (executor.time_step_to_host), not with the framework's sync."""
 from __future__ import annotations
