@@ -326,6 +326,9 @@ class PairedResult:
     status: tuple[tuple[Any, ...], ...]
     fingerprints: tuple[Any, ...]
     samples_s: tuple[tuple[tuple[float, ...], ...], ...] = ()   # per program, per round
+    # why the process's C allocator was left in glibc's moving state ("": held;
+    # model/replay/allocator.py)
+    heap_note: str = ""
 
 
 # -- replies --------------------------------------------------------------------------------

@@ -42,6 +42,9 @@ DEFAULT_SUGGEST_PROCESSES = 3
 # 0.090 [0.089, 0.092] measured). A step of 20 ms or more takes this long in six rounds.
 TIMED_SECONDS_PER_PROCESS = 1.0
 
+# a row's detail where a replay process could not hold its allocator (replay/allocator.py)
+HEAP_NOTE = "timed with the C allocator's thresholds moving"
+
 # a replay of one paired request: its result, or why it failed
 Replay = Callable[["ipc.ReplayPaired"], "ipc.PairedResult | str"]
 
@@ -146,6 +149,8 @@ def measure_one(step: StepProgram, candidate: Candidate, settings: SuggestSettin
                        detail=f"outputs differ: {differs}")
     timed = [] if separate else [first.samples_s]
     errors = []
+    if not separate and first.heap_note:
+        errors.append(f"{HEAP_NOTE}: {first.heap_note}")
     for n in range(len(timed) + 1, settings.processes + 1):
         on_progress(f"timing {candidate.affinity_api} at line {row_site(candidate)}: "
                     f"process {n} of {settings.processes}")
@@ -158,6 +163,9 @@ def measure_one(step: StepProgram, candidate: Candidate, settings: SuggestSettin
             errors.append(f"{broken[0].api}: {broken[0].problem or 'stood in'}")
         else:
             timed.append(result.samples_s)
+            note = f"{HEAP_NOTE}: {result.heap_note}"
+            if result.heap_note and note not in errors:
+                errors.append(note)
     if not timed:
         return row_for(candidate, DID_NOT_RUN, outputs_equal=True,
                        detail="; ".join(errors) or "no process was timed")

@@ -5,9 +5,10 @@ same process, the same mode of the framework (MindSpore's speed changes between 
 by up to 3x here, more than most swaps save) and the same drift. Past its `rounds`, a
 process goes on timing rounds until they have taken `min_timed_s`: a step of 0.7 ms got 30
 samples a program in 6 rounds of 5, and a swap saving 0.09 ms of it read anywhere in
-0.07-0.23 ms over 6 processes (docs/model.md, "Timed for a second a process"). With
-`fingerprints`, each program's outputs are fingerprinted first (the output check). In a queued launch
-(MindSpore's) each sample ends as the script's step does, with its result read back
+0.07-0.23 ms over 6 processes (docs/model.md, "Timed for a second a process"). The process's
+C allocator is held in one state first (allocator.py). With `fingerprints`, each program's
+outputs are fingerprinted first (the output check). In a queued launch (MindSpore's) each
+sample ends as the script's step does, with its result read back
 (executor.time_step_to_host), not with the framework's sync."""
 from __future__ import annotations
 
@@ -40,8 +41,11 @@ def _more_rounds(request: ipc.ReplayPaired, done: int, timed_s: float) -> bool:
 
 def serve_paired(request: ipc.ReplayPaired, adapter: Any, mapping: Any,
                  clock: Callable[[], float] = time.perf_counter) -> ipc.PairedResult:
+    from opbench.model.replay.allocator import hold_heap
     from opbench.model.replay.executor import Replayer
 
+    # before the programs allocate anything: both timed in one allocator state
+    heap_note = hold_heap() or ""
     players = [Replayer(step, request.framework, adapter, mapping)
                for step in request.programs]
     seed = adapter.resolve(f"{request.framework}.manual_seed")
@@ -51,7 +55,8 @@ def serve_paired(request: ipc.ReplayPaired, adapter: Any, mapping: Any,
         prints.append(player.probe(fingerprints=request.fingerprints))
     prints = tuple(prints)
     facts = dict(framework=request.framework, launch=adapter.launch(), pid=os.getpid(),
-                 status=tuple(tuple(p.status) for p in players), fingerprints=prints)
+                 status=tuple(tuple(p.status) for p in players), fingerprints=prints,
+                 heap_note=heap_note)
     if request.rounds <= 0:
         return ipc.PairedResult(**facts)
     for player in players:
