@@ -278,10 +278,17 @@ def test_ctrl_c_during_start_up_exits_130_with_a_message(tmp_path):
 
     path = case_file(tmp_path, *(binary_case(f"add{i}") for i in range(4000)))
     root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root}
+    # The signal must land after the CLI installed its handler (after its imports) and
+    # before the 4,000 cases are loaded (~4 s more here). A fixed 1 s wait failed once in a
+    # loaded unit run: the imports alone took longer. Wait for this machine's import time now.
+    began = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import opbench.cli.main"], env=env, check=True)
+    imports_s = time.perf_counter() - began
     proc = subprocess.Popen([sys.executable, "-m", "opbench.cli.main", "list", str(path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": root})
-    time.sleep(1.0)   # importing opbench and loading 4,000 cases takes longer than this
+                            env=env)
+    time.sleep(max(1.0, 2 * imports_s + 0.3))
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr

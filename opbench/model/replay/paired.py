@@ -5,7 +5,7 @@ same process, the same mode of the framework (MindSpore's speed changes between 
 by up to 3x here, more than most swaps save) and the same drift. Past its `rounds`, a
 process goes on timing rounds until they have taken `min_timed_s`: a step of 0.7 ms got 30
 samples a program in 6 rounds of 5, and a swap saving 0.09 ms of it read anywhere in
-0.07-0.23 ms over 6 processes (docs/model.md, "Timed for a second a process"). The process's
+0.07-0.23 ms over 6 processes (docs/model.md, "What moved the claims"). The process's
 C allocator is held in one state first (allocator.py). With `fingerprints`, each program's
 outputs are fingerprinted first (the output check). In a queued launch (MindSpore's) each
 sample ends as the script's step does, with its result read back
