@@ -30,6 +30,7 @@ from opbench.cli.gate import gate_command, history_command
 from opbench.cli.gate_noise import noise_command, replay_alias_command, resample_command
 from opbench.cli.merge import merge_command
 from opbench.cli.model import model_command, suggest_command
+from opbench.cli.profile import profile_command
 from opbench.cli.scan import scan_command
 from opbench.cli.selection_options import selection_options
 from opbench.cli.trace import trace_command
@@ -214,7 +215,7 @@ def schema(which):
 # The instruments and the gate keep their commands next to their code.
 for _command in (trace_command, scan_command, gate_command, noise_command, resample_command,
                  replay_alias_command, history_command, merge_command, model_command,
-                 suggest_command,
+                 suggest_command, profile_command,
                  env_command, bisect_command):
     cli.add_command(_command)
 

@@ -250,6 +250,9 @@ class RunConfig:
     # machine-facts cache (runner/machine_facts.py) holds them for this machine and build.
     # Not recorded in `config`: the record's `machine_facts` says where its figures came from.
     remeasure_machine: bool = False
+    # `--profile` (runner/profiling.py): after an instance's timing, each side's call run
+    # again under its framework's profiler; recorded in `config` only when on.
+    profile: bool = False
 
     def __post_init__(self) -> None:
         for which in ("reference", "target"):
@@ -363,6 +366,8 @@ class RunConfig:
         if self.sequential is None:
             del d["sequential"]
         del d["remeasure_machine"]
+        if not self.profile:        # runs without --profile record as they always have
+            del d["profile"]
         if self.worker is None:
             del d["worker"]
         else:

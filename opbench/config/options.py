@@ -121,6 +121,11 @@ class OptionSpec:
         return f"--{self.flag}" if self.kind is bool else f"--{self.flag} {value}"
 
 
+def _on_or_unset(value: bool) -> bool | None:
+    """A flag recorded as false reads as not given (None), like the user who left it off."""
+    return True if value else None
+
+
 # The order is the order of `--help` and of the gate's "measuring like the baseline" line:
 # how each side is measured first, then what is compared with what.
 OPTIONS: tuple[OptionSpec, ...] = (
@@ -179,6 +184,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "these framework builds and threads (kept for 7 days in $OPBENCH_CACHE_DIR, "
                "else $XDG_CACHE_HOME/opbench or ~/.cache/opbench).",
                inherited=False),
+    # Not inherited: profiling runs after the timing and never enters a sample, so a
+    # baseline's profile asks nothing of the gate's run.
+    OptionSpec("profile", "profile", bool,
+               "After each instance is timed, run each side's call again a few times under "
+               "its framework's own profiler (torch.profiler, mindspore.Profiler): its "
+               "kernels, kernel time and host time per call, casts and layout changes "
+               "(docs/profile.md). Never inside a timed sample.",
+               recorded_as="profile", recorded_default=False, inherited=False,
+               from_recorded=_on_or_unset),
     OptionSpec("no_backward", "no-backward", bool, "Skip forward+backward timing.",
                recorded_as="backward", from_recorded=_negated),
     # Not inherited: a threshold moves only the cross-framework verdict, not what a sample
@@ -313,6 +327,7 @@ class RunOptions:
     no_backward: bool | None = None
     time_budget: str | None = None
     remeasure_machine: bool | None = None
+    profile: bool | None = None
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any]) -> "RunOptions":
@@ -385,6 +400,7 @@ class RunOptions:
                 backward=not self.no_backward, timing=timing,
                 settings=MeasureSettings(**settings_kw),
                 sequential=self._sequential(timing, sequential),
-                remeasure_machine=bool(self.remeasure_machine))
+                remeasure_machine=bool(self.remeasure_machine),
+                profile=bool(self.profile) and timing)
         except ValueError as exc:
             raise OptionError(str(exc)) from None

@@ -10,17 +10,22 @@ History of compatible additions (callers written against the first version keep 
   LAUNCH_MODES); the default does nothing, for frameworks that never queue work.
 - `build()` names the build (the source commit) where the framework exposes one; the
   default None. info() carries it as "build" only when there is one.
+- `profile_calls(run, workdir)` runs `run` under the framework's own profiler and reads
+  what it wrote (opbench/profiles); the default raises Unsupported.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 # UnknownAPI is raised by the cases' load-time guard and by resolvers here: one class.
 from opbench.cases.api_guard import UnknownAPI
 from opbench.config import LAUNCH_QUEUED
+
+if TYPE_CHECKING:
+    from opbench.profiles.events import Profile
 
 __all__ = ["Adapter", "DeviceUnavailable", "FrameworkUnavailable", "UnknownAPI", "Unsupported",
            "check_thread_count"]
@@ -113,6 +118,12 @@ class Adapter(ABC):
         The loss is sum(output * grad_weight). grad_weight is a framework tensor with the
         output's shape; for tuple outputs, a sequence with one weight per output (None skips an
         output, e.g. the indices of topk). grad_weight=None means sum(output)."""
+
+    def profile_calls(self, run: Callable[[], None], workdir: str) -> "Profile":
+        """`run()` under this framework's own profiler (its CPU activity, and the device's
+        where one is in use), its output written under `workdir` and read back as a
+        Profile. Raises Unsupported where the framework has no profiler."""
+        raise Unsupported(f"{self.name} has no profiler opbench can run")
 
     def build(self) -> str | None:
         """The build this is (the source commit it was built from) where the framework

@@ -46,6 +46,8 @@ from opbench.frameworks.outputs import (
     with_replaced,
 )
 from opbench.frameworks.resolve import resolve_api
+from opbench.profiles.events import Profile
+from opbench.profiles.mindspore_output import read_mindspore_profile
 
 # MindSpore's device_target names for opbench's device kinds.
 DEVICE_TARGETS = {CPU: "CPU", CUDA: "GPU", ASCEND: "Ascend"}
@@ -334,6 +336,24 @@ class MindSporeAdapter(Adapter):
         return add_one_element
 
     # -- autograd -------------------------------------------------------------------------
+    def profile_calls(self, run: Callable[[], None], workdir: str) -> Profile:
+        """mindspore.Profiler with the CPU activity (and NPU's on Ascend), stopped and
+        analysed into `workdir`, read by opbench/profiles/mindspore_output.py. On the CPU
+        it records each kernel (HostCpuOps); analyse() took ~1.0 s here per profile."""
+        from mindspore import Profiler
+        from mindspore.profiler import ProfilerActivity
+        activities = [ProfilerActivity.CPU]
+        if self.device().startswith("ascend"):
+            activities.append(ProfilerActivity.NPU)
+        profiler = Profiler(output_path=workdir, activities=activities)
+        try:
+            run()
+            self.sync()
+        finally:
+            profiler.stop()
+        profiler.analyse()
+        return read_mindspore_profile(workdir, allow_empty=True)
+
     def forward_backward(self, fn: Callable[..., Any], args: tuple, kwargs: dict,
                          grad_positions: tuple[int, ...],
                          grad_weight: Any = None) -> Callable[[], Any]:

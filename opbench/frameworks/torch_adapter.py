@@ -32,6 +32,8 @@ from opbench.frameworks.outputs import (
     with_replaced,
 )
 from opbench.frameworks.resolve import resolve_api
+from opbench.profiles.events import Profile
+from opbench.profiles.torch_trace import read_torch_trace
 
 # Huawei's out-of-tree backend: importing it registers torch.npu and the "npu" device type.
 TORCH_NPU_MODULE = "torch_npu"
@@ -226,6 +228,20 @@ class TorchAdapter(Adapter):
         return add_one_element
 
     # -- autograd -------------------------------------------------------------------------
+    def profile_calls(self, run: Callable[[], None], workdir: str) -> Profile:
+        """torch.profiler with the CPU activity (and CUDA's on a CUDA device), exported as a
+        Chrome trace and read by opbench/profiles/torch_trace.py: the same reader a user's
+        own trace goes through."""
+        from torch.profiler import ProfilerActivity, profile
+        activities = [ProfilerActivity.CPU]
+        if self.device().startswith("cuda"):
+            activities.append(ProfilerActivity.CUDA)
+        with profile(activities=activities, record_shapes=True) as prof:
+            run()
+        path = os.path.join(workdir, "torch_trace.json")
+        prof.export_chrome_trace(path)
+        return read_torch_trace(path, allow_empty=True)
+
     def forward_backward(self, fn: Callable[..., Any], args: tuple, kwargs: dict,
                          grad_positions: tuple[int, ...],
                          grad_weight: Any = None) -> Callable[[], Any]:

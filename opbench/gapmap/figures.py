@@ -1,7 +1,8 @@
 """The gap map's figures written into the results record, so CI reads them from the JSON
 instead of recomputing a report: each measurement's `cause` (SLOW ones), the size-sweep
 `fit` it belongs to (each side's fixed cost and throughput) and each side's `roofline`
-point. Effective cores and memory are the runner's (already in the record).
+point; with `--profile`, each side's kernel/host split and the profile's `profile_cause`
+(inside.py). Effective cores and memory are the runner's (already in the record).
 
 A front door calls `with_figures` on the finished record before its last save (the
 results layer below cannot: the gap map reads the record it would have to write). The
@@ -14,6 +15,7 @@ from typing import Any
 
 from opbench.gapmap.attribute import CAUSE_KINDS, Attribution, attribute
 from opbench.gapmap.decompose import sweeps
+from opbench.gapmap.inside import inside_figures
 from opbench.gapmap.roofline import roofline
 from opbench.gapmap.sweep import Sweep, by_instance
 from opbench.results.records import Measurement, RunRecord
@@ -21,7 +23,7 @@ from opbench.results.records import Measurement, RunRecord
 __all__ = ["FIGURE_KEYS", "with_figures", "fit_figures"]
 
 # The keys this module writes into a measurement (and replaces when it runs again).
-FIGURE_KEYS = ("cause", "fit", "roofline")
+FIGURE_KEYS = ("cause", "fit", "roofline", "profile_cause")
 
 
 def fit_figures(sweep: Sweep) -> dict[str, Any]:
@@ -40,7 +42,7 @@ def fit_figures(sweep: Sweep) -> dict[str, Any]:
 
 def _cause_figures(a: Attribution) -> dict[str, Any]:
     return {"kind": CAUSE_KINDS[a.cause], "basis": a.basis,
-            "overhead_share": a.overhead_share}
+            "overhead_share": a.overhead_share, "source": "sweep"}
 
 
 def with_figures(record: RunRecord) -> RunRecord:
@@ -69,5 +71,14 @@ def with_figures(record: RunRecord) -> RunRecord:
             kept = {k: v for k, v in m.to_dict().items() if k not in FIGURE_KEYS}
             kept.update({k: v for k, v in changes.items() if v is not None})
             measurements[key] = Measurement.from_dict(kept)
+        if inst.profile:
+            inside = inside_figures(
+                inst, record.config.reference, record.config.target,
+                {key: m.cause["kind"] for key, m in measurements.items() if m.cause})
+            measurements = {key: (m.replace(profile_cause=inside.causes[key])
+                                  if key in inside.causes else m)
+                            for key, m in measurements.items()}
+            instances.append(inst.replace(measurements=measurements, profile=inside.profile))
+            continue
         instances.append(inst.replace(measurements=measurements))
     return record.replace(instances=tuple(instances))

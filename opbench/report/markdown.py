@@ -14,6 +14,7 @@ from opbench.report.text import (
     sorted_rows,
     summary_line,
 )
+from opbench.report.inside_text import PROFILE_HEADERS, profile_cause_lines, profile_rows
 from opbench.results.records import RunRecord
 
 __all__ = ["render_markdown"]
@@ -34,6 +35,13 @@ def render_markdown(record: RunRecord, limit: int | None = None) -> str:
                 "|---|---|" + "---:|" * (len(headers) - 2)]
         out += ["| `" + row[0] + "` | " + " | ".join(row[1:]) + " |" for row in gap_rows]
         out.append("")
+    inside = profile_rows(record)
+    if inside:
+        out += ["**Inside each call** (--profile: the frameworks' own profilers; host = the "
+                "timed call less its kernels)", "",
+                "| " + " | ".join(PROFILE_HEADERS) + " |", "|---|---|---|---:|---:|---:|---|---|"]
+        out += ["| `" + row[0] + "` | " + " | ".join(row[1:]) + " |" for row in inside]
+        out += [""] + [f"- {line}" for line in profile_cause_lines(record)] + [""]
     ceilings = ceilings_lines(record)
     if ceilings:
         out += ["**Machine ceilings** (per framework, the run's threads)", ""]

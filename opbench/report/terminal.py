@@ -12,6 +12,7 @@ from rich.text import Text
 from opbench.cases.ids import short_ids
 from opbench.gapmap.analysis import GapMap, analyse, ceilings_lines
 from opbench.results.records import RunRecord
+from opbench.report.inside_text import PROFILE_HEADERS, profile_cause_lines, profile_rows
 from opbench.report.text import (
     VERDICT_STYLE,
     fmt_ratio,
@@ -112,6 +113,13 @@ def render_terminal(record: RunRecord, console: Console, worst_first: bool = Fal
     gaps = kernel_gap_table(record, gap)
     if gaps is not None:
         console.print(gaps)
+    inside = profile_table(record)
+    if inside is not None:
+        console.print(inside)
+        causes = profile_cause_lines(record)
+        if causes:
+            console.print(Group(Text("Inside the SLOW calls (profiles):", style="bold"),
+                                *[Text("  " + ln) for ln in causes]))
     ceilings = ceilings_lines(record)
     if ceilings:
         console.print(Group(Text("Machine ceilings (per framework, the run's threads):",
@@ -123,6 +131,21 @@ def render_terminal(record: RunRecord, console: Console, worst_first: bool = Fal
             console.print(Group(Text("What explains these ratios:", style="bold"),
                                 *[Text("  " + ln) for ln in lines]))
     console.print(Text(summary_line(record), style="bold"))
+
+
+def profile_table(record: RunRecord) -> Table | None:
+    rows_ = profile_rows(record)
+    if not rows_:
+        return None
+    table = Table(title="Inside each call (--profile: the frameworks' own profilers; host = "
+                        "the timed call less its kernels)", header_style="bold",
+                  box=box.SIMPLE_HEAD)
+    for n, header in enumerate(PROFILE_HEADERS):
+        table.add_column(header, justify="right" if 3 <= n <= 5 else "left",
+                         overflow="fold")
+    for row in rows_:
+        table.add_row(*[Text(cell) for cell in row])
+    return table
 
 
 def kernel_gap_table(record: RunRecord, gap: GapMap) -> Table | None:

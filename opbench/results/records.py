@@ -306,6 +306,9 @@ class Measurement(_Record):
     cause: Mapping[str, Any] | None = _key(None)
     fit: Mapping[str, Any] | None = _key(None)
     roofline: Mapping[str, Mapping[str, Any]] | None = _key(None)
+    # gapmap/figures.py, with --profile: the cause both sides' profiles give a SLOW row
+    # {kind: host | kernel | extra kernels, basis, source: profile, agrees_with_sweep}
+    profile_cause: Mapping[str, Any] | None = _key(None)
 
     @property
     def interval(self) -> Interval:
@@ -399,6 +402,9 @@ class InstanceRecord(_Record):
     threshold: float | None = _key(None)
     measurements: Mapping[str, Measurement] = _key(_EMPTY, _by_name(Measurement))
     peak_memory: Mapping[str, PeakMemory] = _key(_EMPTY, _by_name(PeakMemory))
+    # --profile (runner/profiling.py, opbench/profiles): measurement key -> side -> its
+    # profile entry (kernels per call, and gapmap/figures.py's split against the timed call)
+    profile: Mapping[str, Mapping[str, Any]] = _key(_EMPTY)
     explanation: tuple[str, ...] = _key(())
     duration_s: float | None = _key(None)
     grad_check: Check | None = _key(None, _one(Check))
@@ -495,6 +501,7 @@ class RecordedConfig(_Record):
     shard: ShardRecord | None = _key(None, _one(ShardRecord))
     worker: WorkerRecord | None = _key(None, _one(WorkerRecord))
     sequential: SequentialRecord | None = _key(None, _one(SequentialRecord))
+    profile: bool = _key(False)          # --profile; absent: off
     # A side in another interpreter; both sides' framework when they share one (the sides
     # are then labels: config.sides). Absent: this interpreter, and the side's own name.
     reference_python: str | None = _key(None)

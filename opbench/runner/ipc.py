@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # annotations only: the records hold these, ipc needs none of
 __all__ = [
     "Request", "Open", "OpenSide", "Overheads", "Ceilings", "CheckApis", "Run", "Extend",
     "Close", "Forward", "Backward", "Sample", "RunWarmUp", "SyncCost", "PeakMemory",
+    "ProfileCall",
     "SideInfo", "SideOverheads", "SideCeilings", "SideCheckApis", "SIDE_REQUESTS",
     "REPLAY_PROBE", "REPLAY_TIME", "ReplayStep", "ReplayResult", "ReplayPaired",
     "PairedResult",
@@ -207,6 +208,17 @@ class PeakMemory(Request):
 
 
 @dataclass(frozen=True)
+class ProfileCall(Request):
+    """-> this side's profile entry (runner/profiling.py) for the call it holds: `which`
+    run again under its framework's profiler in `mode`, as many calls as `loops` allows."""
+
+    doing: ClassVar[str] = "profiling {current}"
+    which: str
+    mode: str
+    loops: int
+
+
+@dataclass(frozen=True)
 class SideInfo(Request):
     """-> this side's framework info."""
 
@@ -237,7 +249,7 @@ class SideCheckApis(Request):
 
 # The requests a side worker's SideServer answers (after OpenSide).
 SIDE_REQUESTS: tuple[type[Request], ...] = (
-    Forward, Backward, Sample, RunWarmUp, SyncCost, PeakMemory,
+    Forward, Backward, Sample, RunWarmUp, SyncCost, PeakMemory, ProfileCall,
     SideInfo, SideOverheads, SideCeilings, SideCheckApis)
 
 

@@ -207,6 +207,8 @@ class RawInstance:
     threshold: float | None = None
     measurements: Mapping[str, RawMeasurement] | None = None
     peak_memory: Mapping[str, Any] | None = None
+    # --profile (profiling.py): measurement key -> side -> its profile entry
+    profile: Mapping[str, Any] | None = None
     error: str | None = None
     traceback: str | None = None
     duration_s: float | None = None
@@ -226,6 +228,8 @@ class RawInstance:
             record["measurements"] = {k: m.as_dict() for k, m in self.measurements.items()}
         if self.peak_memory is not None:
             record["peak_memory"] = self.peak_memory
+        if self.profile is not None:
+            record["profile"] = self.profile
         if self.traceback is not None:
             record["traceback"] = self.traceback
         if self.duration_s is not None:

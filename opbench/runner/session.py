@@ -26,6 +26,7 @@ from opbench.runner.ceilings import cache_sizes, level_copy_bytes, measure_ceili
 from opbench.runner.check import SHAPE, CheckResult, compare_outputs, select_outputs
 from opbench.runner.measure import Clock, Side, measure, measure_overhead, more_rounds
 from opbench.runner.memory import peak_memory
+from opbench.runner.profiling import profile_side
 from opbench.runner.pinning import current_cpus, pin_process, pin_run_cores
 from opbench.runner.quiesce import Quiescer, ThreadActivityProbe
 from opbench.runner.raw_records import (
@@ -49,6 +50,7 @@ class _Found:
     threshold: float | None = None
     measurements: dict[str, RawMeasurement] | None = None
     peak_memory: dict[str, Any] | None = None
+    profile: dict[str, Any] | None = None
     error: str | None = None
     traceback: str | None = None
 
@@ -317,6 +319,11 @@ class Session:
         found.measurements = {key: self._measure(sides, key_mode(key), threshold)
                               for key, sides in self._timed_sides(*checked).items()}
         found.peak_memory = self._peak_memory(checked[0])
+        if cfg.profile:
+            timed = self._timed_sides(*checked)
+            found.profile = {key: {side.name: self.profile_side(side, key_mode(key), m.loops)
+                                   for side in timed[key]}
+                             for key, m in found.measurements.items()}
         self._measured_here.add(instance.id)
 
     def _timed_sides(self, prepared: Mapping[str, Any],
@@ -480,6 +487,14 @@ class Session:
         if backward is not None:
             return Side(name, backward, self.adapters[name].sync)
         return Side(name, prepared.bound(), prepared.adapter.sync)
+
+    def profile_side(self, side: Side, mode: str, loops: int) -> dict[str, Any]:
+        """The side's call run again under its framework's profiler (profiling.py), after
+        the timing: its profile entry. A side worker's parent asks the side's process."""
+        if self.quiescer is not None:
+            self.quiescer.settle()
+        return profile_side(self.adapters[side.name], side.call, side.sync, mode, loops,
+                            self.clock)
 
     def _peak_memory(self, prepared: Mapping[str, Any]) -> dict[str, Any]:
         """One untimed call per side under its memory probe (memory.py), after the

@@ -18,6 +18,7 @@ Requests (runner/ipc.py, ipc.SIDE_REQUESTS; each answered Ok(value) by the worke
   RunWarmUp(which, mode, warmup_time_s)    -> WarmUp (calls made, steady per-call s)
   SyncCost(which)                          -> seconds
   PeakMemory()                             -> this side's peak_memory entry
+  ProfileCall(which, mode, loops)          -> this side's profile entry (profiling.py)
   SideInfo()  SideOverheads()  SideCeilings()  SideCheckApis(instances)
 `which` is FORWARD or BACKWARD: the instance's call, or its forward+backward callable.
 """
@@ -60,6 +61,7 @@ class SideServer:
             ipc.RunWarmUp: self._warm_up,
             ipc.SyncCost: self._sync_cost,
             ipc.PeakMemory: self._memory,
+            ipc.ProfileCall: self._profile,
             ipc.SideInfo: lambda _: self.session.framework_info()[self.name],
             ipc.SideOverheads: lambda _: self.session.measure_overheads()[self.name],
             ipc.SideCeilings: lambda _: self.session.measure_ceilings()[self.name],
@@ -125,3 +127,7 @@ class SideServer:
         side = self._side(FORWARD)
         return peak_memory({self.name: lambda: (side.call(), side.sync())},
                            self.session.config.device)[self.name]
+
+    def _profile(self, request: ipc.ProfileCall) -> dict[str, Any]:
+        return self.session.profile_side(self._side(request.which), request.mode,
+                                         request.loops)

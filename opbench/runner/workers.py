@@ -189,6 +189,9 @@ class RemoteSession(Session):
     def _peak_memory(self, prepared: Mapping[str, Any]) -> dict[str, Any]:
         return {name: self.workers[name].call(ipc.PeakMemory()) for name in self.config.frameworks}
 
+    def profile_side(self, side: ProcessSide, mode: str, loops: int) -> dict[str, Any]:
+        return self.workers[side.name].call(ipc.ProfileCall(side.which, mode, loops))
+
 
 # -- what one process number holds: the two placements -----------------------------------------
 # A pool measures through process numbers 1..N; what stands behind a number is its
