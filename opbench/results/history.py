@@ -109,6 +109,8 @@ class TrendPoint:
     target_median_s: float | None
     reference_build: str | None = None
     target_build: str | None = None
+    threads: int | None = None
+    config_json: str | None = None
 
     @property
     def frameworks(self) -> str:
@@ -254,6 +256,18 @@ class HistoryStore:
             keep = sorted({p.run_id for p in points})[-last_runs:] if last_runs > 0 else []
             points = [p for p in points if p.run_id in set(keep)]
         return points
+
+    def all_points(self) -> list[TrendPoint]:
+        """Every measurement of every run, oldest run first: the change-point scan's input
+        (results/changes.py keys them into series)."""
+        rows = self._db.execute(
+            "SELECT r.id, r.created_utc, r.git_commit, r.machine_id, r.reference_version,"
+            " r.target_version, r.label, m.instance_id, m.op, m.mode, m.verdict, m.ratio,"
+            " m.ci_low, m.ci_high, m.rounds, m.reference_median_s, m.target_median_s,"
+            " r.reference_build, r.target_build, r.threads, r.config_json"
+            " FROM measurements m JOIN runs r ON r.id = m.run_id"
+            " ORDER BY r.id, m.instance_id, m.mode").fetchall()
+        return [TrendPoint(*row) for row in rows]
 
     def samples(self, run_id: int, instance_id: str, mode: str) -> dict[str, list[float]]:
         row = self._db.execute(
