@@ -329,8 +329,10 @@ def _fmt_time(seconds: float | None) -> str:
               help="Change points over every series (or SELECTOR's); exit 1 on a regression.")
 @click.option("--json", "json_out", is_flag=True, default=False,
               help="With --changes: the changes as JSON on stdout.")
+@click.option("--v3", "v3_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the stored runs (or SELECTOR's) as dashboard v3 JSON lines.")
 def history_command(selector, db_path, add_paths, label, mode, last_runs, plot_path,
-                    changes, json_out):
+                    changes, json_out, v3_path):
     """How an operator's ratio moved over recorded runs. SELECTOR is an op name (or, when
     no op has that name, a substring of instance ids). Without SELECTOR: what is stored."""
     from opbench.results.history import HistoryError, HistoryStore, default_db
@@ -343,6 +345,8 @@ def history_command(selector, db_path, add_paths, label, mode, last_runs, plot_p
     try:
         with HistoryStore(db_path) as store:
             _add_runs(store, add_paths, label)
+            if v3_path:
+                _write_v3(store, selector, mode, v3_path)
             if changes:
                 found = _changes(store, selector, mode)
             elif selector is None:
@@ -368,6 +372,15 @@ def history_command(selector, db_path, add_paths, label, mode, last_runs, plot_p
         except PlotUnavailable as exc:
             fail(str(exc))
         err.print(f"[dim]plot: {plot_path}[/]", highlight=False)
+
+
+def _write_v3(store, selector, mode, path) -> None:
+    from opbench.report.dashboard_v3 import history_records, write_json_lines
+
+    points = store.all_points() if selector is None else store.trend(selector, mode=mode)
+    write_json_lines(history_records(p for p in points if mode is None or p.mode == mode),
+                     path)
+    err.print(f"[dim]v3: {path}[/]", highlight=False)
 
 
 def _changes(store, selector, mode):
