@@ -331,8 +331,11 @@ def _fmt_time(seconds: float | None) -> str:
               help="With --changes: the changes as JSON on stdout.")
 @click.option("--v3", "v3_path", type=click.Path(dir_okay=False), default=None,
               help="Write the stored runs (or SELECTOR's) as dashboard v3 JSON lines.")
+@click.option("--acknowledge", "ack_run", type=int, default=None,
+              help="Accept SELECTOR's (an instance id) level from this run id on.")
+@click.option("--note", default=None, help="Why, stored with --acknowledge.")
 def history_command(selector, db_path, add_paths, label, mode, last_runs, plot_path,
-                    changes, json_out, v3_path):
+                    changes, json_out, v3_path, ack_run, note):
     """How an operator's ratio moved over recorded runs. SELECTOR is an op name (or, when
     no op has that name, a substring of instance ids). Without SELECTOR: what is stored."""
     from opbench.results.history import HistoryError, HistoryStore, default_db
@@ -345,6 +348,12 @@ def history_command(selector, db_path, add_paths, label, mode, last_runs, plot_p
     try:
         with HistoryStore(db_path) as store:
             _add_runs(store, add_paths, label)
+            if ack_run is not None:
+                if selector is None:
+                    fail("--acknowledge needs the instance id as SELECTOR", EXIT_USAGE)
+                modes = store.acknowledge(selector, ack_run, mode=mode, note=note)
+                err.print(f"[dim]{selector} ({', '.join(modes)}): level accepted from run "
+                          f"#{ack_run}[/]", highlight=False)
             if v3_path:
                 _write_v3(store, selector, mode, v3_path)
             if changes:
@@ -389,7 +398,7 @@ def _changes(store, selector, mode):
     points = store.all_points() if selector is None else store.trend(selector, mode=mode)
     if selector is None and mode is not None:
         points = [p for p in points if p.mode == mode]
-    return detect_changes(points)
+    return detect_changes(points, acknowledged=store.acknowledged())
 
 
 def _show_changes(found, json_out: bool) -> None:

@@ -27,7 +27,7 @@ import json
 import math
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from opbench.results.history import TrendPoint
 from opbench.verdicts.rules import DEFAULT_MIN_EFFECT
@@ -183,10 +183,17 @@ def _se_of(point: TrendPoint) -> float:
 
 
 def detect_changes(points: Iterable[TrendPoint], *, min_effect: float = DEFAULT_MIN_EFFECT,
-                   z_critical: float = Z_CRITICAL) -> list[Change]:
-    """Every change in every series of these history points, by run then instance."""
+                   z_critical: float = Z_CRITICAL,
+                   acknowledged: Mapping[tuple[str, str], int] | None = None) -> list[Change]:
+    """Every change in every series of these history points, by run then instance.
+    acknowledged: (instance, mode) -> a run whose level was accepted; that series is
+    scanned from that run on (HistoryStore.acknowledged())."""
     changes: list[Change] = []
+    acknowledged = acknowledged or {}
     for key, series in series_of(points).items():
+        since = acknowledged.get((key.instance, key.mode))
+        if since is not None:
+            series = [p for p in series if p.run_id >= since]
         values = [math.log(p.ratio) for p in series]
         ses = [_se_of(p) for p in series]
         for step in find_steps(values, ses, min_effect=min_effect, z_critical=z_critical):

@@ -35,7 +35,21 @@ LOCK_WAIT_S = 30.0
 #    string (a nightly, a patched build) are different code, and a history keyed by the
 #    version alone showed them as one series. A v1 file gains the columns, empty (its runs'
 #    builds were not kept).
-SCHEMA_VERSION = 2
+# 3: acknowledged changes (opbench history INSTANCE --acknowledge RUN): a series' accepted
+#    new level starts at that run, so later change scans compare against it. A v2 file gains
+#    the empty table.
+SCHEMA_VERSION = 3
+
+_ACK_SCHEMA = """
+CREATE TABLE IF NOT EXISTS acknowledged (
+    instance_id TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    note TEXT,
+    recorded_utc TEXT NOT NULL,
+    PRIMARY KEY (instance_id, mode, run_id)
+);
+"""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -75,7 +89,7 @@ CREATE TABLE IF NOT EXISTS measurements (
     PRIMARY KEY (run_id, instance_id, mode)
 );
 CREATE INDEX IF NOT EXISTS measurements_op ON measurements(op, instance_id);
-"""
+""" + _ACK_SCHEMA
 
 
 class HistoryError(Exception):
@@ -154,10 +168,12 @@ class HistoryStore:
             with self._db:
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        elif version == 1:
+        elif version < SCHEMA_VERSION:
             with self._db:
-                for column in ("reference_build", "target_build"):
-                    self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
+                if version == 1:
+                    for column in ("reference_build", "target_build"):
+                        self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
+                self._db.executescript(_ACK_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
@@ -221,6 +237,27 @@ class HistoryStore:
                        m.ratio, m.ci_low, m.ci_high, m.rounds,
                        m.median_s(reference), m.median_s(target),
                        json.dumps(as_plain(m.samples_s)))
+
+    def acknowledge(self, instance_id: str, run_id: int, *, mode: str | None = None,
+                    note: str | None = None) -> list[str]:
+        """Accept the level of instance_id's series from run_id on (a known regression, an
+        accepted trade): later change scans start there. Returns the modes acknowledged."""
+        modes = [r[0] for r in self._db.execute(
+            "SELECT mode FROM measurements WHERE run_id = ? AND instance_id = ? AND mode != '-'",
+            (run_id, instance_id)) if mode is None or r[0] == mode]
+        if not modes:
+            raise HistoryError(f"{self.path}: run #{run_id} has no measurement of "
+                               f"'{instance_id}'" + (f" in mode {mode}" if mode else ""))
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO acknowledged VALUES (?, ?, ?, ?, ?)",
+                [(instance_id, m, run_id, note, utc_now()) for m in modes])
+        return modes
+
+    def acknowledged(self) -> dict[tuple[str, str], int]:
+        """(instance id, mode) -> the latest acknowledged run."""
+        return {(i, m): int(r) for i, m, r in self._db.execute(
+            "SELECT instance_id, mode, max(run_id) FROM acknowledged GROUP BY instance_id, mode")}
 
     # -- reading ----------------------------------------------------------------------------
 

@@ -97,3 +97,21 @@ def test_simulated_detection_and_false_alarm_rates(runs, at):
     assert big.false_alarms_per_100 <= 2
     if runs >= 12:
         assert simulate(series=300, runs=runs, step=0.15, at=at, seed=2).detected_per_100 >= 90
+
+
+def test_an_acknowledged_change_is_not_reported_again(tmp_path):
+    """Acknowledged at run 4: add[b]'s series starts there, at its new level; two more runs
+    at that level raise nothing; a bad run id is a usage error naming it."""
+    db = _history(tmp_path, runs=8, slowed_from=4)
+    runner = CliRunner()
+    result = runner.invoke(history_command, ["--db", str(db), "add[b]", "--acknowledge", "4",
+                                             "--note", "known: new kernel"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(history_command, ["--db", str(db), "--changes", "--json"])
+    assert result.exit_code == 0 and json.loads(result.output)["changes"] == []
+    with HistoryStore(db) as store:
+        assert store.acknowledged() == {("add[b]", "serial"): 4}
+        points = store.all_points()
+        assert [c.run for c in detect_changes(points)] == [4]     # unacknowledged: still there
+    result = runner.invoke(history_command, ["--db", str(db), "add[b]", "--acknowledge", "99"])
+    assert result.exit_code == 2 and "run #99" in result.output
