@@ -72,6 +72,7 @@ class Step:
     log_change: float
     se: float
     z: float
+    before_log: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class Change:
     ci_low: float
     ci_high: float
     z: float
+    before_ratio: float = 1.0   # the series' level before the change (weighted geometric mean)
 
     @property
     def direction(self) -> str:
@@ -151,7 +153,7 @@ def _best_split(values: Sequence[float], ses: Sequence[float]) -> Step | None:
         se = math.sqrt(v_b + v_a)
         z = (m_a - m_b) / se
         if best is None or abs(z) > abs(best.z):
-            best = Step(k, m_a - m_b, se, z)
+            best = Step(k, m_a - m_b, se, z, m_b)
     return best
 
 
@@ -170,7 +172,7 @@ def find_steps(values: Sequence[float], ses: Sequence[float], *,
                 or math.exp(abs(step.log_change)) - 1 < min_effect):
             return
         at = lo + step.at
-        steps.append(Step(at, step.log_change, step.se, step.z))
+        steps.append(Step(at, step.log_change, step.se, step.z, step.before_log))
         search(lo, at)
         search(at, hi)
 
@@ -201,7 +203,8 @@ def detect_changes(points: Iterable[TrendPoint], *, min_effect: float = DEFAULT_
             changes.append(Change(
                 key, step.at + 1, first.run_id, first.git_commit,
                 math.exp(step.log_change), math.exp(step.log_change - Z_95 * step.se),
-                math.exp(step.log_change + Z_95 * step.se), step.z))
+                math.exp(step.log_change + Z_95 * step.se), step.z,
+                math.exp(step.before_log)))
     return sorted(changes, key=lambda c: (c.run, c.key.instance, c.key.mode))
 
 
