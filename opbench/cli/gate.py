@@ -325,7 +325,17 @@ def _fmt_time(seconds: float | None) -> str:
 @click.option("--last", "last_runs", type=int, default=None, help="Only the last N runs.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Also draw the trend (PNG/SVG/PDF by extension; needs matplotlib).")
-def history_command(selector, db_path, add_paths, label, mode, last_runs, plot_path):
+@click.option("--changes", is_flag=True, default=False,
+              help="Change points over every series (or SELECTOR's); exit 1 on a regression.")
+@click.option("--json", "json_out", is_flag=True, default=False,
+              help="With --changes: the changes as JSON on stdout.")
+@click.option("--v3", "v3_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the stored runs (or SELECTOR's) as dashboard v3 JSON lines.")
+@click.option("--acknowledge", "ack_run", type=int, default=None,
+              help="Accept SELECTOR's (an instance id) level from this run id on.")
+@click.option("--note", default=None, help="Why, stored with --acknowledge.")
+def history_command(selector, db_path, add_paths, label, mode, last_runs, plot_path,
+                    changes, json_out, v3_path, ack_run, note):
     """How an operator's ratio moved over recorded runs. SELECTOR is an op name (or, when
     no op has that name, a substring of instance ids). Without SELECTOR: what is stored."""
     from opbench.results.history import HistoryError, HistoryStore, default_db
@@ -338,14 +348,28 @@ def history_command(selector, db_path, add_paths, label, mode, last_runs, plot_p
     try:
         with HistoryStore(db_path) as store:
             _add_runs(store, add_paths, label)
-            if selector is None:
+            if ack_run is not None:
+                if selector is None:
+                    fail("--acknowledge needs the instance id as SELECTOR", EXIT_USAGE)
+                modes = store.acknowledge(selector, ack_run, mode=mode, note=note)
+                err.print(f"[dim]{selector} ({', '.join(modes)}): level accepted from run "
+                          f"#{ack_run}[/]", highlight=False)
+            if v3_path:
+                _write_v3(store, selector, mode, v3_path)
+            if changes:
+                found = _changes(store, selector, mode)
+            elif selector is None:
                 ops = store.operators()
                 out.print(f"{db_path}: {store.run_count()} runs; operators: "
                           f"{', '.join(ops) or 'none'}", highlight=False)
                 return
-            points = store.trend(selector, mode=mode, last_runs=last_runs)
+            if not changes:
+                points = store.trend(selector, mode=mode, last_runs=last_runs)
     except HistoryError as exc:
         fail(str(exc))
+    if changes:
+        _show_changes(found, json_out)
+        return
     if not points:
         fail(f"{db_path}: nothing recorded for '{selector}'")
     out.print(_trend_table(points, selector))
@@ -357,6 +381,41 @@ def history_command(selector, db_path, add_paths, label, mode, last_runs, plot_p
         except PlotUnavailable as exc:
             fail(str(exc))
         err.print(f"[dim]plot: {plot_path}[/]", highlight=False)
+
+
+def _write_v3(store, selector, mode, path) -> None:
+    from opbench.report.dashboard_v3 import history_records, write_json_lines
+
+    points = store.all_points() if selector is None else store.trend(selector, mode=mode)
+    write_json_lines(history_records(p for p in points if mode is None or p.mode == mode),
+                     path)
+    err.print(f"[dim]v3: {path}[/]", highlight=False)
+
+
+def _changes(store, selector, mode):
+    from opbench.results.changes import detect_changes
+
+    points = store.all_points() if selector is None else store.trend(selector, mode=mode)
+    if selector is None and mode is not None:
+        points = [p for p in points if p.mode == mode]
+    return detect_changes(points, acknowledged=store.acknowledged())
+
+
+def _show_changes(found, json_out: bool) -> None:
+    import json
+
+    from opbench.results.changes import changes_to_json
+
+    if json_out:
+        click.echo(json.dumps(changes_to_json(found), indent=2))
+    elif not found:
+        out.print("no change points", highlight=False)
+    for c in ([] if json_out else found):
+        out.print(f"{c.key.instance} [{c.key.mode}]: {c.direction} at run #{c.run} "
+                  f"(series run {c.run_index}, commit {c.commit or '?'}): ratio x{c.ratio:.3f} "
+                  f"[{c.ci_low:.3f}, {c.ci_high:.3f}]", highlight=False)
+    if any(c.direction == "regression" for c in found):
+        raise SystemExit(1)
 
 
 def _add_runs(store, add_paths: Sequence[str], label: str | None) -> None:

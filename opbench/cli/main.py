@@ -158,7 +158,9 @@ def list_cases(paths, keyword, ops, tags, show_instances):
               help="Also write an HTML report to this file.")
 @click.option("--worst-first", is_flag=True,
               help="Order the rows by verdict and ratio, worst first. Default: run order.")
-def report(results, markdown_path, html_path, worst_first):
+@click.option("--v3", "v3_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the PyTorch benchmark dashboard's v3 JSON lines to this file.")
+def report(results, markdown_path, html_path, worst_first, v3_path):
     """Show a saved results file (and write Markdown / HTML). A model record (`opbench
     model --json`) shows as `opbench model` showed it, its APIs by time lost."""
     from opbench.model.impact.record import is_model_file
@@ -181,6 +183,10 @@ def report(results, markdown_path, html_path, worst_first):
         Path(markdown_path).write_text(render_markdown(record))
     if html_path:
         Path(html_path).write_text(render_html(record))
+    if v3_path:
+        from opbench.report.dashboard_v3 import run_records, write_json_lines
+
+        write_json_lines(run_records(record), v3_path)
 
 
 def _report_model(path: str, markdown_path: str | None, html_path: str | None) -> None:

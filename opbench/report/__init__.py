@@ -3,6 +3,8 @@ JUnit, history plots and live progress. Reads records; measures and decides noth
 
   console        How wide opbench's consoles draw: the terminal's width on a terminal; $COLUMNS
                  when set (also for piped output, so `COLUMNS=100 opbench
+  dashboard_v3   `--v3`: a results record or the history as the PyTorch benchmark dashboard's
+                 v3 JSON lines
   gate_junit     JUnit XML for CI test panels: one <testcase> per instance
   gate_markdown  The gate's Markdown summary, shaped for a CI job summary ($GITHUB_STEP_SUMMARY
                  and the like): the outcome and exit code first, then every baseline-hygiene

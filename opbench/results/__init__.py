@@ -2,6 +2,8 @@
 typed records, merging shards, the run history database, reproducibility across runs. No
 measuring: the run loop that fills a record is opbench/runloop/.
 
+  change_sim       The change-point method's detection and false-alarm rates by simulation
+  changes          Change points in the run history: each series' steps, run, size, direction
   history          The run history: every recorded run in one SQLite file, queried per operator
   io               The results file's version, its JSON Schema, the facts of the machine a record
                    starts with, and the atomic JSON write

@@ -35,7 +35,21 @@ LOCK_WAIT_S = 30.0
 #    string (a nightly, a patched build) are different code, and a history keyed by the
 #    version alone showed them as one series. A v1 file gains the columns, empty (its runs'
 #    builds were not kept).
-SCHEMA_VERSION = 2
+# 3: acknowledged changes (opbench history INSTANCE --acknowledge RUN): a series' accepted
+#    new level starts at that run, so later change scans compare against it. A v2 file gains
+#    the empty table.
+SCHEMA_VERSION = 3
+
+_ACK_SCHEMA = """
+CREATE TABLE IF NOT EXISTS acknowledged (
+    instance_id TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    note TEXT,
+    recorded_utc TEXT NOT NULL,
+    PRIMARY KEY (instance_id, mode, run_id)
+);
+"""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -75,7 +89,7 @@ CREATE TABLE IF NOT EXISTS measurements (
     PRIMARY KEY (run_id, instance_id, mode)
 );
 CREATE INDEX IF NOT EXISTS measurements_op ON measurements(op, instance_id);
-"""
+""" + _ACK_SCHEMA
 
 
 class HistoryError(Exception):
@@ -109,6 +123,8 @@ class TrendPoint:
     target_median_s: float | None
     reference_build: str | None = None
     target_build: str | None = None
+    threads: int | None = None
+    config_json: str | None = None
 
     @property
     def frameworks(self) -> str:
@@ -152,10 +168,12 @@ class HistoryStore:
             with self._db:
                 self._db.executescript(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        elif version == 1:
+        elif version < SCHEMA_VERSION:
             with self._db:
-                for column in ("reference_build", "target_build"):
-                    self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
+                if version == 1:
+                    for column in ("reference_build", "target_build"):
+                        self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
+                self._db.executescript(_ACK_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
@@ -220,6 +238,27 @@ class HistoryStore:
                        m.median_s(reference), m.median_s(target),
                        json.dumps(as_plain(m.samples_s)))
 
+    def acknowledge(self, instance_id: str, run_id: int, *, mode: str | None = None,
+                    note: str | None = None) -> list[str]:
+        """Accept the level of instance_id's series from run_id on (a known regression, an
+        accepted trade): later change scans start there. Returns the modes acknowledged."""
+        modes = [r[0] for r in self._db.execute(
+            "SELECT mode FROM measurements WHERE run_id = ? AND instance_id = ? AND mode != '-'",
+            (run_id, instance_id)) if mode is None or r[0] == mode]
+        if not modes:
+            raise HistoryError(f"{self.path}: run #{run_id} has no measurement of "
+                               f"'{instance_id}'" + (f" in mode {mode}" if mode else ""))
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO acknowledged VALUES (?, ?, ?, ?, ?)",
+                [(instance_id, m, run_id, note, utc_now()) for m in modes])
+        return modes
+
+    def acknowledged(self) -> dict[tuple[str, str], int]:
+        """(instance id, mode) -> the latest acknowledged run."""
+        return {(i, m): int(r) for i, m, r in self._db.execute(
+            "SELECT instance_id, mode, max(run_id) FROM acknowledged GROUP BY instance_id, mode")}
+
     # -- reading ----------------------------------------------------------------------------
 
     def run_count(self) -> int:
@@ -254,6 +293,18 @@ class HistoryStore:
             keep = sorted({p.run_id for p in points})[-last_runs:] if last_runs > 0 else []
             points = [p for p in points if p.run_id in set(keep)]
         return points
+
+    def all_points(self) -> list[TrendPoint]:
+        """Every measurement of every run, oldest run first: the change-point scan's input
+        (results/changes.py keys them into series)."""
+        rows = self._db.execute(
+            "SELECT r.id, r.created_utc, r.git_commit, r.machine_id, r.reference_version,"
+            " r.target_version, r.label, m.instance_id, m.op, m.mode, m.verdict, m.ratio,"
+            " m.ci_low, m.ci_high, m.rounds, m.reference_median_s, m.target_median_s,"
+            " r.reference_build, r.target_build, r.threads, r.config_json"
+            " FROM measurements m JOIN runs r ON r.id = m.run_id"
+            " ORDER BY r.id, m.instance_id, m.mode").fetchall()
+        return [TrendPoint(*row) for row in rows]
 
     def samples(self, run_id: int, instance_id: str, mode: str) -> dict[str, list[float]]:
         row = self._db.execute(

@@ -123,4 +123,4 @@ def test_a_version_1_history_gains_the_build_columns(tmp_path):
         store.record_run(RunRecord.from_dict(pair_of_runs(44)[0]))
         assert all(p.target_build is None for p in store.trend("add"))
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
