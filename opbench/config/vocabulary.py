@@ -11,7 +11,7 @@ Nothing here imports anything: the tracer imports it inside the user's own inter
 from __future__ import annotations
 
 __all__ = ["ADAPTER_FRAMEWORKS", "ASYNC", "CASE_DTYPES", "CASE_INT_DTYPES", "COMPLEX_DTYPES",
-           "FLOAT_DTYPES", "FRAMEWORKS", "INTEGER_DTYPES", "MODEL_DTYPES", "LAUNCH_BLOCKING", "LAUNCH_MODES", "LAUNCH_QUEUED",
+           "FLOAT_DTYPES", "FRAMEWORKS", "INTEGER_DTYPES", "MODEL_DTYPES", "MODEL_ONLY_INT_DTYPES", "LAUNCH_BLOCKING", "LAUNCH_MODES", "LAUNCH_QUEUED",
            "MINDSPORE", "MODES", "NUMPY", "SERIAL", "TORCH"]
 
 # -- frameworks ------------------------------------------------------------------------------
@@ -71,6 +71,11 @@ INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
 # MindSpore 2.10). Not case-file dtypes: a model's replay makes them, the case library does
 # not draw them.
 COMPLEX_DTYPES = ("complex64", "complex128")
+# The integer widths a model hands over that are not case-file dtypes (a uint8 mask, an
+# int8 quantised tensor): both frameworks make them on CPU (torch 2.13, MindSpore 2.10), and
+# a replay draws them from the captured range. Before, a tensor of one of them was not
+# covered (issue 45: `unknown dtype 'uint8'`).
+MODEL_ONLY_INT_DTYPES = tuple(d for d in INTEGER_DTYPES if d not in CASE_INT_DTYPES)
 # Every dtype a model's replay can make a tensor of (an external, a stand-in) and compare
-# across frameworks: the case library's and the complex ones.
-MODEL_DTYPES = (*CASE_DTYPES, *COMPLEX_DTYPES)
+# across frameworks: the case library's, the other integer widths and the complex ones.
+MODEL_DTYPES = (*CASE_DTYPES, *MODEL_ONLY_INT_DTYPES, *COMPLEX_DTYPES)

@@ -11,7 +11,7 @@ import difflib
 import numpy as np
 
 from opbench.cases.case_files import DTYPES
-from opbench.config.vocabulary import COMPLEX_DTYPES
+from opbench.config.vocabulary import COMPLEX_DTYPES, MODEL_ONLY_INT_DTYPES
 
 BFLOAT16 = "bfloat16"
 
@@ -24,13 +24,16 @@ NUMPY_CARRIERS: dict[str, np.dtype] = {
     "int64": np.dtype(np.int64),
     "bool": np.dtype(np.bool_),
     # a model's replay only (config/vocabulary.py MODEL_DTYPES): numpy carries them as they are
+    "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16),
+    "uint8": np.dtype(np.uint8),
     "complex64": np.dtype(np.complex64),
     "complex128": np.dtype(np.complex128),
 }
 
 # Attribute names on the framework's top module.
-TORCH_DTYPE_ATTRS = {name: name for name in (*DTYPES, *COMPLEX_DTYPES)}
-MINDSPORE_DTYPE_ATTRS = {**{name: name for name in (*DTYPES, *COMPLEX_DTYPES)}, "bool": "bool_"}
+TORCH_DTYPE_ATTRS = {name: name for name in (*DTYPES, *MODEL_ONLY_INT_DTYPES, *COMPLEX_DTYPES)}
+MINDSPORE_DTYPE_ATTRS = {**{name: name for name in (*DTYPES, *MODEL_ONLY_INT_DTYPES, *COMPLEX_DTYPES)}, "bool": "bool_"}
 
 
 def check_dtype(dtype: str) -> str:

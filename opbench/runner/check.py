@@ -103,7 +103,11 @@ def compare_outputs(reference: Any, target: Any, rtol: float, atol: float,
                                    f"{label}{diff} of {r.size} boolean values differ",
                                    worst_output=i, worst_index=tuple(int(k) for k in first))
             continue
-        r64, t64 = r.astype(np.float64), t.astype(np.float64)
+        # complex outputs (an rfft2) compared as complex: |t - r| is the modulus of the
+        # difference, so the imaginary part is checked too (a cast to float64 dropped it,
+        # with numpy's ComplexWarning)
+        wide = (np.complex128 if np.iscomplexobj(r) or np.iscomplexobj(t) else np.float64)
+        r64, t64 = r.astype(wide), t.astype(wide)
         same_special = (np.isnan(r64) & np.isnan(t64)) | ((r64 == t64) & np.isinf(r64))
         with np.errstate(invalid="ignore", over="ignore"):
             abs_err = np.where(same_special, 0.0, np.abs(t64 - r64))

@@ -216,3 +216,23 @@ def test_a_failure_the_case_expects_carries_its_reason_last():
     agreeing = compare_outputs(np.array([1.0]), np.array([1.0]), 1e-5, 1e-8)
     assert agreeing.expected_by("known offset") is agreeing       # nothing failed
     assert failed.expected_by(None) is failed                      # the case expects nothing
+
+
+def test_complex_outputs_are_compared_as_complex():
+    # issue 45: the imaginary part of a complex output (an rfft2) was cast away, with
+    # numpy's ComplexWarning, and never checked
+    import warnings
+    ref = np.array([1 + 2j, 3 - 1j], dtype=np.complex64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")       # no ComplexWarning: nothing is cast away
+        assert compare_outputs(ref, ref.copy(), rtol=1e-5, atol=1e-6).ok
+        differs = compare_outputs(ref, np.array([1 - 2j, 3 - 1j], dtype=np.complex64),
+                                  rtol=1e-5, atol=1e-6)
+    assert not differs.ok
+    assert differs.worst_index == (0,)
+    assert differs.max_abs_err == 4.0          # |(1-2j) - (1+2j)|
+
+
+def test_complex_against_real_compares_the_imaginary_part_with_zero():
+    result = compare_outputs(np.array([1 + 1j]), np.array([1.0]), rtol=1e-5, atol=1e-6)
+    assert not result.ok and result.max_abs_err == 1.0

@@ -159,3 +159,17 @@ def test_a_case_draws_a_one_signed_float_input_in_the_script_s_range():
     assert inputs["x4"]["dist"] == "uniform" and inputs["x4"]["high"] == -0.5
     assert inputs["x5"] == {"shape": [8], "dtype": "int64", "dist": "randint", "low": 0,
                             "high": 10}
+
+
+def test_an_input_of_a_dtype_no_case_file_holds_is_not_measured_alone_and_says_why():
+    """issue 45: an int8 input (replayed in the model) made the case file invalid, and the
+    whole alone pass failed ("'int8' is not one of float16, ..."); now that one signature
+    is not measured alone, with the reason."""
+    from types import SimpleNamespace
+
+    from opbench.model.impact.alone_cases import _CaseBuilder
+    from opbench.model.program import ExternalTensor
+    externals = [ExternalTensor(0, (8,), "int8", "input", low=0, high=3)]
+    builder = _CaseBuilder(SimpleNamespace(externals=externals, calls=()))
+    with pytest.raises(ValueError, match="int8 tensor, not a case file's dtype"):
+        builder.call("torch.Tensor.sum", [Ext(0)], [])

@@ -706,6 +706,7 @@ def test_a_call_without_recorded_defaults_keeps_every_keyword(torch):
 
 COMPLEX64 = FakeDtype("complex64")
 INT16 = FakeDtype("int16")
+UINT16 = FakeDtype("uint16")   # a dtype no replay makes
 
 
 def test_a_complex_result_is_recorded_with_its_dtype_and_read_as_a_ref(torch):
@@ -722,39 +723,49 @@ def test_a_complex_result_is_recorded_with_its_dtype_and_read_as_a_ref(torch):
 
 
 def test_a_call_returning_a_dtype_no_replay_makes_is_not_covered_and_says_why(torch):
-    """A call returning int16 and each call reading its output are not replayable, with the
+    """A call returning uint16 and each call reading its output are not replayable, with the
     reason (the replay used to die on KeyError: 'complex64' when complex64 was such a dtype)."""
     feed = Feeder(Capture())
-    narrow = feed.function("torch.Tensor.short", (_hidden(8, 8),),
-                           result=FakeTensor((8, 8), INT16), kind=TENSOR_METHOD)
+    narrow = feed.function("torch.Tensor.to", (_hidden(8, 8),),
+                           result=FakeTensor((8, 8), UINT16), kind=TENSOR_METHOD)
     feed.function("torch.Tensor.float", (narrow,), result=_hidden(8, 8), kind=TENSOR_METHOD)
     first, second = feed.calls()
-    assert first.outputs == ("other", "int16 tensor")
-    assert first.problem == ("it returns a int16 tensor: the replay makes float16, "
-                             "bfloat16, float32, float64, int32, int64, bool, complex64, "
-                             "complex128 tensors only")
+    assert first.outputs == ("other", "uint16 tensor")
+    assert first.problem == ("it returns a uint16 tensor: the replay makes float16, "
+                             "bfloat16, float32, float64, int32, int64, bool, int8, "
+                             "int16, uint8, complex64, complex128 tensors only")
     assert not first.replayable and not second.replayable
-    assert second.problem == "an argument a replay cannot rebuild (int16 tensor)"
+    assert second.problem == "an argument a replay cannot rebuild (uint16 tensor)"
 
 
 def test_an_external_of_a_dtype_no_replay_makes_is_opaque(torch):
     feed = Feeder(Capture())
-    feed.function("torch.Tensor.float", (FakeTensor((4,), FakeDtype("uint8"), [1, 2, 3, 4]),),
+    feed.function("torch.Tensor.float", (FakeTensor((4,), UINT16, [1, 2, 3, 4]),),
                   result=_hidden(4), kind=TENSOR_METHOD)
-    assert feed.calls()[0].problem == "an argument a replay cannot rebuild (uint8 tensor)"
+    assert feed.calls()[0].problem == "an argument a replay cannot rebuild (uint16 tensor)"
 
 
 def test_a_tuple_result_with_an_unreplayable_dtype_is_not_covered(torch):
     """torch.frexp returns (mantissa, exponent): a replay makes float32 and int32, so it is
-    replayable; one holding int16 is not."""
+    replayable; one holding uint16 is not."""
     feed = Feeder(Capture())
     feed.function("torch.frexp", (_hidden(4),),
                   result=(_hidden(4), FakeTensor((4,), FakeDtype("int32"), [0, 1, 2, 3])))
-    feed.function("torch.split", (FakeTensor((4,), INT16, [0, 1, 2, 3]),),
-                  result=(FakeTensor((4,), INT16, [0, 1, 2, 3]),))
+    feed.function("torch.split", (FakeTensor((4,), UINT16, [0, 1, 2, 3]),),
+                  result=(FakeTensor((4,), UINT16, [0, 1, 2, 3]),))
     frexp, narrow = feed.calls()
     assert frexp.replayable
-    assert "int16" in narrow.problem
+    assert "uint16" in narrow.problem
+
+
+def test_uint8_int8_and_int16_tensors_are_replayable(torch):
+    """issue 45: a uint8 mask, an int8 or int16 tensor is carried (it ended a whole run with
+    `unknown dtype 'uint8'`, then was a not-covered row)."""
+    feed = Feeder(Capture())
+    for name in ("uint8", "int8", "int16"):
+        feed.function("torch.Tensor.float", (FakeTensor((4,), FakeDtype(name), [1, 2, 3, 4]),),
+                      result=_hidden(4), kind=TENSOR_METHOD)
+    assert all(call.replayable for call in feed.calls())
 
 
 def test_the_replayable_dtypes_are_the_ones_the_frameworks_carry():

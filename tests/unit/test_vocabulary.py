@@ -52,5 +52,6 @@ def test_the_two_integer_sets_are_named_apart_and_nested():
 def test_both_adapters_spell_every_dtype_a_model_replay_makes():
     """The case library's dtypes and, for a model's replay, the complex ones (torch.fft)."""
     assert set(TORCH_DTYPE_ATTRS) == set(MINDSPORE_DTYPE_ATTRS) == set(v.MODEL_DTYPES)
-    assert set(v.MODEL_DTYPES) == {*v.CASE_DTYPES, *v.COMPLEX_DTYPES}
+    assert set(v.MODEL_DTYPES) == {*v.CASE_DTYPES, *v.MODEL_ONLY_INT_DTYPES, *v.COMPLEX_DTYPES}
+    assert {"uint8", "int8", "int16"} <= set(v.MODEL_DTYPES)   # issue 45
     assert not set(v.COMPLEX_DTYPES) & set(v.CASE_DTYPES)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from opbench.config.vocabulary import INTEGER_DTYPES, SERIAL
+from opbench.config.vocabulary import CASE_DTYPES, INTEGER_DTYPES, SERIAL
 from opbench.cases.case_files import expand, load_case_data
 from opbench.config import DEFAULT_PROCESSES, RunConfig
 from opbench.frameworks.apimap import load_mapping
@@ -125,6 +125,10 @@ class _CaseBuilder:
                 if spec is None:
                     raise ValueError("an argument is not a tensor of a known shape")
                 shape, dtype, low, high = spec
+                if dtype not in CASE_DTYPES:
+                    # a uint8 mask, an int8 tensor: replayed in the model, but a case file's
+                    # input is one of the case dtypes (it failed the whole alone pass)
+                    raise ValueError(f"a {dtype} tensor, not a case file's dtype")
                 name = f"x{len(self.inputs)}"
                 entry: dict[str, Any] = {"shape": list(shape), "dtype": dtype}
                 if dtype in INT_DTYPES:
